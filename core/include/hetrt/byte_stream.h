@@ -1,0 +1,91 @@
+// Bounded little-endian readers and writers for TVM's dmlc-style binary streams
+// (u64 lengths, no padding). Every read is checked against what is left, so a
+// corrupt count can never cause an over-read or a huge allocation.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetrt/status.h"
+
+namespace hetrt {
+
+class ByteReader {
+ public:
+  // `source` names the input in error messages ("deploy.so: __tvm_dev_mblob").
+  ByteReader(std::span<const uint8_t> data, std::string source)
+      : data_(data), source_(std::move(source)) {}
+
+  size_t offset() const { return pos_; }
+  size_t remaining() const { return data_.size() - pos_; }
+  const std::string& source() const { return source_; }
+
+  Status ReadU64(uint64_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadI64(int64_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadU32(uint32_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadI32(int32_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadU16(uint16_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadU8(uint8_t* out, std::string_view field) { return ReadPod(out, field); }
+
+  // `n` raw bytes, borrowed from the input.
+  Status ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field);
+  // What is left, without consuming it.
+  std::span<const uint8_t> Rest() const { return data_.subspan(pos_); }
+  Status Skip(uint64_t n, std::string_view field) {
+    std::span<const uint8_t> unused;
+    return ReadBytes(n, &unused, field);
+  }
+  // u64 length + bytes.
+  Status ReadString(std::string* out, std::string_view field);
+  // A u64 element count, refused when count * min_element_bytes exceeds what is left.
+  Status ReadCount(uint64_t* out, uint64_t min_element_bytes, std::string_view field);
+
+  // DATA_LOSS "<source> at byte <offset>: <field>: <detail>".
+  Status Error(std::string_view field, std::string_view detail) const;
+
+ private:
+  template <typename T>
+  Status ReadPod(T* out, std::string_view field) {
+    if (remaining() < sizeof(T))
+      return Error(field, "truncated: need " + std::to_string(sizeof(T)) + " bytes, " +
+                              std::to_string(remaining()) + " left");
+    // Little-endian hosts only (x86-64, AArch64): the format is little-endian.
+    std::memcpy(out, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return OkStatus();
+  }
+
+  std::span<const uint8_t> data_;
+  std::string source_;
+  size_t pos_ = 0;
+};
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void WritePod(T value) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&value);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void WriteU64(uint64_t v) { WritePod(v); }
+  void WriteBytes(std::span<const uint8_t> b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
+  void WriteString(std::string_view s) {
+    WriteU64(s.size());
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+  }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+  std::vector<uint8_t> Take() { return std::move(bytes_); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Whole-file helpers with errors that name the path.
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
+Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes);
+
+}  // namespace hetrt

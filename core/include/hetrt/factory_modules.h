@@ -1,0 +1,78 @@
+// Module types the core itself loads from a blob: the executor factories that
+// sit at the root of a TVM deploy.so, and the (empty) metadata module.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hetrt/byte_stream.h"
+#include "hetrt/module.h"
+#include "hetrt/params.h"
+
+namespace hetrt {
+
+// type_key "GraphExecutorFactory": graph JSON + params + module name. Its first
+// import is the host library that holds the operator functions.
+class GraphExecutorFactoryModule final : public Module {
+ public:
+  GraphExecutorFactoryModule(std::string graph_json, std::vector<NamedTensor> params,
+                             std::string module_name)
+      : Module("GraphExecutorFactory"),
+        graph_json_(std::move(graph_json)),
+        params_(std::make_shared<const std::vector<NamedTensor>>(std::move(params))),
+        module_name_(std::move(module_name)) {}
+
+  static Result<std::shared_ptr<Module>> Load(ByteReader& reader);
+  // The inverse of Load, for the exporter.
+  std::vector<uint8_t> Save() const;
+
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
+  std::vector<std::string> ListFunctionNames() const override;
+  std::string Describe() const override;
+
+  const std::string& graph_json() const { return graph_json_; }
+  // Shared so that executors can bind weights without copying them.
+  const std::shared_ptr<const std::vector<NamedTensor>>& params() const { return params_; }
+  const std::string& module_name() const { return module_name_; }
+  // A copy without params (TVM's remove_params).
+  std::shared_ptr<GraphExecutorFactoryModule> WithoutParams() const;
+
+ private:
+  std::string graph_json_;
+  std::shared_ptr<const std::vector<NamedTensor>> params_;
+  std::string module_name_;
+};
+
+// type_key "AotExecutorFactory": params + module name (no graph).
+class AotExecutorFactoryModule final : public Module {
+ public:
+  AotExecutorFactoryModule(std::vector<NamedTensor> params, std::string module_name)
+      : Module("AotExecutorFactory"), params_(std::move(params)), module_name_(std::move(module_name)) {}
+  static Result<std::shared_ptr<Module>> Load(ByteReader& reader);
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
+  std::vector<std::string> ListFunctionNames() const override { return {module_name_}; }
+  std::string Describe() const override;
+  const std::vector<NamedTensor>& params() const { return params_; }
+  const std::string& module_name() const { return module_name_; }
+
+ private:
+  std::vector<NamedTensor> params_;
+  std::string module_name_;
+};
+
+// type_key "metadata_module": serializes to zero bytes; functions come from its imports.
+class MetadataModule final : public Module {
+ public:
+  MetadataModule() : Module("metadata_module") {}
+  static Result<std::shared_ptr<Module>> Load(ByteReader&) { return std::shared_ptr<Module>(std::make_shared<MetadataModule>()); }
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
+};
+
+}  // namespace hetrt

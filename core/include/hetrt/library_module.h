@@ -1,0 +1,40 @@
+// The host-library module: a dlopen'ed shared object whose exported packed
+// functions (the operator kernels TVM compiled) are looked up with dlsym.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "hetrt/module.h"
+
+namespace hetrt {
+
+class LibraryModule final : public Module {
+ public:
+  // dlopen + fill the library's TVM backend pointers. The module context
+  // (__tvm_module_ctx) is set once the tree is built: see InstallContext.
+  static Result<std::shared_ptr<LibraryModule>> Open(const std::string& path);
+  ~LibraryModule() override;
+
+  Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
+  std::vector<std::string> ListFunctionNames() const override;
+  std::string Describe() const override { return path_; }
+
+  // A raw symbol address (data or code), nullptr when absent.
+  void* FindSymbol(const char* name) const;
+  // Points the library's __tvm_module_ctx at this module (GetFuncFromEnv's root).
+  bool InstallContext();
+  const std::string& path() const { return path_; }
+
+ private:
+  LibraryModule(std::string path, void* handle);
+
+  std::string path_;
+  void* handle_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+};
+
+}  // namespace hetrt

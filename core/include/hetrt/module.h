@@ -1,0 +1,89 @@
+// The module tree: modules identified by type_key, each with ordered imports and
+// named packed functions (TVM's runtime.Module, as a small C++ class).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "hetrt/plugin_abi.h"
+#include "hetrt/status.h"
+
+namespace hetrt {
+
+// A callable with the packed C signature; calling it is one indirect call.
+using PackedFunc = hetrt_packed_func_t;
+
+// Calls a packed function; a non-zero return becomes a Status carrying the
+// message the callee reported through the last-error channel.
+Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes,
+                      int32_t num_args, hetrt_value_t* ret = nullptr,
+                      int32_t* ret_type_code = nullptr);
+
+class Module {
+ public:
+  explicit Module(std::string type_key) : type_key_(std::move(type_key)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::string& type_key() const { return type_key_; }
+  const std::vector<std::shared_ptr<Module>>& imports() const { return imports_; }
+  void Import(std::shared_ptr<Module> module) { imports_.push_back(std::move(module)); }
+
+  // This module's own function; nullptr when it has none of that name. The
+  // pointer stays valid for the module's lifetime.
+  virtual Result<const PackedFunc*> GetOwnFunction(std::string_view name) = 0;
+  // Names of the functions this module defines, where known.
+  virtual std::vector<std::string> ListFunctionNames() const { return {}; }
+  // One line describing the module's payload for `hetrt inspect` (may be empty).
+  virtual std::string Describe() const { return {}; }
+
+  // Own functions first, then the imports depth-first (GetFunction with query_imports).
+  Result<const PackedFunc*> GetFunction(std::string_view name);
+  // TVM's GetFuncFromEnv: the imports in order, then the global function registry;
+  // the hit is cached. A missing name is a NOT_FOUND error naming the module.
+  Result<const PackedFunc*> GetFunctionFromEnv(std::string_view name);
+
+ private:
+  std::string type_key_;
+  std::vector<std::shared_ptr<Module>> imports_;
+  std::mutex env_cache_mutex_;
+  std::unordered_map<std::string, const PackedFunc*> env_cache_;
+};
+
+// A module found in a blob whose type_key no plugin could load. Only made when
+// the caller asked to keep going (inspection); any function lookup fails with
+// the reason.
+class UnloadedModule final : public Module {
+ public:
+  UnloadedModule(std::string type_key, uint64_t byte_size, Status reason)
+      : Module(std::move(type_key)), byte_size_(byte_size), reason_(std::move(reason)) {}
+  Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
+  std::string Describe() const override;
+  const Status& reason() const { return reason_; }
+
+ private:
+  uint64_t byte_size_;
+  Status reason_;
+};
+
+// Process-wide functions looked up by name when a module's imports lack them
+// (e.g. "__tvm_set_device", which device plugins provide).
+class GlobalFunctionRegistry {
+ public:
+  static GlobalFunctionRegistry& Get();
+  // Fails when the name is taken by another function.
+  Status Register(const std::string& name, PackedFunc func);
+  const PackedFunc* Find(std::string_view name);
+  std::vector<std::string> Names();
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+};
+
+}  // namespace hetrt

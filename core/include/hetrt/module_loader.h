@@ -1,0 +1,69 @@
+// Loading TVM-exported libraries: dlopen the host code, read __tvm_dev_mblob,
+// load each blob with the loader of its type_key (core or plugin), rebuild the
+// import tree, and give compiled code its module context.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hetrt/byte_stream.h"
+#include "hetrt/module.h"
+#include "hetrt/plugin_registry.h"
+
+namespace hetrt {
+
+struct LoadOptions {
+  PluginRegistry* plugins = nullptr;  // nullptr: PluginRegistry::Global()
+  // Keep going past a type_key nobody loads (an UnloadedModule takes its place)
+  // so a tree can be inspected without every plugin; running it then fails.
+  bool keep_unloadable = false;
+};
+
+// Loads a .so (with or without a blob). The root is module 0 of the blob, or
+// the library module itself when the file has no blob.
+Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
+                                               const LoadOptions& options = {});
+
+// Builds a module tree from a blob payload (the bytes after the u64 length
+// prefix). `library` fills the "_lib" slot; it may be null when the blob has
+// none. Exposed for tests and fuzzing.
+Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> payload,
+                                                       std::shared_ptr<Module> library,
+                                                       const std::string& source,
+                                                       const LoadOptions& options = {});
+
+// Splits a symbol's bytes (u64 LE length prefix + payload) into the payload,
+// checking the prefix against the bytes that are really there.
+Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes,
+                                             const std::string& source);
+
+// Loaders for blobs of core module types, keyed by type_key.
+using BlobLoader = std::function<Result<std::shared_ptr<Module>>(ByteReader& reader)>;
+void RegisterCoreLoader(const std::string& type_key, BlobLoader loader);
+
+// A module living in a plugin (opencl, cuda, ...), seen through the module table.
+class PluginModule final : public Module {
+ public:
+  // Loads from the start of `reader`'s remaining bytes and advances it.
+  static Result<std::shared_ptr<Module>> Load(Plugin* plugin, const std::string& type_key,
+                                              ByteReader& reader);
+  ~PluginModule() override;
+  Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
+  std::vector<std::string> ListFunctionNames() const override;
+  std::string Describe() const override;
+  Plugin* plugin() const { return plugin_; }
+  hetrt_plugin_module_t* handle() const { return handle_; }
+
+ private:
+  PluginModule(std::string type_key, Plugin* plugin, hetrt_plugin_module_t* handle)
+      : Module(std::move(type_key)), plugin_(plugin), handle_(handle) {}
+  Plugin* plugin_;
+  hetrt_plugin_module_t* handle_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+};
+
+}  // namespace hetrt

@@ -1,0 +1,35 @@
+// TVM's NDArray stream and param-dict (.params) formats, byte-compatible both ways.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hetrt/byte_stream.h"
+#include "hetrt/tensor.h"
+
+namespace hetrt {
+
+inline constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
+inline constexpr uint64_t kParamDictMagic = 0xF7E58D4F05049CB7ULL;
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;  // host memory
+};
+
+// One NDArray (magic, reserved, device, ndim, dtype, shape, bytes) into host memory.
+Result<Tensor> ReadNDArray(ByteReader& reader);
+// Writes a host tensor; the device field is always written as cpu:0, like TVM.
+Status WriteNDArray(const Tensor& tensor, ByteWriter& writer);
+
+// A param dict, in file order (names are unique).
+Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes,
+                                               const std::string& source);
+Result<std::vector<NamedTensor>> LoadParamDictFile(const std::string& path);
+Result<std::vector<uint8_t>> WriteParamDict(const std::vector<NamedTensor>& params);
+
+// Finds a name in a dict; nullptr when absent.
+const NamedTensor* FindParam(const std::vector<NamedTensor>& params, std::string_view name);
+
+}  // namespace hetrt

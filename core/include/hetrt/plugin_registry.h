@@ -1,0 +1,118 @@
+// Plugin host: finds backend plugins (shared objects exporting
+// HETRT_PLUGIN_ENTRY_SYMBOL), negotiates the ABI version, and answers "who
+// provides type_key X / device type Y" with errors that name what was searched.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetrt/plugin_abi.h"
+#include "hetrt/status.h"
+#include "hetrt/tensor.h"
+
+namespace hetrt {
+
+class Plugin;
+
+// A device served by a plugin; memory through allocator(), copies via Copy.
+class Allocator;
+
+class Plugin {
+ public:
+  Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api);
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string name() const { return api_->name ? api_->name : "?"; }
+  std::string version() const { return api_->version ? api_->version : "?"; }
+  const hetrt_plugin_api_t* api() const { return api_; }
+  const hetrt_device_api_t* device_api() const;
+  const hetrt_module_api_t* module_api() const;
+  const hetrt_parallel_api_t* parallel_api() const;
+  std::vector<int32_t> device_types() const;
+  std::vector<std::string> type_keys() const;
+  bool ServesDeviceType(int32_t device_type) const;
+  bool LoadsTypeKey(std::string_view type_key) const;
+
+  // Turns a plugin error into a Status naming the plugin, and frees the error.
+  Status Consume(hetrt_error_t* error) const;
+
+  struct DeviceCount {
+    int32_t count = 0;
+    std::string unavailable_reason;
+  };
+  Result<DeviceCount> CountDevices(int32_t device_type) const;
+  std::string DeviceName(DLDevice device) const;
+  // The allocator of one device (owned by the plugin object).
+  Allocator& DeviceAllocator(DLDevice device);
+  Status SetOption(const std::string& key, const std::string& value) const;
+
+ private:
+  std::string path_;
+  void* dl_handle_;
+  const hetrt_plugin_api_t* api_;
+  std::map<std::pair<int32_t, int32_t>, std::unique_ptr<Allocator>> allocators_;
+};
+
+// A plugin that was found but not used, or a search folder that was missing.
+struct PluginProblem {
+  std::string path;
+  std::string reason;
+};
+
+class PluginRegistry {
+ public:
+  struct Options {
+    // Folders searched in order. Empty = the default search path:
+    // $HETRT_PLUGIN_PATH (colon-separated), then the folder next to the core
+    // library (lib/hetrt-plugins, in the build tree and in an install).
+    std::vector<std::string> search_paths;
+    // Wire the first host plugin into the TVM backend ABI (workspace, parallel).
+    bool bind_backend = true;
+  };
+
+  // Loads every plugin it finds. Individual failures become problems(); only
+  // an unusable search path (nothing given, nothing found) is not an error.
+  static std::unique_ptr<PluginRegistry> Discover(const Options& options);
+  static std::vector<std::string> DefaultSearchPaths();
+  // The process-wide registry (default search path), created on first use.
+  static PluginRegistry& Global();
+
+  ~PluginRegistry();
+
+  const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
+  const std::vector<PluginProblem>& problems() const { return problems_; }
+  const std::vector<std::string>& search_paths() const { return search_paths_; }
+
+  // NOT_FOUND naming the folders searched and the plugins found.
+  Result<Plugin*> ForTypeKey(std::string_view type_key) const;
+  Result<Plugin*> ForDeviceType(int32_t device_type) const;
+  // The plugin of a device, checked to exist (device_id < count).
+  Result<Plugin*> ForDevice(DLDevice device) const;
+  // "searched: A, B; found: cpu 0.1.0 (devices: cpu), ..."
+  std::string DescribeSearch() const;
+
+  // Copies nbytes between two tensors' memory (any devices), through the
+  // plugins' copy functions; staged through host memory between two plugins.
+  Status CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device, void* dst,
+                   uint64_t dst_offset, DLDevice dst_device, uint64_t nbytes) const;
+  // Whole-tensor copy; shapes may differ, byte sizes must match.
+  Status CopyTensor(const Tensor& src, Tensor& dst) const;
+  // A host copy of any tensor.
+  Result<Tensor> ToHost(const Tensor& src) const;
+
+ private:
+  PluginRegistry() = default;
+  void LoadPlugin(const std::string& path);
+
+  std::vector<std::string> search_paths_;
+  std::vector<std::unique_ptr<Plugin>> plugins_;
+  std::vector<PluginProblem> problems_;
+};
+
+}  // namespace hetrt

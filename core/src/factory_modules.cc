@@ -1,0 +1,89 @@
+#include "hetrt/factory_modules.h"
+
+#include <unordered_set>
+
+namespace hetrt {
+namespace {
+
+// u64 count, names, then count NDArrays: the factories' param section.
+Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
+  uint64_t count = 0, names_count = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "factory param count"));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, sizeof(uint64_t), "factory param names count"));
+  if (names_count != count)
+    return r.Error("factory param names", std::to_string(names_count) + " names for " +
+                                              std::to_string(count) + " params");
+  std::vector<NamedTensor> params(static_cast<size_t>(count));
+  std::unordered_set<std::string> seen;
+  for (auto& p : params) {
+    HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "factory param name"));
+    if (!seen.insert(p.name).second)
+      return r.Error("factory param name", "duplicate name '" + p.name + "'");
+  }
+  for (auto& p : params) {
+    auto t = ReadNDArray(r);
+    if (!t.ok()) return t.status().WithContext("factory param '" + p.name + "'");
+    p.tensor = std::move(t).value();
+  }
+  return params;
+}
+
+std::string ParamSummary(const std::vector<NamedTensor>& params) {
+  uint64_t bytes = 0;
+  for (const auto& p : params) bytes += p.tensor.nbytes();
+  return std::to_string(params.size()) + " params, " + std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Module>> GraphExecutorFactoryModule::Load(ByteReader& r) {
+  std::string graph_json, module_name;
+  HETRT_RETURN_IF_ERROR(r.ReadString(&graph_json, "GraphExecutorFactory graph_json"));
+  HETRT_ASSIGN_OR_RETURN(auto params, ReadFactoryParams(r));
+  HETRT_RETURN_IF_ERROR(r.ReadString(&module_name, "GraphExecutorFactory module_name"));
+  if (module_name.empty()) return r.Error("GraphExecutorFactory module_name", "empty");
+  return std::shared_ptr<Module>(std::make_shared<GraphExecutorFactoryModule>(
+      std::move(graph_json), std::move(params), std::move(module_name)));
+}
+
+std::vector<uint8_t> GraphExecutorFactoryModule::Save() const {
+  ByteWriter w;
+  w.WriteString(graph_json_);
+  w.WriteU64(params_->size());
+  w.WriteU64(params_->size());
+  for (const auto& p : *params_) w.WriteString(p.name);
+  for (const auto& p : *params_) (void)WriteNDArray(p.tensor, w);  // host tensors by construction
+  w.WriteString(module_name_);
+  return w.Take();
+}
+
+std::vector<std::string> GraphExecutorFactoryModule::ListFunctionNames() const {
+  return {module_name_, "get_graph_json", "get_graph_params", "remove_params"};
+}
+
+std::string GraphExecutorFactoryModule::Describe() const {
+  return "module_name '" + module_name_ + "', graph JSON " + std::to_string(graph_json_.size()) +
+         " bytes, " + ParamSummary(*params_);
+}
+
+std::shared_ptr<GraphExecutorFactoryModule> GraphExecutorFactoryModule::WithoutParams() const {
+  auto copy = std::make_shared<GraphExecutorFactoryModule>(graph_json_, std::vector<NamedTensor>{},
+                                                           module_name_);
+  for (const auto& import : imports()) copy->Import(import);
+  return copy;
+}
+
+Result<std::shared_ptr<Module>> AotExecutorFactoryModule::Load(ByteReader& r) {
+  HETRT_ASSIGN_OR_RETURN(auto params, ReadFactoryParams(r));
+  std::string module_name;
+  HETRT_RETURN_IF_ERROR(r.ReadString(&module_name, "AotExecutorFactory module_name"));
+  if (module_name.empty()) return r.Error("AotExecutorFactory module_name", "empty");
+  return std::shared_ptr<Module>(
+      std::make_shared<AotExecutorFactoryModule>(std::move(params), std::move(module_name)));
+}
+
+std::string AotExecutorFactoryModule::Describe() const {
+  return "module_name '" + module_name_ + "', " + ParamSummary(params_);
+}
+
+}  // namespace hetrt

@@ -1,0 +1,319 @@
+#include "hetrt/module_loader.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "hetrt/factory_modules.h"
+#include "hetrt/library_module.h"
+
+namespace hetrt {
+namespace {
+
+constexpr const char* kLibKey = "_lib";
+constexpr const char* kImportTreeKey = "_import_tree";
+constexpr const char* kBlobSymbol = "__tvm_dev_mblob";
+
+std::mutex g_loader_mutex;
+std::unordered_map<std::string, BlobLoader>& CoreLoaders() {
+  static std::unordered_map<std::string, BlobLoader> loaders = {
+      {"GraphExecutorFactory", &GraphExecutorFactoryModule::Load},
+      {"GraphRuntimeFactory", &GraphExecutorFactoryModule::Load},  // legacy name
+      {"AotExecutorFactory", &AotExecutorFactoryModule::Load},
+      {"metadata_module", &MetadataModule::Load},
+  };
+  return loaders;
+}
+
+const BlobLoader* FindCoreLoader(const std::string& type_key) {
+  std::lock_guard<std::mutex> lock(g_loader_mutex);
+  auto it = CoreLoaders().find(type_key);
+  return it == CoreLoaders().end() ? nullptr : &it->second;
+}
+
+struct ImportTree {
+  std::vector<uint64_t> row_ptr;
+  std::vector<uint64_t> child_indices;
+};
+
+Status ReadU64Vector(ByteReader& r, std::vector<uint64_t>* out, const char* field) {
+  uint64_t count = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), field));
+  out->resize(static_cast<size_t>(count));
+  for (uint64_t& v : *out) HETRT_RETURN_IF_ERROR(r.ReadU64(&v, field));
+  return OkStatus();
+}
+
+Status ReadImportTree(ByteReader& r, ImportTree* tree) {
+  HETRT_RETURN_IF_ERROR(ReadU64Vector(r, &tree->row_ptr, "_import_tree row_ptr"));
+  return ReadU64Vector(r, &tree->child_indices, "_import_tree child_indices");
+}
+
+// Checks the CSR arrays against n modules and rejects cycles.
+Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& source) {
+  auto bad = [&](const std::string& why) { return DataLoss(source + ": _import_tree: " + why); };
+  if (tree.row_ptr.size() != n + 1)
+    return bad("row_ptr has " + std::to_string(tree.row_ptr.size()) + " entries, expected " +
+               std::to_string(n + 1) + " for " + std::to_string(n) + " modules");
+  if (tree.row_ptr[0] != 0) return bad("row_ptr[0] must be 0");
+  for (size_t i = 0; i < n; ++i)
+    if (tree.row_ptr[i] > tree.row_ptr[i + 1])
+      return bad("row_ptr decreases at index " + std::to_string(i));
+  if (tree.row_ptr[n] != tree.child_indices.size())
+    return bad("row_ptr ends at " + std::to_string(tree.row_ptr[n]) + " but there are " +
+               std::to_string(tree.child_indices.size()) + " child indices");
+  for (size_t k = 0; k < tree.child_indices.size(); ++k)
+    if (tree.child_indices[k] >= n)
+      return bad("child index " + std::to_string(tree.child_indices[k]) + " at position " +
+                 std::to_string(k) + " is out of range (" + std::to_string(n) + " modules)");
+  // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
+  std::vector<uint8_t> colour(n, 0);
+  for (size_t start = 0; start < n; ++start) {
+    if (colour[start]) continue;
+    std::vector<std::pair<size_t, uint64_t>> stack{{start, tree.row_ptr[start]}};
+    colour[start] = 1;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next == tree.row_ptr[node + 1]) {
+        colour[node] = 2;
+        stack.pop_back();
+        continue;
+      }
+      size_t child = static_cast<size_t>(tree.child_indices[next++]);
+      if (colour[child] == 1)
+        return bad("module " + std::to_string(child) + " imports itself through a cycle");
+      if (colour[child] == 0) {
+        colour[child] = 1;
+        stack.push_back({child, tree.row_ptr[child]});
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// Where the trailing "_import_tree" entry starts, if the payload ends with one.
+// Used only to step over a module nobody can parse (inspection).
+size_t FindTrailingImportTree(std::span<const uint8_t> payload, size_t from) {
+  const size_t key_len = std::strlen(kImportTreeKey);
+  for (size_t p = from; p + 8 + key_len <= payload.size(); ++p) {
+    uint64_t len;
+    std::memcpy(&len, payload.data() + p, 8);
+    if (len != key_len || std::memcmp(payload.data() + p + 8, kImportTreeKey, key_len) != 0)
+      continue;
+    ByteReader probe(payload.subspan(p + 8 + key_len), "probe");
+    ImportTree tree;
+    if (ReadImportTree(probe, &tree).ok() && probe.remaining() == 0) return p;
+  }
+  return payload.size();
+}
+
+// The symbol's size, when the dynamic symbol table records it (0 if unknown).
+uint64_t SymbolSize(void* address) {
+  Dl_info info;
+  ElfW(Sym)* sym = nullptr;
+  if (dladdr1(address, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym)
+    return sym->st_size;
+  return 0;
+}
+
+// Bytes from `address` to the end of the loaded segment that contains it: a hard
+// bound for reading a blob whose symbol size is unknown.
+uint64_t BytesToSegmentEnd(const void* address) {
+  struct Query {
+    uintptr_t address;
+    uint64_t bytes;
+  } query{reinterpret_cast<uintptr_t>(address), 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+          uintptr_t end = begin + ph.p_filesz;  // file-backed part only
+          if (q->address >= begin && q->address < end) {
+            q->bytes = end - q->address;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &query);
+  return query.bytes;
+}
+
+// After the tree is built the blob is not needed again; give its pages back
+// (they are file-backed and read-only, so this only drops them from memory).
+void ReleaseBlobPages(const uint8_t* data, uint64_t size) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace
+
+void RegisterCoreLoader(const std::string& type_key, BlobLoader loader) {
+  std::lock_guard<std::mutex> lock(g_loader_mutex);
+  CoreLoaders()[type_key] = std::move(loader);
+}
+
+Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes,
+                                             const std::string& source) {
+  ByteReader r(symbol_bytes, source);
+  uint64_t nbytes = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadU64(&nbytes, "blob length prefix"));
+  if (nbytes > r.remaining())
+    return r.Error("blob length prefix", "says " + std::to_string(nbytes) +
+                                             " bytes but only " + std::to_string(r.remaining()) +
+                                             " follow in the symbol");
+  return symbol_bytes.subspan(8, static_cast<size_t>(nbytes));
+}
+
+Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> payload,
+                                                       std::shared_ptr<Module> library,
+                                                       const std::string& source,
+                                                       const LoadOptions& options) {
+  PluginRegistry& plugins = options.plugins ? *options.plugins : PluginRegistry::Global();
+  ByteReader r(payload, source);
+  uint64_t count = 0;
+  // Each entry holds at least its type_key's u64 length.
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "blob entry count"));
+  std::vector<std::shared_ptr<Module>> modules;
+  ImportTree tree;
+  bool has_tree = false;
+  bool has_lib = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string type_key;
+    HETRT_RETURN_IF_ERROR(r.ReadString(&type_key, "blob entry type_key"));
+    const std::string where = "blob entry " + std::to_string(i) + " ('" + type_key + "')";
+    if (has_tree) return r.Error(where, "entries after _import_tree");
+    if (type_key == kImportTreeKey) {
+      HETRT_RETURN_IF_ERROR(ReadImportTree(r, &tree));
+      has_tree = true;
+      continue;
+    }
+    if (type_key == kLibKey) {
+      if (has_lib) return r.Error(where, "more than one _lib entry");
+      if (!library) return r.Error(where, "the blob names a host library but none was loaded");
+      has_lib = true;
+      modules.push_back(library);
+      continue;
+    }
+    if (type_key.empty()) return r.Error(where, "empty type_key");
+    const size_t start = r.offset();
+    Result<std::shared_ptr<Module>> loaded = Status();
+    if (const BlobLoader* loader = FindCoreLoader(type_key)) {
+      loaded = (*loader)(r);
+    } else if (auto plugin = plugins.ForTypeKey(type_key); plugin.ok()) {
+      loaded = PluginModule::Load(*plugin, type_key, r);
+    } else if (options.keep_unloadable) {
+      size_t end = FindTrailingImportTree(payload, start);
+      std::span<const uint8_t> skipped;
+      HETRT_RETURN_IF_ERROR(r.ReadBytes(end - start, &skipped, where));
+      loaded = std::shared_ptr<Module>(
+          std::make_shared<UnloadedModule>(type_key, skipped.size(), plugin.status()));
+    } else {
+      return plugin.status().WithContext(source + ": " + where);
+    }
+    if (!loaded.ok()) return loaded.status().WithContext(where);
+    modules.push_back(std::move(loaded).value());
+  }
+  if (r.remaining() != 0)
+    return r.Error("blob", std::to_string(r.remaining()) + " bytes after the last entry");
+  if (modules.empty()) return DataLoss(source + ": blob holds no modules");
+
+  if (has_tree) {
+    HETRT_RETURN_IF_ERROR(ValidateImportTree(tree, modules.size(), source));
+    for (size_t i = 0; i < modules.size(); ++i)
+      for (uint64_t k = tree.row_ptr[i]; k < tree.row_ptr[i + 1]; ++k)
+        modules[i]->Import(modules[static_cast<size_t>(tree.child_indices[k])]);
+    if (library && !has_lib)
+      return DataLoss(source + ": blob has an _import_tree but no _lib entry for the host code");
+    return modules[0];
+  }
+  // Legacy form: the library is the root and imports every other module.
+  if (!library) return DataLoss(source + ": legacy blob (no _import_tree) without a host library");
+  for (auto& m : modules)
+    if (m != library) library->Import(m);
+  return library;
+}
+
+Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
+                                               const LoadOptions& options) {
+  HETRT_ASSIGN_OR_RETURN(std::shared_ptr<LibraryModule> library, LibraryModule::Open(path));
+  std::shared_ptr<Module> root = library;
+  if (auto* blob = static_cast<const uint8_t*>(library->FindSymbol(kBlobSymbol))) {
+    uint64_t available = SymbolSize(const_cast<uint8_t*>(blob));
+    const uint64_t segment = BytesToSegmentEnd(blob);
+    if (available == 0 || (segment != 0 && available > segment)) available = segment;
+    if (available < 8)
+      return DataLoss(path + ": " + kBlobSymbol + " is shorter than its 8-byte length prefix");
+    const std::string source = path + ": " + kBlobSymbol;
+    HETRT_ASSIGN_OR_RETURN(auto payload, BlobPayload({blob, static_cast<size_t>(available)}, source));
+    HETRT_ASSIGN_OR_RETURN(root, LoadModuleTreeFromBlob(payload, library, source, options));
+    ReleaseBlobPages(payload.data(), payload.size());
+  }
+  library->InstallContext();
+  return root;
+}
+
+// ---------------------------------------------------------------- PluginModule
+
+Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::string& type_key,
+                                                   ByteReader& reader) {
+  const hetrt_module_api_t* api = plugin->module_api();
+  if (api == nullptr || api->load == nullptr)
+    return Unimplemented("plugin '" + plugin->name() + "' declares type_key '" + type_key +
+                         "' but has no module loader");
+  const std::span<const uint8_t> rest = reader.Rest();
+  hetrt_module_load_args_t args{};
+  args.struct_size = sizeof(args);
+  args.type_key = type_key.c_str();
+  args.data = rest.data();
+  args.size = rest.size();
+  HETRT_RETURN_IF_ERROR(plugin->Consume(api->load(&args)));
+  if (args.consumed > rest.size()) {
+    if (api->destroy) api->destroy(args.module);
+    return Internal("plugin '" + plugin->name() + "' claims to have read past the blob");
+  }
+  HETRT_RETURN_IF_ERROR(reader.Skip(args.consumed, type_key));
+  return std::shared_ptr<Module>(new PluginModule(type_key, plugin, args.module));
+}
+
+PluginModule::~PluginModule() {
+  if (const hetrt_module_api_t* api = plugin_->module_api(); api && api->destroy)
+    api->destroy(handle_);
+}
+
+Result<const PackedFunc*> PluginModule::GetOwnFunction(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string key(name);
+  if (auto it = functions_.find(key); it != functions_.end()) return it->second.get();
+  const hetrt_module_api_t* api = plugin_->module_api();
+  auto func = std::make_unique<PackedFunc>();
+  int32_t found = 0;
+  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->get_function(handle_, key.c_str(), func.get(), &found)));
+  if (!found) return static_cast<const PackedFunc*>(nullptr);
+  const PackedFunc* result = func.get();
+  functions_.emplace(std::move(key), std::move(func));
+  return result;
+}
+
+std::vector<std::string> PluginModule::ListFunctionNames() const {
+  const hetrt_module_api_t* api = plugin_->module_api();
+  if (api->list_functions == nullptr) return {};
+  size_t n = api->list_functions(handle_, nullptr, 0);
+  std::vector<const char*> names(n);
+  n = std::min(n, api->list_functions(handle_, names.data(), names.size()));
+  return {names.begin(), names.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+std::string PluginModule::Describe() const { return "from plugin '" + plugin_->name() + "'"; }
+
+}  // namespace hetrt

@@ -1,0 +1,161 @@
+#include "hetrt/tensor.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "hetrt/dtype.h"
+
+namespace hetrt {
+namespace {
+
+class HostAllocatorImpl final : public Allocator {
+ public:
+  DLDevice device() const override { return {kDLCPU, 0}; }
+  Result<void*> Allocate(uint64_t nbytes, uint64_t alignment) override {
+    if (alignment < kTensorAlignment) alignment = kTensorAlignment;
+    // aligned_alloc needs a size that is a multiple of the alignment; 0 bytes still
+    // gets a unique pointer so that "defined" tensors always have data.
+    uint64_t rounded = (nbytes + alignment - 1) / alignment * alignment;
+    if (rounded == 0) rounded = alignment;
+    void* p = std::aligned_alloc(alignment, rounded);
+    if (p == nullptr)
+      return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes failed");
+    return p;
+  }
+  void Free(void* data) override { std::free(data); }
+};
+
+}  // namespace
+
+Allocator& HostAllocator() {
+  static HostAllocatorImpl allocator;
+  return allocator;
+}
+
+struct Tensor::Buffer {
+  Allocator* allocator = nullptr;
+  void* data = nullptr;
+  ~Buffer() {
+    if (allocator != nullptr && data != nullptr) allocator->Free(data);
+  }
+};
+
+Result<int64_t> ShapeNumElements(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeToString(shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return InvalidArgument("shape " + ShapeToString(shape) + " overflows int64");
+    n *= d;
+  }
+  return n;
+}
+
+std::string ShapeToString(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Tensor::Tensor() = default;
+
+Tensor::Tensor(const Tensor& other)
+    : buffer_(other.buffer_), shape_(other.shape_), dl_(other.dl_), capacity_(other.capacity_) {
+  dl_.shape = shape_.data();
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : buffer_(std::move(other.buffer_)),
+      shape_(std::move(other.shape_)),
+      dl_(other.dl_),
+      capacity_(other.capacity_) {
+  dl_.shape = shape_.data();
+  other.dl_ = DLTensor{};
+  other.capacity_ = 0;
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    buffer_ = std::move(other.buffer_);
+    shape_ = std::move(other.shape_);
+    dl_ = other.dl_;
+    dl_.shape = shape_.data();
+    capacity_ = other.capacity_;
+    other.dl_ = DLTensor{};
+    other.capacity_ = 0;
+  }
+  return *this;
+}
+
+void Tensor::Init(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype) {
+  shape_ = std::move(shape);
+  dl_ = DLTensor{};
+  dl_.data = data;
+  dl_.device = device;
+  dl_.ndim = static_cast<int32_t>(shape_.size());
+  dl_.dtype = dtype;
+  dl_.shape = shape_.data();
+  dl_.strides = nullptr;
+  dl_.byte_offset = 0;
+}
+
+int64_t Tensor::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+uint64_t Tensor::nbytes() const {
+  return static_cast<uint64_t>(num_elements()) * DataTypeBytes(dl_.dtype);
+}
+
+Result<Tensor> Tensor::Empty(std::vector<int64_t> shape, DLDataType dtype, Allocator& allocator) {
+  HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
+  const uint64_t elem = DataTypeBytes(dtype);
+  if (elem != 0 && static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem)
+    return InvalidArgument("tensor of shape " + ShapeToString(shape) + " is too large");
+  const uint64_t nbytes = static_cast<uint64_t>(count) * elem;
+  HETRT_ASSIGN_OR_RETURN(void* data, allocator.Allocate(nbytes, kTensorAlignment));
+  Tensor t;
+  t.buffer_ = std::make_shared<Buffer>();
+  t.buffer_->allocator = &allocator;
+  t.buffer_->data = data;
+  t.Init(data, allocator.device(), std::move(shape), dtype);
+  t.capacity_ = nbytes;
+  return t;
+}
+
+Result<Tensor> Tensor::EmptyHost(std::vector<int64_t> shape, DLDataType dtype) {
+  return Empty(std::move(shape), dtype, HostAllocator());
+}
+
+Tensor Tensor::Borrow(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype) {
+  Tensor t;
+  t.Init(data, device, std::move(shape), dtype);
+  t.capacity_ = t.nbytes();
+  return t;
+}
+
+Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype) const {
+  HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
+  const uint64_t need = static_cast<uint64_t>(count) * DataTypeBytes(dtype);
+  if (need > capacity_)
+    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) +
+                           " needs " + std::to_string(need) + " bytes but the storage has " +
+                           std::to_string(capacity_));
+  Tensor t;
+  t.buffer_ = buffer_;
+  t.Init(dl_.data, dl_.device, std::move(shape), dtype);
+  t.capacity_ = capacity_;
+  return t;
+}
+
+}  // namespace hetrt

@@ -1,0 +1,198 @@
+#include "tvm_backend_abi.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "hetrt/dtype.h"
+#include "hetrt/module.h"
+#include "hetrt/plugin_registry.h"
+
+#define HETRT_C_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace hetrt {
+namespace {
+
+thread_local std::string t_last_error;
+
+constexpr int kMaxDeviceType = 32;
+std::atomic<const hetrt_device_api_t*> g_workspace_providers[kMaxDeviceType];
+std::atomic<const hetrt_parallel_api_t*> g_parallel_provider{nullptr};
+
+std::mutex g_system_lib_mutex;
+std::unordered_map<std::string, void*>& SystemLibSymbols() {
+  static std::unordered_map<std::string, void*> symbols;
+  return symbols;
+}
+
+void HostSetLastError(const char* message) { SetLastError(message); }
+
+// Compiled code may ask for a service before anything touched the plugins:
+// discovering the global registry binds the providers (once; cheap afterwards).
+const hetrt_device_api_t* WorkspaceProvider(int device_type) {
+  if (device_type < 0 || device_type >= kMaxDeviceType) return nullptr;
+  const hetrt_device_api_t* api = g_workspace_providers[device_type].load(std::memory_order_acquire);
+  if (api != nullptr) return api;
+  PluginRegistry::Global();
+  return g_workspace_providers[device_type].load(std::memory_order_acquire);
+}
+
+const hetrt_parallel_api_t* ParallelProvider() {
+  const hetrt_parallel_api_t* api = g_parallel_provider.load(std::memory_order_acquire);
+  if (api != nullptr) return api;
+  PluginRegistry::Global();
+  return g_parallel_provider.load(std::memory_order_acquire);
+}
+
+void HostLog(hetrt_log_level_t level, const char* plugin, const char* message) {
+  if (level < HETRT_LOG_WARNING) return;
+  std::fprintf(stderr, "hetrt[%s] %s: %s\n", plugin ? plugin : "?",
+               level == HETRT_LOG_ERROR ? "error" : "warning", message ? message : "");
+}
+
+const hetrt_host_api_t kHostApi = {
+    sizeof(hetrt_host_api_t), HETRT_PLUGIN_ABI_MAJOR, HETRT_PLUGIN_ABI_MINOR,
+    &HostSetLastError,        &HostLog,
+};
+
+}  // namespace
+
+void SetLastError(const char* message) { t_last_error = message ? message : ""; }
+void ClearLastError() { t_last_error.clear(); }
+std::string LastErrorMessage() { return t_last_error; }
+const hetrt_host_api_t* BackendHostApi() { return &kHostApi; }
+
+void BindWorkspaceProvider(int32_t device_type, const hetrt_device_api_t* device_api) {
+  if (device_type >= 0 && device_type < kMaxDeviceType)
+    g_workspace_providers[device_type].store(device_api, std::memory_order_release);
+}
+
+void BindParallelProvider(const hetrt_parallel_api_t* parallel_api) {
+  g_parallel_provider.store(parallel_api, std::memory_order_release);
+}
+
+void* FindSystemLibSymbol(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_system_lib_mutex);
+  auto it = SystemLibSymbols().find(name);
+  return it == SystemLibSymbols().end() ? nullptr : it->second;
+}
+
+}  // namespace hetrt
+
+using hetrt::g_parallel_provider;
+
+// ---- The C entry points, with TVM's names and semantics. ----
+
+HETRT_C_EXPORT void TVMAPISetLastError(const char* message) { hetrt::SetLastError(message); }
+
+HETRT_C_EXPORT const char* TVMGetLastError(void) { return hetrt::t_last_error.c_str(); }
+
+HETRT_C_EXPORT int TVMFuncCall(void* func, hetrt_value_t* args, int* type_codes, int num_args,
+                               hetrt_value_t* ret, int* ret_type_code) {
+  if (func == nullptr) {
+    hetrt::SetLastError("TVMFuncCall: NULL function handle");
+    return -1;
+  }
+  const auto* f = static_cast<const hetrt_packed_func_t*>(func);
+  return f->call(args, type_codes, num_args, ret, ret_type_code, f->resource);
+}
+
+HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
+  if (mod_node == nullptr || func_name == nullptr || out == nullptr) {
+    hetrt::SetLastError(
+        "TVMBackendGetFuncFromEnv: NULL module context (was the library loaded by hetrt?)");
+    return -1;
+  }
+  auto found = static_cast<hetrt::Module*>(mod_node)->GetFunctionFromEnv(func_name);
+  if (!found.ok()) {
+    hetrt::SetLastError(found.status().message().c_str());
+    return -1;
+  }
+  *out = const_cast<hetrt_packed_func_t*>(*found);
+  return 0;
+}
+
+HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
+                                              int /*dtype_code_hint*/, int /*dtype_bits_hint*/) {
+  const hetrt_device_api_t* api = hetrt::WorkspaceProvider(device_type);
+  if (api == nullptr || api->workspace_alloc == nullptr) {
+    std::string m = "TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
+                    hetrt::DeviceTypeName(device_type);
+    hetrt::SetLastError(m.c_str());
+    return nullptr;
+  }
+  DLDevice device{static_cast<DLDeviceType>(device_type), device_id};
+  return api->workspace_alloc(device, nbytes);
+}
+
+HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+  const hetrt_device_api_t* api = hetrt::WorkspaceProvider(device_type);
+  if (api == nullptr || api->workspace_free == nullptr) {
+    hetrt::SetLastError("TVMBackendFreeWorkspace: no workspace provider for this device type");
+    return -1;
+  }
+  DLDevice device{static_cast<DLDeviceType>(device_type), device_id};
+  return api->workspace_free(device, ptr);
+}
+
+HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata,
+                                            int num_task) {
+  const hetrt_parallel_api_t* api = hetrt::ParallelProvider();
+  if (api == nullptr) {
+    // No host plugin: run serially. Lambdas split work by env.num_task.
+    hetrt_parallel_group_env_t env{nullptr, 1};
+    return lambda(0, &env, cdata);
+  }
+  return api->launch(lambda, cdata, num_task);
+}
+
+HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) {
+  const hetrt_parallel_api_t* api = g_parallel_provider.load(std::memory_order_acquire);
+  if (api == nullptr || env == nullptr || env->num_task <= 1) return 0;
+  return api->barrier(task_id, env);
+}
+
+HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+  if (name == nullptr) return -1;
+  std::lock_guard<std::mutex> lock(hetrt::g_system_lib_mutex);
+  hetrt::SystemLibSymbols()[name] = ptr;
+  return 0;
+}
+
+namespace hetrt {
+
+int InstallBackendPointers(void* dl_handle) {
+  struct Slot {
+    const char* variable;
+    void* implementation;
+  };
+  const Slot slots[] = {
+      {"__TVMFuncCall", reinterpret_cast<void*>(&TVMFuncCall)},
+      {"__TVMAPISetLastError", reinterpret_cast<void*>(&TVMAPISetLastError)},
+      {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&TVMBackendGetFuncFromEnv)},
+      {"__TVMBackendAllocWorkspace", reinterpret_cast<void*>(&TVMBackendAllocWorkspace)},
+      {"__TVMBackendFreeWorkspace", reinterpret_cast<void*>(&TVMBackendFreeWorkspace)},
+      {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(&TVMBackendParallelLaunch)},
+      {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&TVMBackendParallelBarrier)},
+  };
+  int filled = 0;
+  for (const Slot& slot : slots) {
+    if (void** variable = static_cast<void**>(dlsym(dl_handle, slot.variable))) {
+      *variable = slot.implementation;
+      ++filled;
+    }
+  }
+  return filled;
+}
+
+bool InstallModuleContext(void* dl_handle, Module* library_module) {
+  void** ctx = static_cast<void**>(dlsym(dl_handle, "__tvm_module_ctx"));
+  if (ctx == nullptr) return false;
+  *ctx = library_module;
+  return true;
+}
+
+}  // namespace hetrt

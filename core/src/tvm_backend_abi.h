@@ -1,0 +1,42 @@
+// The TVM backend C ABI: the only part of hetrt that speaks it.
+//
+// TVM-compiled host libraries define NULL-initialised function-pointer variables
+// (__TVMFuncCall, __TVMBackendAllocWorkspace, ...) that the loader fills right
+// after dlopen; C code generated for MLF/system libraries instead calls the real
+// C symbols (TVMFuncCall, TVMBackendAllocWorkspace, ...), which this file also
+// exports. Both routes land in the same implementations, which forward to the
+// plugins' device and parallel tables.
+#pragma once
+
+#include <string>
+
+#include "hetrt/plugin_abi.h"
+
+namespace hetrt {
+
+class Module;
+
+// Thread-local last error shared by compiled code, plugins and the core.
+void SetLastError(const char* message);
+void ClearLastError();
+std::string LastErrorMessage();
+
+// Services handed to every plugin at initialize().
+const hetrt_host_api_t* BackendHostApi();
+
+// Writes hetrt's implementations into the library's __TVM* pointer variables
+// (those that exist). Returns how many were filled.
+int InstallBackendPointers(void* dl_handle);
+// Stores `library_module` in the library's __tvm_module_ctx, if it has one; that
+// pointer comes back to TVMBackendGetFuncFromEnv.
+bool InstallModuleContext(void* dl_handle, Module* library_module);
+
+// Routes workspace requests of a device type to a plugin's device table.
+void BindWorkspaceProvider(int32_t device_type, const hetrt_device_api_t* device_api);
+// Routes parallel launches to a host plugin's task pool.
+void BindParallelProvider(const hetrt_parallel_api_t* parallel_api);
+
+// Symbols registered by system-library C code (TVMBackendRegisterSystemLibSymbol).
+void* FindSystemLibSymbol(const std::string& name);
+
+}  // namespace hetrt

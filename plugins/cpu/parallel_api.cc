@@ -1,0 +1,69 @@
+#include "parallel_api.h"
+
+#include <new>
+#include <system_error>
+
+#include "host_services.h"
+#include "plugin_error.h"
+#include "thread_pool.h"
+
+namespace hetrt::cpu {
+namespace {
+
+// A raw pointer rather than a static unique_ptr: joining threads from a static
+// destructor at exit can hang, and shutdown is the place to end the pool.
+ThreadPool* g_pool = nullptr;
+
+int32_t Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
+  if (g_pool == nullptr) {
+    ReportLastError("cpu plugin: parallel launch before initialize");
+    return -1;
+  }
+  return g_pool->Launch(lambda, cdata, num_task);
+}
+
+int32_t Barrier(int32_t /*task_id*/, hetrt_parallel_group_env_t* env) {
+  return ThreadPool::Barrier(env);
+}
+
+int32_t NumThreads() { return ThreadPoolSize(); }
+
+constexpr hetrt_parallel_api_t kParallelApi{
+    .struct_size = sizeof(hetrt_parallel_api_t),
+    .launch = Launch,
+    .barrier = Barrier,
+    .num_threads = NumThreads,
+};
+
+}  // namespace
+
+hetrt_error_t* StartThreadPool(int32_t num_threads) {
+  if (num_threads < 1 || num_threads > kMaxThreads) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
+                     static_cast<int>(num_threads), static_cast<int>(kMaxThreads));
+  }
+  ThreadPool* pool = nullptr;
+  try {
+    pool = new ThreadPool(num_threads);
+  } catch (const std::system_error& error) {
+    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot start %d threads: %s",
+                     static_cast<int>(num_threads), error.what());
+  } catch (const std::bad_alloc&) {
+    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+                     "cpu plugin: out of memory starting %d threads", static_cast<int>(num_threads));
+  }
+  delete g_pool;
+  g_pool = pool;
+  return nullptr;
+}
+
+void StopThreadPool() {
+  delete g_pool;
+  g_pool = nullptr;
+}
+
+int32_t ThreadPoolSize() { return g_pool != nullptr ? g_pool->num_threads() : 0; }
+
+const hetrt_parallel_api_t* ParallelApi() { return &kParallelApi; }
+
+}  // namespace hetrt::cpu

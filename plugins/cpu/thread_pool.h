@@ -1,0 +1,75 @@
+// Persistent worker threads behind parallel.launch (TVMBackendParallelLaunch).
+//
+// Launch path without locks or allocation: the launching thread writes the job,
+// bumps an atomic generation counter that idle workers spin on (briefly) or
+// sleep on (futex via std::atomic::wait), runs its own share of the tasks, then
+// waits for a countdown of the workers to reach zero.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "hetrt/plugin_abi.h"
+#include "task_barrier.h"
+
+namespace hetrt::cpu {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the thread that calls Launch, so num_threads - 1
+  // workers start here. Throws std::system_error when one cannot be started.
+  explicit ThreadPool(int32_t num_threads);
+  // Joins the workers; must not overlap a Launch.
+  ~ThreadPool();
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int32_t num_threads() const { return num_threads_; }
+
+  // Runs lambda(task_id, env, cdata) for every task_id in [0, num_task); 0 means
+  // one task per thread. Thread t runs task ids t, t + num_threads, ... (round
+  // robin), the calling thread being thread 0, so env->sync_handle (the barrier)
+  // is only set when num_task <= num_threads. A launch that cannot get the pool
+  // (nested inside a task, or concurrent with another thread's launch) runs its
+  // tasks serially on the calling thread instead of waiting. Returns non-zero
+  // when a task did.
+  int32_t Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task);
+
+  // parallel.barrier: `env` is the one the task received.
+  static int32_t Barrier(hetrt_parallel_group_env_t* env);
+
+ private:
+  struct Job {
+    hetrt_parallel_lambda_t lambda = nullptr;
+    void* cdata = nullptr;
+    int32_t num_task = 0;
+    TaskBarrier* barrier = nullptr;  // null when the tasks do not all run at once
+  };
+
+  void WorkerLoop(int32_t thread_index);
+  void RunShareOfTasks(int32_t thread_index);
+  void StopWorkers();
+
+  const int32_t num_threads_;
+  std::vector<std::thread> workers_;
+
+  // Claimed by the thread whose launch owns the workers.
+  alignas(64) std::atomic<bool> launch_in_progress_{false};
+
+  // Written by the launching thread, then published to the workers by the
+  // release increment of generation_; on one cache line, read together.
+  alignas(64) Job job_;
+  bool stopping_ = false;
+  std::atomic<uint32_t> generation_{0};
+
+  // Written by workers as they finish.
+  alignas(64) std::atomic<int32_t> workers_running_{0};
+  std::atomic<bool> task_failed_{false};
+
+  TaskBarrier barrier_;
+};
+
+}  // namespace hetrt::cpu

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package that hetrt's build, tests and benchmarks need.
+# Idempotent: packages already installed are skipped, so CI pays for apt only once.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  nlohmann-json3-dev libdlpack-dev libcli11-dev libarchive-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
+  libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include "hetrt/module_loader.h"
+#include "hetrt/plugin_registry.h"
+#include "test_support.h"
+
+namespace hetrt {
+namespace {
+
+std::unique_ptr<PluginRegistry> RegistryOf(const std::string& variant) {
+  PluginRegistry::Options options;
+  options.search_paths = {std::string(HETRT_TEST_PLUGINS_DIR) + "/" + variant};
+  options.bind_backend = false;
+  return PluginRegistry::Discover(options);
+}
+
+TEST(PluginRegistry, WrongAbiMajorIsRefusedNamingBothVersions) {
+  auto registry = RegistryOf("abi_major_2");
+  EXPECT_TRUE(registry->plugins().empty());
+  ASSERT_EQ(registry->problems().size(), 1u);
+  const std::string& reason = registry->problems()[0].reason;
+  EXPECT_NE(reason.find("plugin ABI version 2.0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("hetrt's ABI version " + std::to_string(HETRT_PLUGIN_ABI_MAJOR) + "."),
+            std::string::npos)
+      << reason;
+}
+
+TEST(PluginRegistry, NewerMinorIsAccepted) {
+  auto registry = RegistryOf("abi_minor_9");
+  ASSERT_EQ(registry->plugins().size(), 1u) << registry->DescribeSearch();
+  EXPECT_EQ(registry->plugins()[0]->name(), "test");
+  EXPECT_EQ(registry->plugins()[0]->api()->abi_minor, 9);
+  EXPECT_TRUE(registry->ForTypeKey("hetrt_test").ok());
+}
+
+TEST(PluginRegistry, LibraryWithoutEntrySymbolIsReported) {
+  auto registry = RegistryOf("no_entry");
+  EXPECT_TRUE(registry->plugins().empty());
+  ASSERT_EQ(registry->problems().size(), 1u);
+  EXPECT_NE(registry->problems()[0].reason.find("hetrt_plugin_get_api"), std::string::npos);
+}
+
+TEST(PluginRegistry, MissingFolderIsReported) {
+  PluginRegistry::Options options;
+  options.search_paths = {"/no/such/plugin/folder"};
+  options.bind_backend = false;
+  auto registry = PluginRegistry::Discover(options);
+  ASSERT_EQ(registry->problems().size(), 1u);
+  EXPECT_EQ(registry->problems()[0].path, "/no/such/plugin/folder");
+  EXPECT_NE(registry->problems()[0].reason.find("does not exist"), std::string::npos);
+  auto missing = registry->ForDeviceType(kDLCUDA);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no plugin provides device type cuda"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("/no/such/plugin/folder"), std::string::npos);
+}
+
+TEST(PluginRegistry, UnknownTypeKeyErrorNamesSearchAndPluginsFound) {
+  auto registry = RegistryOf("abi_minor_9");
+  auto r = registry->ForTypeKey("vulkan");
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("no plugin provides type_key 'vulkan'"), std::string::npos) << m;
+  EXPECT_NE(m.find("abi_minor_9"), std::string::npos) << m;
+  EXPECT_NE(m.find("test 0.0.1"), std::string::npos) << m;
+}
+
+TEST(PluginRegistry, PluginErrorsBecomeStatusesNamingThePlugin) {
+  auto registry = RegistryOf("abi_minor_9");
+  ASSERT_EQ(registry->plugins().size(), 1u);
+  Status s = registry->plugins()[0]->SetOption("num_threads", "2");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "plugin 'test': test plugin takes no options");
+}
+
+TEST(PluginRegistry, HetrtPluginPathComesFirstInTheDefaultSearch) {
+  ::setenv("HETRT_PLUGIN_PATH", "/first:/second", 1);
+  auto paths = PluginRegistry::DefaultSearchPaths();
+  ::unsetenv("HETRT_PLUGIN_PATH");
+  ASSERT_GE(paths.size(), 3u);
+  EXPECT_EQ(paths[0], "/first");
+  EXPECT_EQ(paths[1], "/second");
+  EXPECT_NE(paths[2].find("hetrt-plugins"), std::string::npos);
+}
+
+// A blob with a plugin-loaded module: the plugin reports how much it read, the
+// tree is rebuilt, and GetFuncFromEnv finds imports first, then globals.
+TEST(PluginModule, LoadsFromABlobAndResolvesThroughTheEnvironment) {
+  auto registry = RegistryOf("abi_minor_9");
+  ByteWriter w;
+  w.WriteU64(3);
+  w.WriteString("_lib");
+  w.WriteString("hetrt_test");
+  w.WriteString("payload");  // u64 7 + bytes: what the test plugin reads
+  w.WriteString("_import_tree");
+  for (uint64_t v : {3, 0, 1, 1, 1, 1}) w.WriteU64(v);  // row_ptr [0,1,1], children [1]
+  struct Lib final : Module {
+    Lib() : Module("library") {}
+    Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+      return static_cast<const PackedFunc*>(nullptr);
+    }
+  };
+  LoadOptions options;
+  options.plugins = registry.get();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleTreeFromBlob(w.bytes(), std::make_shared<Lib>(),
+                                                               "blob", options));
+  ASSERT_EQ(root->imports().size(), 1u);
+  EXPECT_EQ(root->imports()[0]->type_key(), "hetrt_test");
+  EXPECT_EQ(root->imports()[0]->ListFunctionNames(), std::vector<std::string>{"test_add_one"});
+
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* add, root->GetFunctionFromEnv("test_add_one"));
+  hetrt_value_t arg{.v_int64 = 41}, ret{};
+  int32_t code = HETRT_TYPE_INT, ret_code = 0;
+  HETRT_ASSERT_OK(CallPackedFunc(*add, &arg, &code, 1, &ret, &ret_code));
+  EXPECT_EQ(ret.v_int64, 42);
+  // Failures inside the plugin come back with the plugin's message.
+  code = HETRT_TYPE_FLOAT;
+  Status failed = CallPackedFunc(*add, &arg, &code, 1, &ret, &ret_code);
+  EXPECT_EQ(failed.message(), "add_one takes one int");
+
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* global, root->GetFunctionFromEnv("__hetrt_test_answer"));
+  ASSERT_NE(global, nullptr);
+  auto missing = root->GetFunctionFromEnv("nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'nope' not found in the imports of module 'library'"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+}  // namespace
+}  // namespace hetrt

@@ -1,0 +1,56 @@
+// `hetrt plugins`: what is installed, what it serves, and why a device is missing.
+#include <cstdio>
+
+#include "commands.h"
+#include "hetrt/dtype.h"
+#include "hetrt/plugin_registry.h"
+
+namespace hetrt::cli {
+
+Command AddPluginsCommand(CLI::App& app) {
+  app.add_subcommand("plugins", "List the plugins found, their devices and module types");
+  return [] {
+    PluginRegistry& registry = PluginRegistry::Global();
+    std::printf("search path:\n");
+    for (const auto& p : registry.search_paths()) std::printf("  %s\n", p.c_str());
+    std::printf("plugins:\n");
+    if (registry.plugins().empty()) std::printf("  (none)\n");
+    for (const auto& plugin : registry.plugins()) {
+      const auto* api = plugin->api();
+      std::printf("  %s %s (ABI %u.%u) %s\n", plugin->name().c_str(), plugin->version().c_str(),
+                  api->abi_major, api->abi_minor, plugin->path().c_str());
+      for (int32_t type : plugin->device_types()) {
+        auto count = plugin->CountDevices(type);
+        if (!count.ok()) {
+          std::printf("    device %s: error: %s\n", DeviceTypeName(type).c_str(),
+                      count.status().message().c_str());
+          continue;
+        }
+        std::printf("    device %s: %d device(s)", DeviceTypeName(type).c_str(), count->count);
+        if (count->count == 0)
+          std::printf(" - %s", count->unavailable_reason.empty() ? "no reason given"
+                                                                 : count->unavailable_reason.c_str());
+        std::printf("\n");
+        for (int32_t id = 0; id < count->count; ++id)
+          std::printf("      %s: %s\n", DeviceToString({static_cast<DLDeviceType>(type), id}).c_str(),
+                      plugin->DeviceName({static_cast<DLDeviceType>(type), id}).c_str());
+      }
+      auto keys = plugin->type_keys();
+      if (!keys.empty()) {
+        std::printf("    type_keys:");
+        for (const auto& k : keys) std::printf(" %s", k.c_str());
+        std::printf("\n");
+      }
+      if (const auto* par = plugin->parallel_api())
+        std::printf("    parallel launch: %d thread(s)\n", par->num_threads());
+    }
+    if (!registry.problems().empty()) {
+      std::printf("not used:\n");
+      for (const auto& problem : registry.problems())
+        std::printf("  %s: %s\n", problem.path.c_str(), problem.reason.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace hetrt::cli

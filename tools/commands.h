@@ -1,0 +1,19 @@
+// Sub-commands of the `hetrt` CLI. Each registers its options on the app and
+// returns the function that runs it (exit code; errors already printed).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace hetrt::cli {
+
+using Command = std::function<int()>;
+
+Command AddInspectCommand(CLI::App& app);
+Command AddPluginsCommand(CLI::App& app);
+
+// Prints "hetrt: error: <message>" to stderr and returns 1.
+int Fail(const std::string& message);
+
+}  // namespace hetrt::cli

@@ -1,0 +1,30 @@
+// hetrt: run, inspect and benchmark TVM-compiled models on mixed hardware.
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+
+namespace hetrt::cli {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "hetrt: error: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace hetrt::cli
+
+int main(int argc, char** argv) {
+  using namespace hetrt::cli;
+  CLI::App app{"hetrt: a runtime for TVM-compiled models on CPUs, GPUs and microcontrollers"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, Command> commands;
+  auto add = [&](Command (*adder)(CLI::App&)) {
+    Command command = adder(app);
+    commands[app.get_subcommands({}).back()] = std::move(command);
+  };
+  add(&AddInspectCommand);
+  add(&AddPluginsCommand);
+  CLI11_PARSE(app, argc, argv);
+  for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
+  return 1;
+}
