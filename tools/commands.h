@@ -12,6 +12,7 @@ using Command = std::function<int()>;
 
 Command AddInspectCommand(CLI::App& app);
 Command AddPluginsCommand(CLI::App& app);
+Command AddRunCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

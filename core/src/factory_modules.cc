@@ -73,6 +73,23 @@ std::shared_ptr<GraphExecutorFactoryModule> GraphExecutorFactoryModule::WithoutP
   return copy;
 }
 
+Result<std::unique_ptr<GraphExecutor>> GraphExecutorFactoryModule::CreateExecutor(
+    GraphExecutor::Options options) {
+  if (imports().empty())
+    return FailedPrecondition("GraphExecutorFactory '" + module_name_ + "' has no host library import");
+  std::shared_ptr<const Graph> graph;
+  {
+    std::lock_guard<std::mutex> lock(graph_mutex_);
+    if (!graph_) {
+      HETRT_ASSIGN_OR_RETURN(Graph parsed, ParseGraphJson(graph_json_, "GraphExecutorFactory '" + module_name_ + "'"));
+      graph_ = std::make_shared<const Graph>(std::move(parsed));
+    }
+    graph = graph_;
+  }
+  options.params = params_;
+  return GraphExecutor::Create(std::move(graph), imports()[0], std::move(options));
+}
+
 Result<std::shared_ptr<Module>> AotExecutorFactoryModule::Load(ByteReader& r) {
   HETRT_ASSIGN_OR_RETURN(auto params, ReadFactoryParams(r));
   std::string module_name;

@@ -63,7 +63,7 @@ int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t 
   // the next launch overwrite job_.
   workers_running_.store(static_cast<int32_t>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();  // a no-op when every worker is still spinning
+  generation_.notify_all();  // no system call while every worker is still spinning
 
   RunShareOfTasks(0);
   SpinThenWait(workers_running_, [](int32_t running) { return running == 0; });
@@ -90,8 +90,9 @@ void ThreadPool::RunShareOfTasks(int32_t thread_index) {
   const Job job = job_;
   // A copy per thread: the lambda gets a mutable env and must not disturb others.
   hetrt_parallel_group_env_t env{job.barrier, job.num_task};
-  for (int32_t task_id = thread_index; task_id < job.num_task; task_id += num_threads_) {
-    if (job.lambda(task_id, &env, job.cdata) != 0) {
+  // 64-bit so that stepping past a num_task near INT32_MAX cannot overflow.
+  for (int64_t task_id = thread_index; task_id < job.num_task; task_id += num_threads_) {
+    if (job.lambda(static_cast<int32_t>(task_id), &env, job.cdata) != 0) {
       task_failed_.store(true, std::memory_order_relaxed);
     }
   }

@@ -93,7 +93,8 @@ void WorkspaceStack::MergeBlocks() {
   const size_t capacity = TotalCapacity();
   ReleaseBlocksFrom(0);
   top_ = Position{0, 0};
-  // On failure the stack simply starts empty; the next Allocate retries.
+  // On failure the stack simply starts empty; the next Allocate retries. The
+  // vector keeps its capacity, so this push_back cannot throw.
   void* base = std::aligned_alloc(kWorkspaceAlignment, capacity);
   if (base != nullptr) blocks_.push_back(Block{static_cast<std::byte*>(base), capacity});
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/graph_executor.h"
 #include "hetrt/module.h"
 #include "hetrt/params.h"
 
@@ -39,11 +40,17 @@ class GraphExecutorFactoryModule final : public Module {
   const std::string& module_name() const { return module_name_; }
   // A copy without params (TVM's remove_params).
   std::shared_ptr<GraphExecutorFactoryModule> WithoutParams() const;
+  // TVM's factory["default"](devices...): an executor over the first import
+  // (the host library) with this factory's params bound, shared and uncopied.
+  // `options.params` is ignored. The parsed graph is cached and shared.
+  Result<std::unique_ptr<GraphExecutor>> CreateExecutor(GraphExecutor::Options options);
 
  private:
   std::string graph_json_;
   std::shared_ptr<const std::vector<NamedTensor>> params_;
   std::string module_name_;
+  std::mutex graph_mutex_;
+  std::shared_ptr<const Graph> graph_;  // parsed on first use
 };
 
 // type_key "AotExecutorFactory": params + module name (no graph).

@@ -86,6 +86,7 @@ typedef struct hetrt_packed_func {
  * Errors. A plugin function returns NULL on success, or an error object that
  * the plugin owns until the core passes it to hetrt_plugin_api_t.error_destroy.
  * ------------------------------------------------------------------------- */
+/* Each plugin defines `struct hetrt_error` (global namespace in C++) as it likes. */
 typedef enum hetrt_status_code {
   HETRT_STATUS_OK = 0,
   HETRT_STATUS_INVALID_ARGUMENT = 1,
@@ -128,6 +129,7 @@ typedef struct hetrt_host_api {
 typedef struct hetrt_stream hetrt_stream_t; /* NULL = the device's default stream */
 typedef struct hetrt_event hetrt_event_t;
 
+/* Asking for a device type the plugin did not declare is INVALID_ARGUMENT. */
 typedef struct hetrt_device_count_args {
   size_t struct_size;
   int32_t device_type;            /* in: a DLDeviceType this plugin declared */
@@ -139,7 +141,7 @@ typedef struct hetrt_allocate_args {
   size_t struct_size;
   DLDevice device;
   uint64_t nbytes;
-  uint64_t alignment; /* a power of two */
+  uint64_t alignment; /* a power of two; plugins may raise it (CPU: to at least 64) */
   void* data;         /* out */
 } hetrt_allocate_args_t;
 
@@ -158,7 +160,7 @@ typedef struct hetrt_copy_args {
 typedef struct hetrt_device_api {
   size_t struct_size;
   hetrt_error_t* (*device_count)(hetrt_device_count_args_t* args);
-  /* Human-readable device name, e.g. "Intel Xeon (8 threads)". */
+  /* Human-readable device name, e.g. "Intel Xeon (8 threads)"; truncated to fit. */
   hetrt_error_t* (*device_name)(DLDevice device, char* buffer, size_t buffer_size);
   hetrt_error_t* (*allocate)(hetrt_allocate_args_t* args);
   hetrt_error_t* (*free)(DLDevice device, void* data);
@@ -236,8 +238,12 @@ typedef struct hetrt_parallel_api {
   size_t struct_size;
   /* Runs lambda(task_id, env, cdata) for task_id in [0, env->num_task), the
    * calling thread taking part. num_task 0 means one task per pool thread.
-   * Returns 0, or non-zero when a task returned non-zero. */
+   * Returns 0, or non-zero when a task returned non-zero. May be called from
+   * several threads at once and from inside a task: a launch that cannot get
+   * the pool runs its tasks serially on the caller. */
   int32_t (*launch)(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task);
+  /* Valid only when every task of the launch has its own thread; otherwise
+   * returns non-zero with a message instead of hanging. */
   int32_t (*barrier)(int32_t task_id, hetrt_parallel_group_env_t* env);
   int32_t (*num_threads)(void);
 } hetrt_parallel_api_t;
@@ -264,7 +270,9 @@ typedef struct hetrt_plugin_api {
   /* Called once before anything else; host stays valid until shutdown. */
   hetrt_error_t* (*initialize)(const hetrt_host_api_t* host);
   void (*shutdown)(void);
-  /* Runtime configuration, e.g. ("num_threads", "4"). Unknown keys are errors. */
+  /* Runtime configuration, e.g. ("num_threads", "4"). An unknown key is
+   * NOT_FOUND (so an option can be offered to every plugin); a bad value is
+   * INVALID_ARGUMENT. */
   hetrt_error_t* (*set_option)(const char* key, const char* value);
 
   const int32_t* device_types; /* DLDeviceType values served */

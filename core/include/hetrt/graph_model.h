@@ -1,0 +1,27 @@
+// Opening a graph model in either of TVM's forms: a single-file deploy.so
+// (GraphExecutorFactory root) or the classic triple graph.json + lib.so + params.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hetrt/graph_executor.h"
+#include "hetrt/module.h"
+
+namespace hetrt {
+
+struct GraphModelFiles {
+  std::string library;     // deploy.so, or lib.so of a triple
+  std::string graph_json;  // set for a triple
+  std::string params;      // optional, for a triple
+};
+
+struct GraphModel {
+  std::shared_ptr<Module> root;
+  std::unique_ptr<GraphExecutor> executor;
+};
+
+// `options.params` is ignored: params come from the factory or the params file.
+Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options);
+
+}  // namespace hetrt
