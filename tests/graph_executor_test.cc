@@ -320,3 +320,32 @@ TEST(GraphJson, ReuseFixtureSharesStorageAndStillMatches) {
 
 }  // namespace
 }  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+TEST(Cli, InspectPrintsTheTreeAndGraphOfEveryFixtureLibrary) {
+  int checked = 0;
+  for (const std::string& model : testing::TvmFixtureModels()) {
+    const std::string dir = testing::TvmFixture(model);
+    for (const char* file : {"deploy.so", "lib.so"}) {
+      const std::string path = dir + "/" + file;
+      if (!std::filesystem::exists(path)) continue;
+      const std::string out = ::testing::TempDir() + "/hetrt_inspect.txt";
+      ASSERT_EQ(std::system((std::string(HETRT_CLI) + " inspect " + path + " > " + out).c_str()), 0) << path;
+      const std::string text = ReadText(out);
+      EXPECT_NE(text.find("- library"), std::string::npos) << path << "\n" << text;
+      const bool graph_factory = std::string(file) == "deploy.so" && std::filesystem::exists(dir + "/graph.json");
+      if (graph_factory) {
+        EXPECT_NE(text.find("- GraphExecutorFactory"), std::string::npos) << text;
+        EXPECT_NE(text.find("graph: "), std::string::npos) << text;
+        EXPECT_NE(text.find("outputs:"), std::string::npos) << text;
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no fixtures under " << testing::FixturesRoot();
+}
+
+}  // namespace
+}  // namespace hetrt

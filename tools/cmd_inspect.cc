@@ -1,9 +1,13 @@
 // `hetrt inspect MODEL`: the module tree, exported functions, and a graph summary.
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "commands.h"
+#include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
+#include "hetrt/graph.h"
+#include "hetrt/tensor.h"
 #include "hetrt/module_loader.h"
 
 namespace hetrt::cli {
@@ -27,6 +31,59 @@ void PrintTree(const Module& module, int depth, std::set<const Module*>& seen) {
   for (const auto& import : module.imports()) PrintTree(*import, depth + 1, seen);
 }
 
+void PrintGraphSummary(const GraphExecutorFactoryModule& factory) {
+  auto graph = ParseGraphJson(factory.graph_json(), "GraphExecutorFactory");
+  if (!graph.ok()) {
+    std::printf("graph: invalid: %s\n", graph.status().message().c_str());
+    return;
+  }
+  const Graph& g = *graph;
+  size_t ops = 0, copies = 0, nops = 0;
+  std::map<std::string, int> kernels;
+  for (const auto& n : g.nodes) {
+    if (n.kind != GraphNode::Kind::kOp) continue;
+    ++ops;
+    if (n.func_name == "__copy") ++copies;
+    else if (n.func_name == "__nop") ++nops;
+    else ++kernels[n.func_name];
+  }
+  std::printf("graph: %zu nodes (%zu inputs, %zu ops: %zu kernels over %zu functions, %zu __copy, %zu __nop), "
+              "%u entries, %u storage ids\n",
+              g.nodes.size(), g.arg_nodes.size(), ops, ops - copies - nops, kernels.size(), copies, nops,
+              g.num_entries(), g.num_storage());
+  std::printf("inputs:\n");
+  for (uint32_t nid : g.arg_nodes) {
+    const uint32_t eid = g.entry_id(nid, 0);
+    const bool is_param = FindParam(*factory.params(), g.nodes[nid].name) != nullptr;
+    std::printf("  %s: %s %s%s%s\n", g.nodes[nid].name.c_str(), ShapeToString(g.shapes[eid]).c_str(),
+                DataTypeToString(g.dtypes[eid]).c_str(),
+                g.device_types.empty() ? "" : (" on " + DeviceTypeName(g.device_types[eid])).c_str(),
+                is_param ? " (param)" : "");
+  }
+  std::printf("outputs:\n");
+  for (size_t i = 0; i < g.heads.size(); ++i) {
+    const uint32_t eid = g.entry_id(g.heads[i]);
+    std::printf("  output_%zu (%s:%u): %s %s\n", i, g.nodes[g.heads[i].node_id].name.c_str(), g.heads[i].index,
+                ShapeToString(g.shapes[eid]).c_str(), DataTypeToString(g.dtypes[eid]).c_str());
+  }
+  std::map<int32_t, std::pair<int, uint64_t>> per_device;  // entries, storage bytes
+  std::vector<uint64_t> sid_bytes(g.num_storage(), 0);
+  std::vector<int32_t> sid_device(g.num_storage(), kDLCPU);
+  for (uint32_t e = 0; e < g.num_entries(); ++e) {
+    const int32_t dev = g.device_types.empty() ? kDLCPU : g.device_types[e];
+    ++per_device[dev].first;
+    sid_bytes[g.storage_ids[e]] = std::max(sid_bytes[g.storage_ids[e]], g.entry_bytes(e));
+    sid_device[g.storage_ids[e]] = dev;
+  }
+  for (size_t sid = 0; sid < sid_bytes.size(); ++sid) per_device[sid_device[sid]].second += sid_bytes[sid];
+  std::printf("devices%s:\n", g.device_types.empty() ? " (no device_index: all on the first device)" : "");
+  for (const auto& [dev, v] : per_device)
+    std::printf("  %s: %d entries, %llu bytes of storage\n", DeviceTypeName(dev).c_str(), v.first,
+                static_cast<unsigned long long>(v.second));
+  std::printf("ops:\n");
+  for (const auto& [name, count] : kernels) std::printf("  %s x%d\n", name.c_str(), count);
+}
+
 }  // namespace
 
 Command AddInspectCommand(CLI::App& app) {
@@ -41,6 +98,7 @@ Command AddInspectCommand(CLI::App& app) {
     std::printf("%s\nmodule tree:\n", model->c_str());
     std::set<const Module*> seen;
     PrintTree(**root, 1, seen);
+    if (auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root->get())) PrintGraphSummary(*factory);
     return 0;
   };
 }

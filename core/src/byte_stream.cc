@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace hetrt {
 
 Status ByteReader::ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field) {
@@ -31,6 +34,15 @@ Status ByteReader::ReadCount(uint64_t* out, uint64_t min_element_bytes, std::str
     return Error(field, "count " + std::to_string(*out) + " cannot fit in the " +
                             std::to_string(remaining()) + " bytes left");
   return OkStatus();
+}
+
+void ByteReader::ReleaseConsumedPages() {
+  if (!release_pages_) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data_.data());
+  const uintptr_t begin = (start + page - 1) & ~(page - 1);
+  const uintptr_t end = (start + pos_) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 Status ByteReader::Error(std::string_view field, std::string_view detail) const {

@@ -24,6 +24,7 @@ Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
     auto t = ReadNDArray(r);
     if (!t.ok()) return t.status().WithContext("factory param '" + p.name + "'");
     p.tensor = std::move(t).value();
+    r.ReleaseConsumedPages();
   }
   return params;
 }

@@ -181,6 +181,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
                                                        const LoadOptions& options) {
   PluginRegistry& plugins = options.plugins ? *options.plugins : PluginRegistry::Global();
   ByteReader r(payload, source);
+  if (options.payload_is_file_mapping) r.EnableReleaseOfConsumedPages();
   uint64_t count = 0;
   // Each entry holds at least its type_key's u64 length.
   HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "blob entry count"));
@@ -256,7 +257,9 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
       return DataLoss(path + ": " + kBlobSymbol + " is shorter than its 8-byte length prefix");
     const std::string source = path + ": " + kBlobSymbol;
     HETRT_ASSIGN_OR_RETURN(auto payload, BlobPayload({blob, static_cast<size_t>(available)}, source));
-    HETRT_ASSIGN_OR_RETURN(root, LoadModuleTreeFromBlob(payload, library, source, options));
+    LoadOptions mapped = options;
+    mapped.payload_is_file_mapping = true;
+    HETRT_ASSIGN_OR_RETURN(root, LoadModuleTreeFromBlob(payload, library, source, mapped));
     ReleaseBlobPages(payload.data(), payload.size());
   }
   library->InstallContext();

@@ -44,6 +44,13 @@ class ByteReader {
   // A u64 element count, refused when count * min_element_bytes exceeds what is left.
   Status ReadCount(uint64_t* out, uint64_t min_element_bytes, std::string_view field);
 
+  // For input that is a read-only file mapping (a blob inside a dlopen'ed
+  // library): lets ReleaseConsumedPages() drop pages already read, so a large
+  // blob is never resident twice (mapping + parsed copy). Never enable it on
+  // heap memory: the pages would read back as zeros.
+  void EnableReleaseOfConsumedPages() { release_pages_ = true; }
+  void ReleaseConsumedPages();
+
   // DATA_LOSS "<source> at byte <offset>: <field>: <detail>".
   Status Error(std::string_view field, std::string_view detail) const;
 
@@ -62,6 +69,7 @@ class ByteReader {
   std::span<const uint8_t> data_;
   std::string source_;
   size_t pos_ = 0;
+  bool release_pages_ = false;
 };
 
 class ByteWriter {

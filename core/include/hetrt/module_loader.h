@@ -20,6 +20,9 @@ struct LoadOptions {
   // Keep going past a type_key nobody loads (an UnloadedModule takes its place)
   // so a tree can be inspected without every plugin; running it then fails.
   bool keep_unloadable = false;
+  // Set by LoadModuleFile: the blob is a read-only mapping of the library, whose
+  // pages can be dropped once parsed.
+  bool payload_is_file_mapping = false;
 };
 
 // Loads a .so (with or without a blob). The root is module 0 of the blob, or
