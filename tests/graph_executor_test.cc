@@ -349,3 +349,45 @@ TEST(Cli, InspectPrintsTheTreeAndGraphOfEveryFixtureLibrary) {
 
 }  // namespace
 }  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+TEST(AotExecutor, EveryAotFixtureMatchesTvmThroughApiAndCli) {
+  int checked = 0;
+  for (const std::string& model : testing::TvmFixtureModels()) {
+    const std::string dir = testing::TvmFixture(model);
+    if (ReadJson(dir + "/meta.json")["root_module_type_key"] != "AotExecutorFactory") continue;
+    SCOPED_TRACE(model);
+    HETRT_ASSERT_OK_AND_ASSIGN(Model m, OpenModel({dir + "/deploy.so"}, {}));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+    ASSERT_EQ(static_cast<size_t>(m.executor->NumInputs()), inputs.size());
+    for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+    HETRT_ASSERT_OK(m.executor->Run());
+    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+    const Tolerance tol = ToleranceOf(dir);
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+    EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, tol.rtol, tol.atol));
+
+    const std::string saved = ::testing::TempDir() + "/hetrt_aot_" + model + ".params";
+    const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so --inputs " + dir +
+                            "/inputs.params --save-outputs " + saved + " > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto cli_out, LoadParamDictFile(saved));
+    EXPECT_TRUE(testing::TensorsClose(cli_out[0].tensor, expected[0].tensor, tol.rtol, tol.atol));
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no AOT fixtures under " << testing::FixturesRoot();
+}
+
+TEST(AotExecutor, RefusesDevicesOtherThanOneCpu) {
+  HETRT_REQUIRE_FIXTURE(dir, "aot_cpp_add3");
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}, {kDLOpenCL, 0}};
+  auto m = OpenModel({dir + "/deploy.so"}, options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("exactly one CPU device"), std::string::npos) << m.status().message();
+}
+
+}  // namespace
+}  // namespace hetrt

@@ -54,9 +54,9 @@ int Run(const RunArgs& args) {
   }
   if (!args.params.empty() && args.graph.empty())
     return Fail("--params goes with --graph (a deploy.so carries its own params)");
-  auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
+  auto model = OpenModel({args.model, args.graph, args.params}, options);
   if (!model.ok()) return Fail(model.status().message());
-  GraphExecutor& ex = *model->executor;
+  Executor& ex = *model->executor;
 
   std::vector<bool> bound(static_cast<size_t>(ex.NumInputs()), false);
   for (int i = 0; i < ex.NumInputs(); ++i) bound[static_cast<size_t>(i)] = true;

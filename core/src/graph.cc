@@ -28,7 +28,8 @@ class GraphParser {
     static const char* kRequired[] = {"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr"};
     for (const char* key : kRequired)
       if (!root.contains(key)) return Error(key, "missing");
-    for (const auto& [key, value] : root.items()) {
+    for (const auto& item : root.items()) {
+      const std::string& key = item.key();
       if (std::find_if(std::begin(kRequired), std::end(kRequired),
                        [&](const char* k) { return key == k; }) == std::end(kRequired) &&
           key != "metadata")

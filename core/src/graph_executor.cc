@@ -204,12 +204,6 @@ const std::string& GraphExecutor::InputName(int index) const {
   return graph_->nodes[graph_->arg_nodes[static_cast<size_t>(index)]].name;
 }
 
-int GraphExecutor::InputIndex(std::string_view name) const {
-  for (size_t i = 0; i < graph_->arg_nodes.size(); ++i)
-    if (graph_->nodes[graph_->arg_nodes[i]].name == name) return static_cast<int>(i);
-  return -1;
-}
-
 std::string GraphExecutor::OutputName(int index) const {
   const GraphEntryRef& h = graph_->heads[static_cast<size_t>(index)];
   return graph_->nodes[h.node_id].name + ":" + std::to_string(h.index);
@@ -250,12 +244,6 @@ Status GraphExecutor::SetInput(int index, const Tensor& value) {
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
   HETRT_RETURN_IF_ERROR(DetachEntry(eid));
   return plugins_->CopyTensor(value, entries_[eid]);
-}
-
-Status GraphExecutor::SetInput(std::string_view name, const Tensor& value) {
-  const int index = InputIndex(name);
-  if (index < 0) return NotFound("set_input: the graph has no input named '" + std::string(name) + "'");
-  return SetInput(index, value);
 }
 
 Status GraphExecutor::DetachEntry(uint32_t eid) {

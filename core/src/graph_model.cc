@@ -1,21 +1,24 @@
 #include "hetrt/graph_model.h"
 
+#include "hetrt/aot_executor.h"
 #include "hetrt/byte_stream.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/module_loader.h"
 
 namespace hetrt {
 
-Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options) {
+namespace {
+
+// A graph executor over an already loaded library (deploy.so root or lib.so).
+Result<GraphModel> CreateGraphModel(std::shared_ptr<Module> root, const GraphModelFiles& files,
+                                    GraphExecutor::Options options) {
   GraphModel model;
-  LoadOptions load;
-  load.plugins = options.plugins;
-  HETRT_ASSIGN_OR_RETURN(model.root, LoadModuleFile(files.library, load));
+  model.root = std::move(root);
   if (files.graph_json.empty()) {
     auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(model.root.get());
     if (factory == nullptr)
       return InvalidArgument(files.library + ": the root module is '" + model.root->type_key() +
-                             "', not a GraphExecutorFactory; pass --graph (and --params) for a lib.so");
+                             "', not an executor factory; pass --graph (and --params) for a lib.so");
     auto executor = factory->CreateExecutor(std::move(options));
     if (!executor.ok()) return executor.status().WithContext(files.library);
     model.executor = std::move(executor).value();
@@ -37,6 +40,34 @@ Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::O
   if (!executor.ok()) return executor.status().WithContext(files.graph_json);
   model.executor = std::move(executor).value();
   return model;
+}
+
+Result<std::shared_ptr<Module>> LoadRoot(const GraphModelFiles& files, PluginRegistry* plugins) {
+  LoadOptions load;
+  load.plugins = plugins;
+  return LoadModuleFile(files.library, load);
+}
+
+}  // namespace
+
+Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options) {
+  HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));
+  return CreateGraphModel(std::move(root), files, std::move(options));
+}
+
+}  // namespace hetrt
+
+namespace hetrt {
+
+Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options) {
+  HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));
+  if (files.graph_json.empty() && dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
+    auto executor = AotExecutor::Create(root, options.devices, options.plugins);
+    if (!executor.ok()) return executor.status().WithContext(files.library);
+    return Model{root, std::move(executor).value()};
+  }
+  HETRT_ASSIGN_OR_RETURN(GraphModel graph, CreateGraphModel(std::move(root), files, std::move(options)));
+  return Model{std::move(graph.root), std::move(graph.executor)};
 }
 
 }  // namespace hetrt

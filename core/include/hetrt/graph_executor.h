@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hetrt/executor.h"
 #include "hetrt/graph.h"
 #include "hetrt/module.h"
 #include "hetrt/params.h"
@@ -17,7 +18,7 @@ namespace hetrt {
 
 using SharedParams = std::shared_ptr<const std::vector<NamedTensor>>;
 
-class GraphExecutor {
+class GraphExecutor final : public Executor {
  public:
   struct Options {
     std::vector<DLDevice> devices{DLDevice{kDLCPU, 0}};
@@ -32,33 +33,30 @@ class GraphExecutor {
                                                        std::shared_ptr<Module> lib, Options options);
   static Result<std::unique_ptr<GraphExecutor>> Create(std::string_view graph_json,
                                                        std::shared_ptr<Module> lib, Options options);
-  ~GraphExecutor();
+  ~GraphExecutor() override;
 
   // Graph inputs (user inputs and params), in arg_nodes order.
-  int NumInputs() const { return static_cast<int>(graph_->arg_nodes.size()); }
-  int NumOutputs() const { return static_cast<int>(graph_->heads.size()); }
-  const std::string& InputName(int index) const;
-  // -1 when there is no input of that name.
-  int InputIndex(std::string_view name) const;
+  int NumInputs() const override { return static_cast<int>(graph_->arg_nodes.size()); }
+  int NumOutputs() const override { return static_cast<int>(graph_->heads.size()); }
+  const std::string& InputName(int index) const override;
   // "<node name>:<i>" of output i (TVM's naming).
-  std::string OutputName(int index) const;
-  // Inputs the user must provide: graph inputs not bound to a param.
-  std::vector<int> UnboundInputs() const;
+  std::string OutputName(int index) const override;
+  // Graph inputs not bound to a param.
+  std::vector<int> UnboundInputs() const override;
   const Tensor& InputTensor(int index) const;
   const Tensor& OutputTensor(int index) const;  // a view on the device
 
   // Copies into the input's storage (host -> device when placed on a device).
-  Status SetInput(int index, const Tensor& value);
-  Status SetInput(std::string_view name, const Tensor& value);
+  Status SetInput(int index, const Tensor& value) override;
+  using Executor::SetInput;
   // Binds caller memory as the input (same device, shape, dtype; 64-byte aligned).
   Status SetInputZeroCopy(int index, const Tensor& value);
   // Makes output `index` be written straight into caller memory.
   Status SetOutputZeroCopy(int index, const Tensor& value);
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
   Status LoadParams(std::span<const uint8_t> bytes);
-  Status Run();
-  // A host copy of output `index`.
-  Result<Tensor> GetOutput(int index) const;
+  Status Run() override;
+  Result<Tensor> GetOutput(int index) const override;
   // Copies output `index` into `out` (any device).
   Status CopyOutputTo(int index, Tensor& out) const;
 

@@ -1,5 +1,5 @@
-// Opening a graph model in either of TVM's forms: a single-file deploy.so
-// (GraphExecutorFactory root) or the classic triple graph.json + lib.so + params.
+// Opening a model in TVM's forms: a single-file deploy.so (GraphExecutorFactory
+// or AotExecutorFactory root) or the classic triple graph.json + lib.so + params.
 #pragma once
 
 #include <memory>
@@ -23,5 +23,12 @@ struct GraphModel {
 
 // `options.params` is ignored: params come from the factory or the params file.
 Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options);
+
+// Any runnable model: a graph deploy.so or triple, or an AOT deploy.so.
+struct Model {
+  std::shared_ptr<Module> root;
+  std::unique_ptr<Executor> executor;
+};
+Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options);
 
 }  // namespace hetrt

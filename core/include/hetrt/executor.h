@@ -1,0 +1,40 @@
+// What every executor offers its users (graph, AOT): named inputs and outputs,
+// set_input / run / get_output.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetrt/tensor.h"
+
+namespace hetrt {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual int NumInputs() const = 0;
+  virtual int NumOutputs() const = 0;
+  virtual const std::string& InputName(int index) const = 0;
+  virtual std::string OutputName(int index) const = 0;
+  // Inputs the user must provide (not bound to a param).
+  virtual std::vector<int> UnboundInputs() const = 0;
+  virtual Status SetInput(int index, const Tensor& value) = 0;
+  virtual Status Run() = 0;
+  // A host copy of output `index`.
+  virtual Result<Tensor> GetOutput(int index) const = 0;
+
+  // -1 when there is no input of that name.
+  int InputIndex(std::string_view name) const {
+    for (int i = 0; i < NumInputs(); ++i)
+      if (InputName(i) == name) return i;
+    return -1;
+  }
+  Status SetInput(std::string_view name, const Tensor& value) {
+    const int index = InputIndex(name);
+    if (index < 0) return NotFound("set_input: the model has no input named '" + std::string(name) + "'");
+    return SetInput(index, value);
+  }
+};
+
+}  // namespace hetrt

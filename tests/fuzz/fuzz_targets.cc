@@ -1,0 +1,62 @@
+#include "fuzz_targets.h"
+
+#include <string_view>
+
+#include "hetrt/elf_symbols.h"
+#include "hetrt/graph_executor.h"
+#include "hetrt/module_loader.h"
+#include "hetrt/npy.h"
+#include "hetrt/params.h"
+
+namespace hetrt::fuzz {
+namespace {
+
+class FuzzLibrary final : public Module {
+ public:
+  FuzzLibrary() : Module("library") {}
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
+};
+
+PluginRegistry& NoPlugins() {
+  static std::unique_ptr<PluginRegistry> registry = [] {
+    PluginRegistry::Options options;
+    options.search_paths = {"/nonexistent-fuzz-plugins"};
+    options.bind_backend = false;
+    return PluginRegistry::Discover(options);
+  }();
+  return *registry;
+}
+
+}  // namespace
+
+void ParamDict(const uint8_t* data, size_t size) {
+  auto params = ReadParamDict({data, size}, "fuzz");
+  if (params.ok()) (void)WriteParamDict(*params);
+}
+
+void ModuleBlob(const uint8_t* data, size_t size) {
+  LoadOptions options;
+  options.plugins = &NoPlugins();
+  (void)LoadModuleTreeFromBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
+  options.keep_unloadable = true;
+  (void)LoadModuleTreeFromBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
+}
+
+void GraphJson(const uint8_t* data, size_t size) {
+  auto graph = ParseGraphJson(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+  if (!graph.ok()) return;
+  // A valid graph must also survive storage planning (no kernels are needed
+  // for that; a graph whose ops are missing fails in PrepareCalls, cleanly).
+  GraphExecutor::Options options;
+  options.plugins = &NoPlugins();
+  (void)GraphExecutor::Create(std::make_shared<const Graph>(std::move(graph).value()),
+                              std::make_shared<FuzzLibrary>(), options);
+}
+
+void Npy(const uint8_t* data, size_t size) { (void)ReadNpy({data, size}, "fuzz"); }
+
+void ElfSymbols(const uint8_t* data, size_t size) { (void)ReadElfDynamicSymbols({data, size}, "fuzz"); }
+
+}  // namespace hetrt::fuzz

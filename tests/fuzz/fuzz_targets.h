@@ -1,0 +1,18 @@
+// Entry points that feed arbitrary bytes to each of hetrt's parsers. Used by
+// the libFuzzer harnesses (fuzz_main.cc, clang) and by the mutation test that
+// runs in every CI build (parser_fuzz_test.cc). Each must return normally for
+// any input: errors as values, no crash, no hang, no huge allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hetrt::fuzz {
+
+void ParamDict(const uint8_t* data, size_t size);
+void ModuleBlob(const uint8_t* data, size_t size);  // a __tvm_dev_mblob payload
+void GraphJson(const uint8_t* data, size_t size);
+void Npy(const uint8_t* data, size_t size);
+void ElfSymbols(const uint8_t* data, size_t size);
+
+}  // namespace hetrt::fuzz
