@@ -8,9 +8,11 @@ hetrt=./build/bin/hetrt
 echo; echo "== hetrt plugins"; $hetrt plugins
 fixtures=${HETRT_FIXTURES:-../shared/fixtures}/tvm-0.18
 if [ -d "$fixtures" ]; then
-  for model in mlp hetero_opencl_seed; do
-    echo; echo "== hetrt inspect $fixtures/$model/deploy.so"
-    $hetrt inspect "$fixtures/$model/deploy.so"
+  echo; echo "== hetrt inspect $fixtures/mlp/deploy.so"
+  $hetrt inspect "$fixtures/mlp/deploy.so"
+  for model in mlp resnet18 aot_cpp_mlp; do
+    echo; echo "== hetrt run $fixtures/$model/deploy.so --inputs $fixtures/$model/inputs.params --repeat 20"
+    $hetrt run "$fixtures/$model/deploy.so" --inputs "$fixtures/$model/inputs.params" --repeat 20
   done
 else
   echo "(TVM fixtures not found at $fixtures: set HETRT_FIXTURES to run the TVM models)"
