@@ -230,7 +230,9 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
 }
 
 PluginRegistry& PluginRegistry::Global() {
-  static std::unique_ptr<PluginRegistry> global = Discover(Options{});
+  // Never destroyed: tensors and compiled code may still use plugin memory and
+  // function pointers while other static objects are torn down at exit.
+  static PluginRegistry* global = Discover(Options{}).release();
   return *global;
 }
 
