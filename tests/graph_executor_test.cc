@@ -170,6 +170,26 @@ TEST(GraphExecutor, SettingAParamNeverWritesIntoTheSharedCopy) {
   ExpectOutputsMatch(*b, dir);  // b still sees the original weights
 }
 
+TEST(GraphExecutor, RemoveParamsThenLoadParamsFromFile) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(dir + "/deploy.so"));
+  auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root.get());
+  ASSERT_NE(factory, nullptr);
+  auto bare = factory->WithoutParams();
+  EXPECT_TRUE(bare->params()->empty());
+  EXPECT_EQ(bare->graph_json(), factory->graph_json());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ex, bare->CreateExecutor({}));
+  EXPECT_EQ(ex->UnboundInputs().size(), static_cast<size_t>(ex->NumInputs()));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto params, ReadFileBytes(dir + "/params.params"));
+  HETRT_ASSERT_OK(ex->LoadParams(params));
+  HETRT_ASSERT_OK(SetInputs(*ex, dir));
+  HETRT_ASSERT_OK(ex->Run());
+  ExpectOutputsMatch(*ex, dir);
+  params.resize(params.size() - 3);
+  Status s = ex->LoadParams(params);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+}
+
 TEST(GraphExecutor, ZeroCopyInputAndOutputGiveTheSameResults) {
   HETRT_REQUIRE_FIXTURE(dir, "resnet18");
   HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, {}));

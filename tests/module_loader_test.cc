@@ -111,6 +111,22 @@ TEST(ModuleLoader, TvmMainNamesTheEntryFunction) {
   EXPECT_EQ(main->call, log->call);
 }
 
+TEST(ModuleLoader, ModuleContextPointsAtTheLibraryModule) {
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_opencl_seed");
+  LoadOptions inspect;
+  inspect.keep_unloadable = true;  // the OpenCL blob may have no plugin here
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(dir + "/deploy.so", inspect));
+  ASSERT_EQ(root->imports().size(), 1u);
+  auto* lib = dynamic_cast<LibraryModule*>(root->imports()[0].get());
+  ASSERT_NE(lib, nullptr);
+  void** ctx = static_cast<void**>(lib->FindSymbol("__tvm_module_ctx"));
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(*ctx, static_cast<void*>(static_cast<Module*>(lib)));
+  // Compiled code resolves kernels through that context: imports, then globals.
+  ASSERT_EQ(lib->imports().size(), 1u);
+  EXPECT_EQ(lib->imports()[0]->type_key(), "opencl");
+}
+
 TEST(ModuleLoader, MissingFileNamesThePath) {
   auto r = LoadModuleFile("/nonexistent/dir/model.so");
   ASSERT_FALSE(r.ok());
