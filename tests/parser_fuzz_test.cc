@@ -11,6 +11,7 @@
 #include "fuzz/fuzz_targets.h"
 #include "hetrt/byte_stream.h"
 #include "hetrt/module_loader.h"
+#include "hetrt/npy.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -78,6 +79,20 @@ TEST(ParserFuzz, GraphJson) {
   auto seeds = FixtureFiles(".json", 8 * 1024);  // graph.json and meta.json of the small models
   seeds.push_back(std::vector<uint8_t>{'{', '}'});
   FuzzFromSeeds(&fuzz::GraphJson, seeds, 20000);
+}
+
+// Inputs libFuzzer found that once failed, kept so they never come back.
+TEST(ParserFuzz, Regressions) {
+  const std::string dir = std::string(HETRT_FUZZ_REGRESSIONS_DIR);
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    auto bytes = ReadFileBytes(e.path().string()).value();
+    const std::string name = e.path().filename().string();
+    if (name.rfind("npy_", 0) == 0) fuzz::Npy(bytes.data(), bytes.size());
+    if (name.rfind("npy_", 0) == 0) EXPECT_FALSE(ReadNpy(bytes, name).ok()) << name;
+    ++count;
+  }
+  EXPECT_GE(count, 1);
 }
 
 TEST(ParserFuzz, Npy) {

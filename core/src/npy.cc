@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/dtype.h"
 
 namespace hetrt {
 namespace {
@@ -81,6 +82,8 @@ Result<Tensor> ReadNpy(std::span<const uint8_t> bytes, const std::string& source
   if (fortran != "False") return r.Error("npy header", "Fortran-order arrays are not supported");
   auto dtype = DescrToDataType(descr);
   if (!dtype.ok()) return dtype.status().WithContext(source);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    return r.Error("npy header", "shape must be a tuple, got " + shape_text);
   std::vector<int64_t> shape;
   for (size_t i = 1; i + 1 < shape_text.size();) {
     while (i + 1 < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
@@ -91,9 +94,16 @@ Result<Tensor> ReadNpy(std::span<const uint8_t> bytes, const std::string& source
     shape.push_back(std::stoll(shape_text.substr(i, end - i)));
     i = end;
   }
-  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(shape, *dtype));
+  // Check the data is really there before allocating for the declared shape.
+  auto count = ShapeNumElements(shape);
+  if (!count.ok()) return r.Error("npy header", count.status().message());
+  const uint64_t elem = DataTypeBytes(*dtype);
+  if (static_cast<uint64_t>(*count) > r.remaining() / elem)
+    return r.Error("npy data", "shape " + ShapeToString(shape) + " needs more bytes than the " +
+                                   std::to_string(r.remaining()) + " left");
   std::span<const uint8_t> data;
-  HETRT_RETURN_IF_ERROR(r.ReadBytes(t.nbytes(), &data, "npy data"));
+  HETRT_RETURN_IF_ERROR(r.ReadBytes(static_cast<uint64_t>(*count) * elem, &data, "npy data"));
+  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(shape, *dtype));
   if (!data.empty()) std::memcpy(t.data(), data.data(), data.size());
   return t;
 }

@@ -218,9 +218,10 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
     }
   }
   if (options.bind_backend) {
+    (void)GlobalFunctionRegistry::Get().Register("__tvm_set_device", SetDeviceFunction());
     for (const auto& plugin : registry->plugins_) {
-      if (const hetrt_device_api_t* dev = plugin->device_api())
-        for (int32_t t : plugin->device_types()) BindWorkspaceProvider(t, dev);
+      if (plugin->device_api())
+        for (int32_t t : plugin->device_types()) BindDeviceProvider(t, plugin->api());
       if (const hetrt_parallel_api_t* par = plugin->parallel_api()) {
         BindParallelProvider(par);
       }

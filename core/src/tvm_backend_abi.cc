@@ -20,6 +20,7 @@ thread_local std::string t_last_error;
 
 constexpr int kMaxDeviceType = 32;
 std::atomic<const hetrt_device_api_t*> g_workspace_providers[kMaxDeviceType];
+std::atomic<const hetrt_plugin_api_t*> g_device_plugins[kMaxDeviceType];
 std::atomic<const hetrt_parallel_api_t*> g_parallel_provider{nullptr};
 
 std::mutex g_system_lib_mutex;
@@ -65,10 +66,43 @@ void ClearLastError() { t_last_error.clear(); }
 std::string LastErrorMessage() { return t_last_error; }
 const hetrt_host_api_t* BackendHostApi() { return &kHostApi; }
 
-void BindWorkspaceProvider(int32_t device_type, const hetrt_device_api_t* device_api) {
-  if (device_type >= 0 && device_type < kMaxDeviceType)
-    g_workspace_providers[device_type].store(device_api, std::memory_order_release);
+void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin) {
+  if (device_type < 0 || device_type >= kMaxDeviceType) return;
+  g_device_plugins[device_type].store(plugin, std::memory_order_release);
+  g_workspace_providers[device_type].store(plugin->device, std::memory_order_release);
 }
+
+namespace {
+
+// __tvm_set_device(device_type, device_id): TVM host code calls it before it
+// launches kernels on a device.
+int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*,
+                      int32_t*, void*) {
+  if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT) {
+    SetLastError("__tvm_set_device takes (int device_type, int device_id)");
+    return -1;
+  }
+  const int64_t type = args[0].v_int64;
+  const hetrt_plugin_api_t* plugin =
+      type >= 0 && type < kMaxDeviceType ? g_device_plugins[type].load(std::memory_order_acquire) : nullptr;
+  if (plugin == nullptr) {
+    SetLastError(("__tvm_set_device: no plugin serves " + DeviceTypeName(static_cast<int32_t>(type))).c_str());
+    return -1;
+  }
+  const hetrt_device_api_t* dev = plugin->device;
+  if (!HETRT_STRUCT_HAS(dev, hetrt_device_api_t, set_device) || dev->set_device == nullptr) return 0;
+  hetrt_error_t* error =
+      dev->set_device(DLDevice{static_cast<DLDeviceType>(type), static_cast<int32_t>(args[1].v_int64)});
+  if (error == nullptr) return 0;
+  std::string message = std::string("plugin '") + plugin->name + "': " + plugin->error_message(error);
+  plugin->error_destroy(error);
+  SetLastError(message.c_str());
+  return -1;
+}
+
+}  // namespace
+
+hetrt_packed_func_t SetDeviceFunction() { return {&SetDeviceImpl, nullptr}; }
 
 void BindParallelProvider(const hetrt_parallel_api_t* parallel_api) {
   g_parallel_provider.store(parallel_api, std::memory_order_release);

@@ -31,8 +31,12 @@ int InstallBackendPointers(void* dl_handle);
 // pointer comes back to TVMBackendGetFuncFromEnv.
 bool InstallModuleContext(void* dl_handle, Module* library_module);
 
-// Routes workspace requests of a device type to a plugin's device table.
-void BindWorkspaceProvider(int32_t device_type, const hetrt_device_api_t* device_api);
+// Routes workspace requests and __tvm_set_device of a device type to a
+// plugin's device table; `consume_error` turns that plugin's errors into text.
+using PluginErrorText = std::string (*)(const hetrt_plugin_api_t* plugin, hetrt_error_t* error);
+void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin);
+// The packed function registered globally as "__tvm_set_device".
+hetrt_packed_func_t SetDeviceFunction();
 // Routes parallel launches to a host plugin's task pool.
 void BindParallelProvider(const hetrt_parallel_api_t* parallel_api);
 

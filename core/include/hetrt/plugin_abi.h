@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 1
-#define HETRT_PLUGIN_ABI_MINOR 0
+#define HETRT_PLUGIN_ABI_MINOR 1
 /* Stable across ABI majors so that a mismatch can be detected and reported. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
 
@@ -181,6 +181,11 @@ typedef struct hetrt_device_api {
    * no error object; NULL means failure, reported through set_last_error. */
   void* (*workspace_alloc)(DLDevice device, uint64_t nbytes);
   int32_t (*workspace_free)(DLDevice device, void* data);
+  /* v1.1: makes `device` the calling thread's current device of its type, the
+   * one kernels launched from this thread run on. The core's global
+   * "__tvm_set_device" (called by TVM host code before device kernels)
+   * dispatches here by device type. NULL when a plugin has one device only. */
+  hetrt_error_t* (*set_device)(DLDevice device);
 } hetrt_device_api_t;
 
 /* ---------------------------------------------------------------------------
