@@ -1,0 +1,270 @@
+// The OpenCL plugin on a real OpenCL device (PoCL in CI): TVM's heterogeneous
+// fixtures, copies, program builds, caches and failure paths.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "hetrt/dtype.h"
+#include "hetrt/graph_model.h"
+#include "hetrt/module_loader.h"
+#include "test_support.h"
+
+namespace hetrt {
+namespace {
+
+constexpr DLDevice kCl{kDLOpenCL, 0};
+
+// Skips unless the OpenCL plugin is installed and sees a device.
+#define HETRT_REQUIRE_OPENCL()                                                           \
+  do {                                                                                   \
+    auto plugin = PluginRegistry::Global().ForDevice(kCl);                               \
+    if (!plugin.ok()) GTEST_SKIP() << "no OpenCL device: " << plugin.status().message(); \
+  } while (0)
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<std::string> OpenClFixtures() {
+  std::vector<std::string> dirs;
+  for (const std::string& model : testing::TvmFixtureModels()) {
+    const std::string dir = testing::TvmFixture(model);
+    const auto meta = ReadJson(dir + "/meta.json");
+    if (!meta.contains("targets")) continue;
+    for (const auto& t : meta["targets"])
+      if (t.get<std::string>().rfind("opencl", 0) == 0) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+// The device list TVM's factory default() was called with (meta.json).
+std::vector<DLDevice> FactoryDevices(const std::string& dir) {
+  std::vector<DLDevice> devices;
+  const auto meta = ReadJson(dir + "/meta.json");
+  for (const auto& d : meta["device_order_for_factory_default"]) {
+    std::string s = d.get<std::string>();  // "opencl(0)"
+    s[s.find('(')] = ':';
+    s.pop_back();
+    devices.push_back(ParseDevice(s).value());
+  }
+  return devices;
+}
+
+TEST(OpenCl, EveryOpenClFixtureMatchesTvmThroughApiAndCli) {
+  HETRT_REQUIRE_OPENCL();
+  auto fixtures = OpenClFixtures();
+  if (fixtures.empty()) GTEST_SKIP() << "no OpenCL fixtures under " << testing::FixturesRoot();
+  for (const std::string& dir : fixtures) {
+    SCOPED_TRACE(dir);
+    const auto tol = ReadJson(dir + "/meta.json")["tolerances"]["self_check_same_device"];
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+    for (bool triple : {false, true}) {
+      GraphExecutor::Options options;
+      options.devices = FactoryDevices(dir);
+      GraphModelFiles files{dir + (triple ? "/lib.so" : "/deploy.so")};
+      if (triple) files.graph_json = dir + "/graph.json";
+      if (triple && std::filesystem::exists(dir + "/params.params")) files.params = dir + "/params.params";
+      HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, options));
+      for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+      HETRT_ASSERT_OK(m.executor->Run());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(static_cast<int>(i)));
+        EXPECT_TRUE(testing::TensorsClose(out, FindParam(expected, "output_" + std::to_string(i))->tensor,
+                                          tol["rtol"], tol["atol"]));
+      }
+    }
+    std::string devices;
+    for (const DLDevice& d : FactoryDevices(dir)) devices += " --device " + DeviceToString(d);
+    const std::string saved = ::testing::TempDir() + "/hetrt_cl_out.params";
+    const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so" + devices + " --inputs " + dir +
+                            "/inputs.params --save-outputs " + saved + " > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto cli, LoadParamDictFile(saved));
+    EXPECT_TRUE(testing::TensorsClose(cli[0].tensor, expected[0].tensor, tol["rtol"], tol["atol"]));
+  }
+}
+
+TEST(OpenCl, InputsPlacedOnTheDeviceLiveInOpenClMemory) {
+  HETRT_REQUIRE_OPENCL();
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_opencl_seed");
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}, kCl};
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, options));
+  EXPECT_EQ(m.executor->InputTensor(m.executor->InputIndex("x")).device().device_type, kDLOpenCL);
+  EXPECT_EQ(m.executor->OutputTensor(0).device().device_type, kDLCPU);
+  // Without an OpenCL device in the list, the placement error says what to add.
+  auto cpu_only = OpenGraphModel({dir + "/deploy.so"}, {});
+  ASSERT_FALSE(cpu_only.ok());
+  EXPECT_NE(cpu_only.status().message().find("add --device opencl"), std::string::npos) << cpu_only.status().message();
+}
+
+TEST(OpenCl, CopiesOfOddSizesAndOffsetsRoundTrip) {
+  HETRT_REQUIRE_OPENCL();
+  PluginRegistry& reg = PluginRegistry::Global();
+  Plugin* cl = reg.ForDevice(kCl).value();
+  const DLDataType u8{kDLUInt, 8, 1};
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::Empty({4099}, u8, cl->DeviceAllocator(kCl)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::Empty({4099}, u8, cl->DeviceAllocator(kCl)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::EmptyHost({4099}, u8));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, Tensor::EmptyHost({4099}, u8));
+  for (int i = 0; i < 4099; ++i) host.data_as<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + 3);
+  struct Case {
+    uint64_t src_off, dst_off, n;
+  };
+  for (const Case& c : {Case{0, 0, 1}, Case{3, 5, 3}, Case{1, 0, 4097}, Case{7, 11, 1000}, Case{0, 0, 4099}}) {
+    SCOPED_TRACE(std::to_string(c.src_off) + "->" + std::to_string(c.dst_off) + " x" + std::to_string(c.n));
+    std::memset(back.data(), 0, 4099);
+    const DLDevice h{kDLCPU, 0};
+    HETRT_ASSERT_OK(reg.CopyBytes(host.data(), c.src_off, h, a.data(), c.dst_off, kCl, c.n));    // host -> device
+    HETRT_ASSERT_OK(reg.CopyBytes(a.data(), c.dst_off, kCl, b.data(), c.src_off, kCl, c.n));     // device -> device
+    HETRT_ASSERT_OK(reg.CopyBytes(b.data(), c.src_off, kCl, back.data(), c.dst_off, h, c.n));    // device -> host
+    EXPECT_EQ(std::memcmp(back.data_as<uint8_t>() + c.dst_off, host.data_as<uint8_t>() + c.src_off, c.n), 0);
+  }
+  Status s = reg.CopyBytes(host.data(), 0, {kDLCPU, 0}, a.data(), 4000, kCl, 200);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exceeds the 4099-byte buffer"), std::string::npos) << s.message();
+}
+
+// An OpenCL module blob: fmt, one function, source.
+std::vector<uint8_t> ClBlob(const std::string& kernel, const std::string& source) {
+  ByteWriter w;
+  w.WriteString("cl");
+  w.WriteU64(1);
+  w.WriteString(kernel);
+  w.WriteString("");
+  w.WriteU64(1);
+  w.WritePod<uint8_t>(kDLOpaqueHandle);
+  w.WritePod<uint8_t>(64);
+  w.WritePod<uint16_t>(1);
+  w.WriteU64(1);
+  w.WriteString("threadIdx.x");
+  w.WriteString(source);
+  return w.Take();
+}
+
+Result<std::shared_ptr<Module>> LoadClModule(const std::vector<uint8_t>& blob) {
+  ByteReader r(blob, "test opencl blob");
+  HETRT_ASSIGN_OR_RETURN(Plugin * cl, PluginRegistry::Global().ForTypeKey("opencl"));
+  return PluginModule::Load(cl, "opencl", r);
+}
+
+Status Launch(Module& m, const std::string& kernel, Tensor& buffer, int64_t threads) {
+  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
+  if (set_device == nullptr) return NotFound("__tvm_set_device");
+  hetrt_value_t dev[2] = {{.v_int64 = kDLOpenCL}, {.v_int64 = 0}};
+  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
+  HETRT_RETURN_IF_ERROR(CallPackedFunc(*set_device, dev, dev_codes, 2));
+  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
+  if (f == nullptr) return NotFound(kernel);
+  hetrt_value_t args[2] = {{.v_handle = buffer.data()}, {.v_int64 = threads}};
+  int32_t codes[2] = {HETRT_TYPE_HANDLE, HETRT_TYPE_INT};
+  return CallPackedFunc(*f, args, codes, 2);
+}
+
+TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {
+  HETRT_REQUIRE_OPENCL();
+  const auto blob = ClBlob("twice", "__kernel void twice(__global float* a) { a[get_local_id(0)] *= 2.0f; }");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(blob));
+  EXPECT_EQ(m->ListFunctionNames(), std::vector<std::string>{"twice"});
+  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, Tensor::Empty({8}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::EmptyHost({8}, {kDLFloat, 32, 1}));
+  for (int i = 0; i < 8; ++i) host.data_as<float>()[i] = static_cast<float>(i);
+  HETRT_ASSERT_OK(PluginRegistry::Global().CopyTensor(host, buf));
+  HETRT_ASSERT_OK(Launch(*m, "twice", buf, 8));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, PluginRegistry::Global().ToHost(buf));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out.data_as<float>()[i], 2.f * static_cast<float>(i));
+
+  auto* pm = dynamic_cast<PluginModule*>(m.get());
+  hetrt_module_save_args_t save{};
+  save.struct_size = sizeof(save);
+  save.module = pm->handle();
+  HETRT_ASSERT_OK(cl->Consume(cl->module_api()->save(&save)));
+  EXPECT_EQ(std::vector<uint8_t>(save.data, save.data + save.size), blob);
+}
+
+TEST(OpenCl, BuildFailureShowsTheKernelNameAndTheCompilerLog) {
+  HETRT_REQUIRE_OPENCL();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("broken", "__kernel void broken(__global float* a) { this is not C; }")));
+  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, Tensor::Empty({4}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl)));
+  Status s = Launch(*m, "broken", buf, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("kernel 'broken'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("error"), std::string::npos) << s.message();  // the compiler's log
+}
+
+TEST(OpenCl, UnknownKernelsAndWrongCallsAreClearErrors) {
+  HETRT_REQUIRE_OPENCL();
+  // The function table names a kernel the source does not define.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("ghost", "__kernel void other(__global float* a) {}")));
+  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, Tensor::Empty({4}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl)));
+  Status s = Launch(*m, "ghost", buf, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'ghost'"), std::string::npos) << s.message();
+  // A name that is not in the module at all.
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* none, m->GetFunction("nope"));
+  EXPECT_EQ(none, nullptr);
+  // A wrong argument count.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ok, LoadClModule(ClBlob("k", "__kernel void k(__global float* a) {}")));
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* k, ok->GetFunction("k"));
+  hetrt_value_t args[1] = {{.v_handle = buf.data()}};
+  int32_t codes[1] = {HETRT_TYPE_HANDLE};
+  s = CallPackedFunc(*k, args, codes, 1);
+  EXPECT_NE(s.message().find("takes 2 arguments"), std::string::npos) << s.message();
+}
+
+TEST(OpenCl, MalformedBlobsAreRefused) {
+  HETRT_REQUIRE_OPENCL();
+  auto blob = ClBlob("k", "__kernel void k(__global float* a) {}");
+  for (size_t n = 0; n < blob.size(); n += 3) {
+    std::vector<uint8_t> cut(blob.begin(), blob.begin() + static_cast<long>(n));
+    EXPECT_FALSE(LoadClModule(cut).ok()) << n;
+  }
+  auto spirv = blob;
+  spirv[8] = 'x';  // fmt "xl"
+  auto r = LoadClModule(spirv);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("format 'xl'"), std::string::npos) << r.status().message();
+}
+
+TEST(OpenCl, ProgramBinariesAreCachedOnDiskWhenAsked) {
+  HETRT_REQUIRE_OPENCL();
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_opencl_seed");
+  const std::string cache = ::testing::TempDir() + "/hetrt_cl_cache";
+  std::filesystem::remove_all(cache);
+  std::filesystem::create_directories(cache);
+  const std::string cmd = "HETRT_OPENCL_CACHE_DIR=" + cache + " " + HETRT_CLI + " run " + dir +
+                          "/deploy.so --device cpu --device opencl --inputs " + dir + "/inputs.params > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int binaries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache)) binaries += e.path().extension() == ".clbin";
+  EXPECT_EQ(binaries, 1);
+  ASSERT_EQ(std::system(cmd.c_str()), 0);  // second run loads the binary
+}
+
+TEST(OpenCl, NoPlatformIsReportedWithTheReason) {
+  HETRT_REQUIRE_OPENCL();  // the plugin is built; hide the drivers from a child process
+  const std::string out = ::testing::TempDir() + "/hetrt_no_icd.txt";
+  const std::string cmd = std::string("OCL_ICD_VENDORS=/nonexistent-icd-dir ") + HETRT_CLI + " plugins > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string text = ReadText(out);
+  EXPECT_NE(text.find("device opencl: 0 device(s) - no OpenCL platform"), std::string::npos) << text;
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_opencl_seed");
+  const std::string run = std::string("OCL_ICD_VENDORS=/nonexistent-icd-dir ") + HETRT_CLI + " run " + dir +
+                          "/deploy.so --device cpu --device opencl 2> " + out;
+  EXPECT_NE(std::system(run.c_str()), 0);
+  EXPECT_NE(ReadText(out).find("no opencl device is available: no OpenCL platform"), std::string::npos) << ReadText(out);
+}
+
+}  // namespace
+}  // namespace hetrt
