@@ -1,5 +1,6 @@
 #include "hetrt/graph_executor.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "hetrt/dtype.h"
@@ -337,6 +338,59 @@ Status GraphExecutor::Run() {
   }
   for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
   return OkStatus();
+}
+
+Status GraphExecutor::RunProfiled(std::vector<NodeTime>* times) {
+  struct Pending {
+    Plugin* plugin = nullptr;
+    hetrt_event_t* start = nullptr;
+    hetrt_event_t* end = nullptr;
+  };
+  times->clear();
+  std::vector<Pending> pending(calls_.size());
+  hetrt_value_t ret;
+  int32_t ret_code;
+  Status status;
+  for (size_t i = 0; i < calls_.size() && status.ok(); ++i) {
+    const OpCall& c = calls_[i];
+    const DLDevice device = entry_devices_[graph_->entry_id(c.node_id, 0)];
+    const hetrt_device_api_t* dev = nullptr;
+    if (device.device_type != kDLCPU) {
+      auto plugin = plugins_->ForDeviceType(device.device_type);
+      if (plugin.ok() && (dev = (*plugin)->device_api()) && dev->event_create && dev->event_record &&
+          dev->event_elapsed_ms) {
+        pending[i].plugin = *plugin;
+        if (!(*plugin)->Consume(dev->event_create(device, &pending[i].start)).ok() ||
+            !(*plugin)->Consume(dev->event_create(device, &pending[i].end)).ok() ||
+            !(*plugin)->Consume(dev->event_record(device, pending[i].start, nullptr)).ok())
+          pending[i].plugin = nullptr;
+      }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (c.kind == OpCall::Kind::kKernel) {
+      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code, c.resource) != 0)
+        status = NodeError(i, Internal(LastErrorMessage()));
+    } else {
+      Status s = plugins_->CopyTensor(entries_[c.copy_src], entries_[c.copy_dst]);
+      if (!s.ok()) status = NodeError(i, s);
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (pending[i].plugin != nullptr) {
+      Plugin* p = pending[i].plugin;
+      const hetrt_device_api_t* d = p->device_api();
+      double device_ms = 0;
+      if (p->Consume(d->event_record(device, pending[i].end, nullptr)).ok() &&
+          p->Consume(d->event_elapsed_ms(device, pending[i].start, pending[i].end, &device_ms)).ok())
+        ms = device_ms;
+      (void)p->Consume(d->event_destroy(device, pending[i].start));
+      (void)p->Consume(d->event_destroy(device, pending[i].end));
+    }
+    times->push_back({c.node_id, device, ms});
+  }
+  if (status.ok())
+    for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
+  return status;
 }
 
 Result<Tensor> GraphExecutor::GetOutput(int index) const {

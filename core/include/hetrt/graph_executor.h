@@ -56,6 +56,16 @@ class GraphExecutor final : public Executor {
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
   Status LoadParams(std::span<const uint8_t> bytes);
   Status Run() override;
+
+  struct NodeTime {
+    uint32_t node_id;
+    DLDevice device;    // where the node's output lives
+    double device_ms;   // device time from plugin events; wall time for CPU nodes
+  };
+  // Run() that also times every node: CPU nodes with the wall clock, device
+  // nodes with events recorded on their device around the node. Slower than
+  // Run() (it synchronizes); for benchmarks and `hetrt bench`, never the hot path.
+  Status RunProfiled(std::vector<NodeTime>* times);
   Result<Tensor> GetOutput(int index) const override;
   // Copies output `index` into `out` (any device).
   Status CopyOutputTo(int index, Tensor& out) const;
