@@ -244,7 +244,7 @@ TEST(BlobReader, EveryTruncationOfARealBlobIsACleanError) {
   ASSERT_NE(factory, nullptr);
   BlobBuilder b;
   b.Key("GraphExecutorFactory");
-  b.w.WriteBytes(factory->Save());
+  b.w.WriteBytes(factory->SaveToBinary().value());
   b.Lib().Tree({0, 1, 1}, {1});
   const auto payload = b.Payload();
   ASSERT_TRUE(LoadPayload(payload).ok());

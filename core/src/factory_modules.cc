@@ -47,13 +47,29 @@ Result<std::shared_ptr<Module>> GraphExecutorFactoryModule::Load(ByteReader& r) 
       std::move(graph_json), std::move(params), std::move(module_name)));
 }
 
-std::vector<uint8_t> GraphExecutorFactoryModule::Save() const {
+// u64 count, names, arrays: the inverse of ReadFactoryParams.
+static Status WriteFactoryParams(const std::vector<NamedTensor>& params, ByteWriter& w) {
+  w.WriteU64(params.size());
+  w.WriteU64(params.size());
+  for (const auto& p : params) w.WriteString(p.name);
+  for (const auto& p : params) {
+    Status s = WriteNDArray(p.tensor, w);
+    if (!s.ok()) return s.WithContext("factory param '" + p.name + "'");
+  }
+  return OkStatus();
+}
+
+Result<std::vector<uint8_t>> GraphExecutorFactoryModule::SaveToBinary() const {
   ByteWriter w;
   w.WriteString(graph_json_);
-  w.WriteU64(params_->size());
-  w.WriteU64(params_->size());
-  for (const auto& p : *params_) w.WriteString(p.name);
-  for (const auto& p : *params_) (void)WriteNDArray(p.tensor, w);  // host tensors by construction
+  HETRT_RETURN_IF_ERROR(WriteFactoryParams(*params_, w));
+  w.WriteString(module_name_);
+  return w.Take();
+}
+
+Result<std::vector<uint8_t>> AotExecutorFactoryModule::SaveToBinary() const {
+  ByteWriter w;
+  HETRT_RETURN_IF_ERROR(WriteFactoryParams(params_, w));
   w.WriteString(module_name_);
   return w.Take();
 }

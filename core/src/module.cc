@@ -55,7 +55,7 @@ Result<const PackedFunc*> UnloadedModule::GetOwnFunction(std::string_view name) 
 }
 
 std::string UnloadedModule::Describe() const {
-  return "not loaded (" + std::to_string(byte_size_) + " bytes): " + reason_.message();
+  return "not loaded (" + std::to_string(bytes_.size()) + " bytes): " + reason_.message();
 }
 
 GlobalFunctionRegistry& GlobalFunctionRegistry::Get() {

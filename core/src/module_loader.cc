@@ -217,8 +217,8 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
       size_t end = FindTrailingImportTree(payload, start);
       std::span<const uint8_t> skipped;
       HETRT_RETURN_IF_ERROR(r.ReadBytes(end - start, &skipped, where));
-      loaded = std::shared_ptr<Module>(
-          std::make_shared<UnloadedModule>(type_key, skipped.size(), plugin.status()));
+      loaded = std::shared_ptr<Module>(std::make_shared<UnloadedModule>(
+          type_key, std::vector<uint8_t>(skipped.begin(), skipped.end()), plugin.status()));
     } else {
       return plugin.status().WithContext(source + ": " + where);
     }
@@ -318,5 +318,16 @@ std::vector<std::string> PluginModule::ListFunctionNames() const {
 }
 
 std::string PluginModule::Describe() const { return "from plugin '" + plugin_->name() + "'"; }
+
+Result<std::vector<uint8_t>> PluginModule::SaveToBinary() const {
+  const hetrt_module_api_t* api = plugin_->module_api();
+  if (!HETRT_STRUCT_HAS(api, hetrt_module_api_t, save) || api->save == nullptr)
+    return Unimplemented("plugin '" + plugin_->name() + "' cannot save modules of type '" + type_key() + "'");
+  hetrt_module_save_args_t args{};
+  args.struct_size = sizeof(args);
+  args.module = handle_;
+  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->save(&args)));
+  return std::vector<uint8_t>(args.data, args.data + args.size);
+}
 
 }  // namespace hetrt

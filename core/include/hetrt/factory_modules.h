@@ -25,8 +25,7 @@ class GraphExecutorFactoryModule final : public Module {
         module_name_(std::move(module_name)) {}
 
   static Result<std::shared_ptr<Module>> Load(ByteReader& reader);
-  // The inverse of Load, for the exporter.
-  std::vector<uint8_t> Save() const;
+  Result<std::vector<uint8_t>> SaveToBinary() const override;
 
   Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
     return static_cast<const PackedFunc*>(nullptr);
@@ -64,6 +63,7 @@ class AotExecutorFactoryModule final : public Module {
   }
   std::vector<std::string> ListFunctionNames() const override { return {module_name_}; }
   std::string Describe() const override;
+  Result<std::vector<uint8_t>> SaveToBinary() const override;
   const std::vector<NamedTensor>& params() const { return params_; }
   const std::string& module_name() const { return module_name_; }
 
@@ -77,6 +77,7 @@ class MetadataModule final : public Module {
  public:
   MetadataModule() : Module("metadata_module") {}
   static Result<std::shared_ptr<Module>> Load(ByteReader&) { return std::shared_ptr<Module>(std::make_shared<MetadataModule>()); }
+  Result<std::vector<uint8_t>> SaveToBinary() const override { return std::vector<uint8_t>{}; }
   Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
     return static_cast<const PackedFunc*>(nullptr);
   }

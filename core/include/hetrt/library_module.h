@@ -21,6 +21,7 @@ class LibraryModule final : public Module {
   Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
   std::vector<std::string> ListFunctionNames() const override;
   std::string Describe() const override { return path_; }
+  bool IsHostLibrary() const override { return true; }
 
   // A raw symbol address (data or code), nullptr when absent.
   void* FindSymbol(const char* name) const;

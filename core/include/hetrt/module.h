@@ -41,6 +41,12 @@ class Module {
   virtual std::vector<std::string> ListFunctionNames() const { return {}; }
   // One line describing the module's payload for `hetrt inspect` (may be empty).
   virtual std::string Describe() const { return {}; }
+  // The bytes this module contributes to a __tvm_dev_mblob (what its loader reads).
+  virtual Result<std::vector<uint8_t>> SaveToBinary() const {
+    return Unimplemented("module type '" + type_key_ + "' cannot be serialized");
+  }
+  // Host code that export links into the .so itself (the blob's "_lib" slot).
+  virtual bool IsHostLibrary() const { return false; }
 
   // Own functions first, then the imports depth-first (GetFunction with query_imports).
   Result<const PackedFunc*> GetFunction(std::string_view name);
@@ -60,14 +66,16 @@ class Module {
 // the reason.
 class UnloadedModule final : public Module {
  public:
-  UnloadedModule(std::string type_key, uint64_t byte_size, Status reason)
-      : Module(std::move(type_key)), byte_size_(byte_size), reason_(std::move(reason)) {}
+  UnloadedModule(std::string type_key, std::vector<uint8_t> bytes, Status reason)
+      : Module(std::move(type_key)), bytes_(std::move(bytes)), reason_(std::move(reason)) {}
   Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
   std::string Describe() const override;
+  // Passes the original bytes through, so a tree can be re-exported unchanged.
+  Result<std::vector<uint8_t>> SaveToBinary() const override { return bytes_; }
   const Status& reason() const { return reason_; }
 
  private:
-  uint64_t byte_size_;
+  std::vector<uint8_t> bytes_;
   Status reason_;
 };
 

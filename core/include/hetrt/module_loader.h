@@ -57,6 +57,7 @@ class PluginModule final : public Module {
   Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
   std::vector<std::string> ListFunctionNames() const override;
   std::string Describe() const override;
+  Result<std::vector<uint8_t>> SaveToBinary() const override;
   Plugin* plugin() const { return plugin_; }
   hetrt_plugin_module_t* handle() const { return handle_; }
 

@@ -1,0 +1,50 @@
+// Writing what the loader reads: a module tree as a __tvm_dev_mblob, that blob
+// as a compact devc.c, and host objects + devc.c linked into one shared library
+// (TVM's export_library), or packed into a .tar.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hetrt/module.h"
+
+namespace hetrt {
+
+// Stands for host code that an export will link in (object files or C sources):
+// the "_lib" slot of a tree that has not been built into a library yet.
+class PendingHostLibrary final : public Module {
+ public:
+  PendingHostLibrary() : Module("library") {}
+  Result<const PackedFunc*> GetOwnFunction(std::string_view name) override {
+    return FailedPrecondition("host code is not linked yet (looking up '" + std::string(name) + "')");
+  }
+  bool IsHostLibrary() const override { return true; }
+  std::string Describe() const override { return "host code to be linked"; }
+};
+
+// The blob symbol's bytes: u64 length prefix + payload. Modules are numbered
+// in depth-first pre-order, every host library sharing one "_lib" slot; the
+// CSR import tree comes last.
+Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root);
+
+// C source defining `const unsigned char __tvm_dev_mblob[]` as string literals
+// (compiles in seconds for tens of megabytes, unlike a list of integers).
+std::string EmitDevcC(std::span<const uint8_t> blob_symbol);
+
+struct LinkOptions {
+  std::string compiler = "cc";       // or a cross compiler
+  std::vector<std::string> flags;    // extra flags, e.g. --target/-march
+};
+// `cc -shared -fPIC -o output inputs...`; the error carries the compiler's output.
+Status LinkSharedLibrary(const std::vector<std::string>& inputs, const std::string& output,
+                         const LinkOptions& options);
+
+// Exports: host objects/C sources + the tree's blob as devc.c -> `output`
+// (.so, or .tar holding the inputs and devc.c). The root's host library, if
+// any, is not re-linked: pass its objects in `host_inputs`.
+Status ExportLibrary(const Module& root, const std::vector<std::string>& host_inputs,
+                     const std::string& output, const LinkOptions& options);
+
+}  // namespace hetrt
