@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -130,18 +131,26 @@ std::string EmitDevcC(std::span<const uint8_t> blob) {
   out += "__attribute__((visibility(\"default\"), aligned(1)))\n";
   out += "const unsigned char __tvm_dev_mblob[" + std::to_string(blob.size()) + "] =\n\"";
   // One string literal per ~100 source bytes; printable ASCII as itself,
-  // everything else as a 3-digit octal escape (never ambiguous with what follows).
+  // everything else as a 3-digit octal escape (never ambiguous with what
+  // follows). The spelling of each byte value is computed once.
+  static const auto kSpelling = [] {
+    std::array<std::string, 256> table;
+    for (int b = 0; b < 256; ++b) {
+      if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\' && b != '?') {
+        table[static_cast<size_t>(b)] = std::string(1, static_cast<char>(b));
+      } else {
+        char esc[5];
+        std::snprintf(esc, sizeof esc, "\\%03o", b);
+        table[static_cast<size_t>(b)] = esc;
+      }
+    }
+    return table;
+  }();
   size_t column = 0;
   for (uint8_t b : blob) {
-    if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\' && b != '?') {
-      out += static_cast<char>(b);
-      column += 1;
-    } else {
-      char esc[5];
-      std::snprintf(esc, sizeof esc, "\\%03o", b);
-      out += esc;
-      column += 4;
-    }
+    const std::string& spelled = kSpelling[b];
+    out += spelled;
+    column += spelled.size();
     if (column >= 100) {
       out += "\"\n\"";
       column = 0;
