@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hetrt/byte_stream.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/graph_model.h"
 #include "hetrt/library_module.h"
@@ -128,6 +129,78 @@ TEST(Export, CompilerFailuresCarryTheCompilersOutput) {
   EXPECT_NE(s.message().find("hetrt_bad.c"), std::string::npos) << s.message();
   s = ExportLibrary(*factory, {}, ::testing::TempDir() + "/bad.so", {.compiler = "/no/such/cc"});
   EXPECT_FALSE(s.ok());
+}
+
+// An OpenCL module's bytes: one kernel `twice_into(out, in)` launched over threadIdx.x.
+std::vector<uint8_t> TwiceIntoBlob() {
+  ByteWriter w;
+  w.WriteString("cl");
+  w.WriteU64(1);
+  w.WriteString("twice_into");
+  w.WriteString("");
+  w.WriteU64(2);
+  for (int i = 0; i < 2; ++i) {
+    w.WritePod<uint8_t>(kDLOpaqueHandle);
+    w.WritePod<uint8_t>(64);
+    w.WritePod<uint16_t>(1);
+  }
+  w.WriteU64(1);
+  w.WriteString("threadIdx.x");
+  w.WriteString("__kernel void twice_into(__global float* out, __global const float* in) {\n"
+                "  out[get_local_id(0)] = 2.0f * in[get_local_id(0)];\n}\n");
+  return w.Take();
+}
+
+// x (OpenCL) -> twice (OpenCL) -> __copy -> add w (CPU).
+std::string HeteroGraph() {
+  return R"({"nodes": [
+    {"op": "null", "name": "x", "inputs": []},
+    {"op": "tvm_op", "name": "twice", "inputs": [[0, 0, 0]],
+     "attrs": {"func_name": "hetrt_test_cl_twice", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
+    {"op": "tvm_op", "name": "__copy", "inputs": [[1, 0, 0]],
+     "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
+    {"op": "null", "name": "w", "inputs": []},
+    {"op": "tvm_op", "name": "add", "inputs": [[2, 0, 0], [3, 0, 0]],
+     "attrs": {"func_name": "hetrt_test_add_f32", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}}],
+    "arg_nodes": [0, 3], "heads": [[4, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5],
+    "attrs": {"dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]],
+              "shape": ["list_shape", [[1, 6], [1, 6], [1, 6], [1, 6], [1, 6]]],
+              "storage_id": ["list_int", [0, 1, 2, 3, 4]], "device_index": ["list_int", [4, 4, 1, 1, 1]]}})";
+}
+
+TEST(Export, CpuPlusOpenClRoundTripThroughTheCli) {
+  if (!PluginRegistry::Global().ForDevice({kDLOpenCL, 0}).ok()) GTEST_SKIP() << "no OpenCL device";
+  const std::string dir = ::testing::TempDir() + "/hetrt_export_cl";
+  std::filesystem::create_directories(dir);
+  const auto blob = TwiceIntoBlob();
+  HETRT_ASSERT_OK(WriteFileBytes(dir + "/twice.opencl", blob));
+  const std::string graph = HeteroGraph();
+  HETRT_ASSERT_OK(WriteFileBytes(dir + "/graph.json", {reinterpret_cast<const uint8_t*>(graph.data()), graph.size()}));
+  Tensor w = Tensor::EmptyHost({1, 6}, {kDLFloat, 32, 1}).value();
+  for (int i = 0; i < 6; ++i) w.data_as<float>()[i] = 100.f;
+  HETRT_ASSERT_OK(WriteFileBytes(dir + "/params.params", WriteParamDict({{"w", w}}).value()));
+  const std::string cmd = std::string(HETRT_CLI) + " export --host " HETRT_TEST_KERNELS_DIR "/cl_twice_host.c " +
+                          HETRT_TEST_KERNELS_DIR "/add_f32.c --device-module opencl=" + dir + "/twice.opencl --graph " +
+                          dir + "/graph.json --params " + dir + "/params.params --cflag=-I" HETRT_DLPACK_INCLUDE_DIR +
+                          " -o " + dir + "/deploy.so > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}, {kDLOpenCL, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, options));
+  // factory -> library -> opencl, as TVM lays out a heterogeneous deploy.so.
+  ASSERT_EQ(m.root->imports().size(), 1u);
+  ASSERT_EQ(m.root->imports()[0]->imports().size(), 1u);
+  EXPECT_EQ(m.root->imports()[0]->imports()[0]->type_key(), "opencl");
+  Tensor x = Tensor::EmptyHost({1, 6}, {kDLFloat, 32, 1}).value();
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = static_cast<float>(i);
+  HETRT_ASSERT_OK(m.executor->SetInput("x", x));
+  HETRT_ASSERT_OK(m.executor->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, m.executor->GetOutput(0));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.data_as<float>()[i], 2.f * static_cast<float>(i) + 100.f);
+  // The exported OpenCL module is the one that went in, byte for byte.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto saved, m.root->imports()[0]->imports()[0]->SaveToBinary());
+  EXPECT_TRUE(saved == blob);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(&AddInspectCommand);
   add(&AddPluginsCommand);
   add(&AddRunCommand);
+  add(&AddExportCommand);
   CLI11_PARSE(app, argc, argv);
   for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
   return 1;

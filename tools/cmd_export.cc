@@ -1,0 +1,89 @@
+// `hetrt export`: host code + device modules (+ graph + params) -> one .so or .tar.
+#include <cstdio>
+
+#include "commands.h"
+#include "hetrt/byte_stream.h"
+#include "hetrt/factory_modules.h"
+#include "hetrt/module_export.h"
+#include "hetrt/module_loader.h"
+#include "hetrt/plugin_registry.h"
+
+namespace hetrt::cli {
+namespace {
+
+struct ExportArgs {
+  std::string output, graph, params, module_name = "default", compiler = "cc";
+  std::vector<std::string> host, device_modules, cflags;
+};
+
+// TYPE_KEY=FILE: a device module's bytes (what its SaveToBinary writes). With a
+// plugin for the type the bytes are validated by loading them; without one they
+// pass through unchanged (exporting for a device this machine lacks).
+Result<std::shared_ptr<Module>> DeviceModuleFromFile(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) return InvalidArgument("--device-module takes TYPE_KEY=FILE, got '" + spec + "'");
+  const std::string type_key = spec.substr(0, eq), path = spec.substr(eq + 1);
+  HETRT_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(path));
+  auto plugin = PluginRegistry::Global().ForTypeKey(type_key);
+  if (!plugin.ok()) {
+    std::fprintf(stderr, "hetrt: warning: %s: no plugin for '%s', its bytes are packed unchecked\n", path.c_str(),
+                 type_key.c_str());
+    return std::shared_ptr<Module>(std::make_shared<UnloadedModule>(type_key, std::move(bytes), plugin.status()));
+  }
+  ByteReader reader(bytes, path);
+  auto module = PluginModule::Load(*plugin, type_key, reader);
+  if (!module.ok()) return module.status().WithContext(path);
+  if (reader.remaining() != 0)
+    return DataLoss(path + ": " + std::to_string(reader.remaining()) + " bytes after the '" + type_key + "' module");
+  return module;
+}
+
+int Export(const ExportArgs& args) {
+  if (args.host.empty()) return Fail("export needs host code: --host FILE.c|FILE.o (repeatable)");
+  auto host = std::make_shared<PendingHostLibrary>();
+  for (const std::string& spec : args.device_modules) {
+    auto device = DeviceModuleFromFile(spec);
+    if (!device.ok()) return Fail(device.status().message());
+    host->Import(std::move(device).value());
+  }
+  std::shared_ptr<Module> root = host;
+  if (!args.graph.empty()) {
+    auto graph = ReadFileBytes(args.graph);
+    if (!graph.ok()) return Fail(graph.status().message());
+    std::vector<NamedTensor> params;
+    if (!args.params.empty()) {
+      auto loaded = LoadParamDictFile(args.params);
+      if (!loaded.ok()) return Fail(loaded.status().message());
+      params = std::move(loaded).value();
+    }
+    std::string graph_text(graph->begin(), graph->end());
+    auto parsed = ParseGraphJson(graph_text, args.graph);  // refuse a broken graph now, not at load time
+    if (!parsed.ok()) return Fail(parsed.status().message());
+    root = std::make_shared<GraphExecutorFactoryModule>(std::move(graph_text), std::move(params), args.module_name);
+    root->Import(host);
+  } else if (!args.params.empty()) {
+    return Fail("--params goes with --graph");
+  }
+  Status s = ExportLibrary(*root, args.host, args.output, {args.compiler, args.cflags});
+  if (!s.ok()) return Fail(s.message());
+  std::printf("exported %s\n", args.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command AddExportCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", "Link host code, device modules, graph and params into one library");
+  auto args = std::make_shared<ExportArgs>();
+  cmd->add_option("-o,--output", args->output, "output: .so (linked) or .tar (inputs + devc.c)")->required();
+  cmd->add_option("--host", args->host, "host C source or object file, repeatable")->take_all();
+  cmd->add_option("--device-module", args->device_modules, "TYPE_KEY=FILE, a device module's bytes, repeatable");
+  cmd->add_option("--graph", args->graph, "graph.json: makes a GraphExecutorFactory deploy library");
+  cmd->add_option("--params", args->params, "params file bound into the factory");
+  cmd->add_option("--module-name", args->module_name, "factory module name (default 'default')");
+  cmd->add_option("--cc", args->compiler, "compiler/linker (default cc; a cross compiler works)");
+  cmd->add_option("--cflag", args->cflags, "extra compiler flag, repeatable")->allow_extra_args(false);
+  return [args] { return Export(*args); };
+}
+
+}  // namespace hetrt::cli
