@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <atomic>
 #include <thread>
 
 #include "hetrt/factory_modules.h"
@@ -248,6 +249,113 @@ TEST(GraphExecutor, AnInputThatIsAlsoAnOutputStaysCorrect) {
     EXPECT_EQ(copy1.data_as<float>()[i], static_cast<float>(i));
   }
   EXPECT_EQ(ex->OutputName(1), "a:0");
+}
+
+TEST(GraphExecutor, FuncNamesResolveOnlyToTheLibrarysOwnFunctions) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto lib, LoadModuleFile(dir + "/lib.so"));
+  const std::string graph = ReadText(dir + "/graph.json");
+  // A libc function reached through the dependency chain, and a data symbol.
+  for (const char* name : {"abort", "free", "__TVMAPISetLastError", "__tvm_main__x"}) {
+    std::string g = graph;
+    for (size_t at; (at = g.find("\"tvmgen_default_fused_add\"")) != std::string::npos;)
+      g.replace(at, 26, std::string("\"") + name + "\"");
+    auto ex = GraphExecutor::Create(g, lib, {});
+    ASSERT_FALSE(ex.ok()) << name;
+    EXPECT_NE(ex.status().message().find("not found"), std::string::npos) << ex.status().message();
+  }
+}
+
+TEST(GraphExecutor, LoadingALibraryTwiceSharesOneTree) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto first, LoadModuleFile(dir + "/deploy.so"));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto second, LoadModuleFile(dir + "/deploy.so"));
+  EXPECT_EQ(first.get(), second.get());
+  auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(second.get());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ex, factory->CreateExecutor({}));
+  first.reset();
+  second.reset();  // the executor keeps what it needs alive
+  HETRT_ASSERT_OK(SetInputs(*ex, dir));
+  HETRT_ASSERT_OK(ex->Run());
+  ExpectOutputsMatch(*ex, dir);
+}
+
+TEST(GraphExecutor, ExecutorsCreatedFromManyThreadsAtOnceAllWork) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(dir + "/deploy.so"));
+  auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root.get());
+  std::vector<std::unique_ptr<GraphExecutor>> made(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto ex = factory->CreateExecutor({});
+        if (ex.ok()) made[static_cast<size_t>(t)] = std::move(ex).value();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (auto& ex : made) {
+    ASSERT_NE(ex, nullptr);
+    HETRT_ASSERT_OK(SetInputs(*ex, dir));
+    HETRT_ASSERT_OK(ex->Run());
+    ExpectOutputsMatch(*ex, dir);
+  }
+}
+
+TEST(GraphExecutor, ResizingTheThreadPoolWhileModelsRunIsSafe) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
+  ASSERT_TRUE(cpu.ok());
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, {}));
+  HETRT_ASSERT_OK(SetInputs(*m.executor, dir));
+  std::atomic<bool> done{false};
+  std::thread resizer([&] {
+    for (int i = 0; !done; ++i) (void)(*cpu)->SetOption("num_threads", i % 2 ? "1" : "2");
+  });
+  Status s;
+  for (int i = 0; i < 300 && s.ok(); ++i) s = m.executor->Run();
+  done = true;
+  resizer.join();
+  HETRT_ASSERT_OK(s);
+  ExpectOutputsMatch(*m.executor, dir);
+  HETRT_ASSERT_OK((*cpu)->SetOption("num_threads", std::to_string(std::thread::hardware_concurrency())));
+}
+
+TEST(GraphExecutor, ZeroCopyInputAlsoRebindsItsNopAliases) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto lib, LoadModuleFile(dir + "/lib.so"));
+  // x -> __nop (a view sharing x's storage) -> add with w.
+  const std::string graph = R"({"nodes": [
+      {"op": "null", "name": "x", "inputs": []},
+      {"op": "tvm_op", "name": "view", "inputs": [[0, 0, 0]],
+       "attrs": {"func_name": "__nop", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
+      {"op": "null", "name": "w", "inputs": []},
+      {"op": "tvm_op", "name": "add", "inputs": [[1, 0, 0], [2, 0, 0]],
+       "attrs": {"func_name": "tvmgen_default_fused_add", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}}],
+    "arg_nodes": [0, 2], "heads": [[3, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4],
+    "attrs": {"dltype": ["list_str", ["float32", "float32", "float32", "float32"]],
+              "shape": ["list_shape", [[1, 10], [1, 10], [1, 10], [1, 10]]],
+              "storage_id": ["list_int", [0, 0, 1, 2]]}})";
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ex, GraphExecutor::Create(graph, lib, {}));
+  Tensor x = Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}).value();
+  Tensor w = Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}).value();
+  for (int i = 0; i < 10; ++i) {
+    x.data_as<float>()[i] = static_cast<float>(i);
+    w.data_as<float>()[i] = 1000.f;
+  }
+  HETRT_ASSERT_OK(ex->SetInput("w", w));
+  HETRT_ASSERT_OK(ex->SetInputZeroCopy(0, x));
+  HETRT_ASSERT_OK(ex->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, ex->GetOutput(0));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(y.data_as<float>()[i], 1000.f + static_cast<float>(i));
+  // set_input after a zero-copy bind writes a private buffer, never the caller's memory.
+  Tensor z = Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}).value();
+  for (int i = 0; i < 10; ++i) z.data_as<float>()[i] = -1.f;
+  HETRT_ASSERT_OK(ex->SetInput("x", z));
+  HETRT_ASSERT_OK(ex->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(y, ex->GetOutput(0));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(y.data_as<float>()[i], 999.f);
+  EXPECT_EQ(x.data_as<float>()[3], 3.f);
 }
 
 TEST(GraphExecutor, AGraphDeviceMissingFromTheListIsAClearError) {

@@ -212,6 +212,32 @@ TEST(BlobReader, RejectsCsrOutOfRange) {
   ExpectBlobError(BlobBuilder().Metadata().Lib().Tree({0, 1, 3}, {1}).Payload(), "child indices");
 }
 
+TEST(BlobReader, RejectsDuplicateImportsAndTooManyModules) {
+  ExpectBlobError(BlobBuilder().Metadata().Lib().Tree({0, 2, 2}, {1, 1}).Payload(), "imports module 1 twice");
+  ByteWriter w;
+  w.WriteU64(5000);
+  for (int i = 0; i < 5000; ++i) w.WriteString("metadata_module");
+  ExpectBlobError(w.Take(), "at most 4096");
+}
+
+TEST(BlobReader, SharedImportsAreSearchedOnce) {
+  // A ladder of metadata modules where each imports the next two: 2^60 paths,
+  // 62 modules. A missing name must come back at once.
+  BlobBuilder b;
+  const uint64_t n = 62;
+  for (uint64_t i = 0; i < n; ++i) b.Metadata();
+  b.Lib();
+  std::vector<uint64_t> row_ptr{0}, children;
+  for (uint64_t i = 0; i <= n; ++i) {
+    for (uint64_t c = i + 1; c <= std::min(i + 2, n); ++c) children.push_back(c);
+    row_ptr.push_back(children.size());
+  }
+  b.Tree(row_ptr, children);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadPayload(b.Payload()));
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* f, root->GetFunction("missing"));
+  EXPECT_EQ(f, nullptr);
+}
+
 TEST(BlobReader, RejectsCyclicImports) {
   ExpectBlobError(BlobBuilder().Metadata().Lib().Tree({0, 1, 2}, {1, 0}).Payload(), "cycle");
   ExpectBlobError(BlobBuilder().Metadata().Lib().Tree({0, 1, 1}, {0}).Payload(), "cycle");

@@ -129,6 +129,15 @@ TEST(ParamDict, SizeMismatchAndNonCpuDeviceAreRefused) {
   EXPECT_NE(r.status().message().find("must be on cpu"), std::string::npos) << r.status().message();
 }
 
+TEST(ParamDict, VectorLanesAreRefusedRatherThanOverAllocated) {
+  auto bytes = SmallDict();
+  const uint16_t lanes = 65535;
+  std::memcpy(bytes.data() + kArrayStart + 16 + 8 + 4 + 2, &lanes, 2);
+  auto r = ReadParamDict(bytes, "small");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("lanes 1"), std::string::npos) << r.status().message();
+}
+
 TEST(ParamDict, DuplicateNamesAreRefused) {
   Tensor t = Tensor::EmptyHost({1}, {kDLFloat, 32, 1}).value();
   auto bytes = WriteParamDict({{"x", t}, {"x", t}}).value();

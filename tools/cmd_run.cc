@@ -96,6 +96,7 @@ int Run(const RunArgs& args) {
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
     const auto start = std::chrono::steady_clock::now();
     Status s = ex.Run();
+    if (s.ok()) s = ex.Synchronize();  // time the device work, not just its enqueueing
     const auto end = std::chrono::steady_clock::now();
     if (!s.ok()) return Fail(args.model + ": " + s.message());
     ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());

@@ -36,7 +36,8 @@ Result<DLDataType> ParseDataType(std::string_view text) {
   if (text == "bool") return DLDataType{kDLUInt, 1, 1};
   if (text == "handle") return DLDataType{kDLOpaqueHandle, 64, 1};
   uint32_t lanes = 1;
-  if (auto x = text.find('x'); x != std::string_view::npos) {
+  // Lanes follow an 'x' after the bit width ("float32x4"); "complex" has an x of its own.
+  if (auto x = text.find('x', text.find_first_of("0123456789")); x != std::string_view::npos) {
     if (!ParseUint(text.substr(x + 1), &lanes) || lanes == 0 || lanes > 65535)
       return bad("lanes after 'x' must be 1..65535");
     text = text.substr(0, x);

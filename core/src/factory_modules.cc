@@ -8,17 +8,19 @@ namespace {
 // u64 count, names, then count NDArrays: the factories' param section.
 Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
   uint64_t count = 0, names_count = 0;
-  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "factory param count"));
-  HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, sizeof(uint64_t), "factory param names count"));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, kMinParamBytes, "factory param count"));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, kMinParamBytes, "factory param names count"));
   if (names_count != count)
     return r.Error("factory param names", std::to_string(names_count) + " names for " +
                                               std::to_string(count) + " params");
-  std::vector<NamedTensor> params(static_cast<size_t>(count));
+  std::vector<NamedTensor> params;
   std::unordered_set<std::string> seen;
-  for (auto& p : params) {
+  for (uint64_t i = 0; i < count; ++i) {
+    NamedTensor p;
     HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "factory param name"));
     if (!seen.insert(p.name).second)
       return r.Error("factory param name", "duplicate name '" + p.name + "'");
+    params.push_back(std::move(p));
   }
   for (auto& p : params) {
     auto t = ReadNDArray(r);

@@ -13,8 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kNop = "__nop";
-constexpr const char* kCopy = "__copy";
 constexpr uint32_t kMaxOutputs = 1u << 16;
 
 class GraphParser {
@@ -304,7 +302,7 @@ class GraphParser {
     for (size_t nid = 0; nid < graph_.nodes.size(); ++nid) {
       const GraphNode& n = graph_.nodes[nid];
       if (n.kind != GraphNode::Kind::kOp) continue;
-      if (n.func_name == kCopy) {
+      if (n.func_name == kCopyFunction) {
         if (n.inputs.size() != 1 || n.num_outputs != 1)
           return Error(NodeWhere(nid), "__copy takes one input and one output");
         const uint32_t in = graph_.entry_id(n.inputs[0]);

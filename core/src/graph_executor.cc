@@ -8,11 +8,6 @@
 
 namespace hetrt {
 
-namespace {
-constexpr const char* kNop = "__nop";
-constexpr const char* kCopy = "__copy";
-}  // namespace
-
 struct GraphExecutor::OpCall {
   enum class Kind : uint8_t { kKernel, kCopy };
   Kind kind;
@@ -42,10 +37,9 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::shared_ptr<con
   ex->graph_ = std::move(graph);
   ex->lib_ = std::move(lib);
   ex->plugins_ = options.plugins ? options.plugins : &PluginRegistry::Global();
-  ex->params_ = options.params;
   ex->options_ = std::move(options);
   HETRT_RETURN_IF_ERROR(ex->PlanStorage());
-  if (ex->params_) HETRT_RETURN_IF_ERROR(ex->BindParams(*ex->params_, /*allow_in_place=*/true));
+  if (ex->options_.params) HETRT_RETURN_IF_ERROR(ex->BindParams(*ex->options_.params, /*allow_in_place=*/true));
   HETRT_RETURN_IF_ERROR(ex->PrepareCalls());
   return ex;
 }
@@ -85,20 +79,20 @@ Status GraphExecutor::PlanStorage() {
   }
   // One buffer per storage id, sized by the largest entry that uses it.
   const uint32_t num_sids = g.num_storage();
-  std::vector<uint64_t> sid_bytes(num_sids, 0);
-  std::vector<int> sid_users(num_sids, 0);
+  storage_bytes_.assign(num_sids, 0);
+  storage_entries_.assign(num_sids, {});
   for (uint32_t e = 0; e < n; ++e) {
-    sid_bytes[g.storage_ids[e]] = std::max(sid_bytes[g.storage_ids[e]], g.entry_bytes(e));
-    ++sid_users[g.storage_ids[e]];
+    storage_bytes_[g.storage_ids[e]] = std::max(storage_bytes_[g.storage_ids[e]], g.entry_bytes(e));
+    storage_entries_[g.storage_ids[e]].push_back(e);
   }
   // Storage of params that can be used in place is never allocated.
   std::vector<bool> sid_skipped(num_sids, false);
-  if (params_) {
+  if (options_.params) {
     for (uint32_t nid : g.arg_nodes) {
       const uint32_t eid = g.entry_id(nid, 0);
       const uint32_t sid = g.storage_ids[eid];
-      const NamedTensor* p = FindParam(*params_, g.nodes[nid].name);
-      if (p && sid_users[sid] == 1 && entry_devices_[eid].device_type == kDLCPU &&
+      const NamedTensor* p = FindParam(*options_.params, g.nodes[nid].name);
+      if (p && storage_entries_[sid].size() == 1 && entry_devices_[eid].device_type == kDLCPU &&
           p->tensor.device().device_type == kDLCPU && p->tensor.nbytes() == g.entry_bytes(eid) &&
           reinterpret_cast<uintptr_t>(p->tensor.data()) % kTensorAlignment == 0)
         sid_skipped[sid] = true;
@@ -108,15 +102,15 @@ Status GraphExecutor::PlanStorage() {
   std::vector<DLDevice> sid_device(num_sids);
   for (uint32_t e = 0; e < n; ++e) sid_device[g.storage_ids[e]] = entry_devices_[e];
   for (uint32_t sid = 0; sid < num_sids; ++sid) {
-    if (sid_users[sid] == 0 || sid_skipped[sid]) continue;
+    if (storage_entries_[sid].empty() || sid_skipped[sid]) continue;
     HETRT_ASSIGN_OR_RETURN(Plugin * plugin, plugins_->ForDevice(sid_device[sid]));
-    auto t = Tensor::Empty({static_cast<int64_t>(sid_bytes[sid])}, DLDataType{kDLUInt, 8, 1},
+    auto t = Tensor::Empty({static_cast<int64_t>(storage_bytes_[sid])}, DLDataType{kDLUInt, 8, 1},
                            plugin->DeviceAllocator(sid_device[sid]));
     if (!t.ok()) return t.status().WithContext("storage " + std::to_string(sid) + " on " + DeviceToString(sid_device[sid]));
     storage_[sid] = std::move(t).value();
   }
   entries_.resize(n);
-  entry_borrowed_.assign(n, false);
+  storage_borrowed_.assign(num_sids, false);
   entry_aliases_.resize(n);
   for (uint32_t e = 0; e < n; ++e) {
     const Tensor& s = storage_[g.storage_ids[e]];
@@ -143,7 +137,7 @@ Status GraphExecutor::BindParams(const std::vector<NamedTensor>& params, bool al
     if (allow_in_place && !storage_[g.storage_ids[eid]].defined()) {
       // Used in place: a view of the shared param with the graph's shape.
       entries_[eid] = Tensor::Borrow(p->tensor.data(), p->tensor.device(), g.shapes[eid], g.dtypes[eid]);
-      entry_borrowed_[eid] = true;
+      storage_borrowed_[g.storage_ids[eid]] = true;
       continue;
     }
     HETRT_RETURN_IF_ERROR(SetInput(static_cast<int>(i), p->tensor));
@@ -155,10 +149,10 @@ Status GraphExecutor::PrepareCalls() {
   const Graph& g = *graph_;
   for (uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
     const GraphNode& node = g.nodes[nid];
-    if (node.kind != GraphNode::Kind::kOp || node.func_name == kNop) continue;
+    if (node.kind != GraphNode::Kind::kOp || node.func_name == kNopFunction) continue;
     OpCall call{};
     call.node_id = nid;
-    if (node.func_name == kCopy) {
+    if (node.func_name == kCopyFunction) {
       call.kind = OpCall::Kind::kCopy;
       call.copy_src = g.entry_id(node.inputs[0]);
       call.copy_dst = g.entry_id(nid, 0);
@@ -213,7 +207,7 @@ std::string GraphExecutor::OutputName(int index) const {
 std::vector<int> GraphExecutor::UnboundInputs() const {
   std::vector<int> unbound;
   for (int i = 0; i < NumInputs(); ++i)
-    if (!params_ || FindParam(*params_, InputName(i)) == nullptr) unbound.push_back(i);
+    if (!options_.params || FindParam(*options_.params, InputName(i)) == nullptr) unbound.push_back(i);
   return unbound;
 }
 
@@ -243,22 +237,25 @@ Status GraphExecutor::CheckInputValue(int index, const Tensor& value, const char
 Status GraphExecutor::SetInput(int index, const Tensor& value) {
   HETRT_RETURN_IF_ERROR(CheckInputValue(index, value, "set_input"));
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
-  HETRT_RETURN_IF_ERROR(DetachEntry(eid));
+  HETRT_RETURN_IF_ERROR(DetachStorage(graph_->storage_ids[eid]));
   return plugins_->CopyTensor(value, entries_[eid]);
 }
 
-Status GraphExecutor::DetachEntry(uint32_t eid) {
-  if (!entry_borrowed_[eid]) return OkStatus();
-  // The entry shares memory someone else owns (a param used in place): take a
-  // private buffer rather than write into it.
-  const uint32_t sid = graph_->storage_ids[eid];
-  HETRT_ASSIGN_OR_RETURN(Plugin * plugin, plugins_->ForDevice(entry_devices_[eid]));
-  HETRT_ASSIGN_OR_RETURN(storage_[sid], Tensor::Empty({static_cast<int64_t>(graph_->entry_bytes(eid))},
-                                                      DLDataType{kDLUInt, 8, 1},
-                                                      plugin->DeviceAllocator(entry_devices_[eid])));
-  RebindEntry(eid, storage_[sid].data());
-  entry_borrowed_[eid] = false;
+Status GraphExecutor::DetachStorage(uint32_t sid) {
+  if (!storage_borrowed_[sid]) return OkStatus();
+  // Bound to memory someone else owns: take a private buffer, sized for every
+  // entry of the storage id, rather than write into it.
+  const DLDevice device = entry_devices_[storage_entries_[sid][0]];
+  HETRT_ASSIGN_OR_RETURN(Plugin * plugin, plugins_->ForDevice(device));
+  HETRT_ASSIGN_OR_RETURN(storage_[sid], Tensor::Empty({static_cast<int64_t>(storage_bytes_[sid])},
+                                                      DLDataType{kDLUInt, 8, 1}, plugin->DeviceAllocator(device)));
+  RebindStorage(sid, storage_[sid].data());
+  storage_borrowed_[sid] = false;
   return OkStatus();
+}
+
+void GraphExecutor::RebindStorage(uint32_t sid, void* data) {
+  for (uint32_t eid : storage_entries_[sid]) RebindEntry(eid, data);
 }
 
 void GraphExecutor::RebindEntry(uint32_t eid, void* data) {
@@ -275,8 +272,9 @@ Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
                            DeviceToString(value.device()) + " but the input lives on " + DeviceToString(want));
   if (reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment != 0)
     return InvalidArgument("set_input_zero_copy '" + InputName(index) + "': data must be 64-byte aligned");
-  RebindEntry(eid, value.data());
-  entry_borrowed_[eid] = true;
+  // Every entry viewing the input's storage (e.g. __nop reshapes of it) follows.
+  RebindStorage(graph_->storage_ids[eid], value.data());
+  storage_borrowed_[graph_->storage_ids[eid]] = true;
   return OkStatus();
 }
 
@@ -294,7 +292,7 @@ Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
     return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": the tensor is on " +
                            DeviceToString(value.device()) + " but the output lives on " + DeviceToString(want));
   const GraphNode& producer = graph_->nodes[graph_->heads[static_cast<size_t>(index)].node_id];
-  if (producer.kind == GraphNode::Kind::kInput || producer.func_name == kNop) {
+  if (producer.kind == GraphNode::Kind::kInput || producer.func_name == kNopFunction) {
     // The output is (an alias of) an input: nothing writes it, so copy at the end of Run.
     for (auto& [bound_eid, dst] : output_copies_)
       if (bound_eid == eid) {
@@ -322,6 +320,7 @@ Status GraphExecutor::NodeError(size_t op_index, const Status& status) const {
 }
 
 Status GraphExecutor::Run() {
+  ClearLastError();  // a kernel failing without a message must not show an old one
   hetrt_value_t ret;
   int32_t ret_code;
   const size_t n = calls_.size();
@@ -359,11 +358,15 @@ Status GraphExecutor::RunProfiled(std::vector<NodeTime>* times) {
       auto plugin = plugins_->ForDeviceType(device.device_type);
       if (plugin.ok() && (dev = (*plugin)->device_api()) && dev->event_create && dev->event_record &&
           dev->event_elapsed_ms) {
-        pending[i].plugin = *plugin;
-        if (!(*plugin)->Consume(dev->event_create(device, &pending[i].start)).ok() ||
-            !(*plugin)->Consume(dev->event_create(device, &pending[i].end)).ok() ||
-            !(*plugin)->Consume(dev->event_record(device, pending[i].start, nullptr)).ok())
-          pending[i].plugin = nullptr;
+        Pending& p = pending[i];
+        p.plugin = *plugin;
+        if (!p.plugin->Consume(dev->event_create(device, &p.start)).ok() ||
+            !p.plugin->Consume(dev->event_create(device, &p.end)).ok() ||
+            !p.plugin->Consume(dev->event_record(device, p.start, nullptr)).ok()) {
+          if (p.start) (void)p.plugin->Consume(dev->event_destroy(device, p.start));
+          if (p.end) (void)p.plugin->Consume(dev->event_destroy(device, p.end));
+          p.plugin = nullptr;  // time this node with the wall clock instead
+        }
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -403,6 +406,17 @@ Result<Tensor> GraphExecutor::GetOutput(int index) const {
 Status GraphExecutor::CopyOutputTo(int index, Tensor& out) const {
   if (index < 0 || index >= NumOutputs()) return OutOfRange("output index out of range");
   return plugins_->CopyTensor(OutputTensor(index), out);
+}
+
+Status GraphExecutor::Synchronize() {
+  for (const DLDevice& d : options_.devices) {
+    if (d.device_type == kDLCPU) continue;
+    auto plugin = plugins_->ForDeviceType(d.device_type);
+    if (!plugin.ok()) continue;
+    const hetrt_device_api_t* dev = (*plugin)->device_api();
+    if (dev && dev->synchronize) HETRT_RETURN_IF_ERROR((*plugin)->Consume(dev->synchronize(d, nullptr)));
+  }
+  return OkStatus();
 }
 
 std::vector<std::pair<DLDevice, uint64_t>> GraphExecutor::StorageBytesPerDevice() const {

@@ -1,6 +1,7 @@
 #include "hetrt/library_module.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstring>
 
@@ -17,6 +18,16 @@ constexpr const char* kEntryName = "__tvm_main__";
 bool IsRuntimeSymbol(const std::string& name) {
   return name.rfind("__", 0) == 0 || name.rfind("_ITM_", 0) == 0 || name == "_init" ||
          name == "_fini" || name == "get_c_metadata";
+}
+
+// True when `address` is a symbol of `type` (STT_FUNC/STT_OBJECT) defined by
+// the object loaded at `base`, not by one of its dependencies (libc, libm).
+bool IsOwnSymbol(void* address, uintptr_t base, unsigned char type) {
+  Dl_info info;
+  ElfW(Sym)* sym = nullptr;
+  if (!dladdr1(address, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) || sym == nullptr) return false;
+  return reinterpret_cast<uintptr_t>(info.dli_fbase) == base && ELF64_ST_TYPE(sym->st_info) == type &&
+         info.dli_saddr == address;
 }
 
 }  // namespace
@@ -38,7 +49,10 @@ Result<std::shared_ptr<LibraryModule>> LibraryModule::Open(const std::string& pa
     return InvalidArgument("cannot load library '" + path + "': " + (why ? why : "dlopen failed"));
   }
   InstallBackendPointers(handle);
-  return std::shared_ptr<LibraryModule>(new LibraryModule(path, handle));
+  auto module = std::shared_ptr<LibraryModule>(new LibraryModule(path, handle));
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) module->base_ = map->l_addr;
+  return module;
 }
 
 void* LibraryModule::FindSymbol(const char* name) const { return dlsym(handle_, name); }
@@ -52,12 +66,14 @@ Result<const PackedFunc*> LibraryModule::GetOwnFunction(std::string_view name) {
   std::string symbol = key;
   if (key == kEntryName) {
     // __tvm_main__ is a data symbol holding the real entry function's name.
-    const char* entry = static_cast<const char*>(FindSymbol(kEntryName));
-    if (entry == nullptr) return static_cast<const PackedFunc*>(nullptr);
-    symbol = entry;
+    void* entry = FindSymbol(kEntryName);
+    if (entry == nullptr || !IsOwnSymbol(entry, base_, STT_OBJECT)) return static_cast<const PackedFunc*>(nullptr);
+    symbol.assign(static_cast<const char*>(entry), strnlen(static_cast<const char*>(entry), 1024));
   }
+  // Only functions this library defines are packed functions: never a data
+  // symbol, nor libc's abort/free reached through the dependency chain.
   void* address = FindSymbol(symbol.c_str());
-  if (address == nullptr) return static_cast<const PackedFunc*>(nullptr);
+  if (address == nullptr || !IsOwnSymbol(address, base_, STT_FUNC)) return static_cast<const PackedFunc*>(nullptr);
   auto func = std::make_unique<PackedFunc>();
   func->call = reinterpret_cast<hetrt_packed_cfunc_t>(address);
   func->resource = nullptr;

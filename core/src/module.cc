@@ -1,5 +1,7 @@
 #include "hetrt/module.h"
 
+#include <unordered_set>
+
 #include "tvm_backend_abi.h"
 
 namespace hetrt {
@@ -20,11 +22,17 @@ Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type
 }
 
 Result<const PackedFunc*> Module::GetFunction(std::string_view name) {
-  HETRT_ASSIGN_OR_RETURN(const PackedFunc* own, GetOwnFunction(name));
-  if (own != nullptr) return own;
-  for (const auto& import : imports_) {
-    HETRT_ASSIGN_OR_RETURN(const PackedFunc* found, import->GetFunction(name));
+  // Depth-first over the import DAG, each module once (shared imports would
+  // otherwise be searched once per path).
+  std::vector<Module*> stack{this};
+  std::unordered_set<Module*> visited{this};
+  while (!stack.empty()) {
+    Module* m = stack.back();
+    stack.pop_back();
+    HETRT_ASSIGN_OR_RETURN(const PackedFunc* found, m->GetOwnFunction(name));
     if (found != nullptr) return found;
+    for (auto it = m->imports_.rbegin(); it != m->imports_.rend(); ++it)
+      if (visited.insert(it->get()).second) stack.push_back(it->get());
   }
   return static_cast<const PackedFunc*>(nullptr);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -18,6 +19,8 @@ namespace {
 constexpr const char* kLibKey = "_lib";
 constexpr const char* kImportTreeKey = "_import_tree";
 constexpr const char* kBlobSymbol = "__tvm_dev_mblob";
+// Real trees have a handful of modules; the cap bounds lookups and recursion.
+constexpr uint64_t kMaxModules = 4096;
 
 std::mutex g_loader_mutex;
 std::unordered_map<std::string, BlobLoader>& CoreLoaders() {
@@ -67,6 +70,12 @@ Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& s
   if (tree.row_ptr[n] != tree.child_indices.size())
     return bad("row_ptr ends at " + std::to_string(tree.row_ptr[n]) + " but there are " +
                std::to_string(tree.child_indices.size()) + " child indices");
+  for (size_t i = 0; i < n; ++i)
+    for (uint64_t a = tree.row_ptr[i]; a < tree.row_ptr[i + 1]; ++a)
+      for (uint64_t b = tree.row_ptr[i]; b < a; ++b)
+        if (tree.child_indices[a] == tree.child_indices[b])
+          return bad("module " + std::to_string(i) + " imports module " + std::to_string(tree.child_indices[a]) +
+                     " twice");
   for (size_t k = 0; k < tree.child_indices.size(); ++k)
     if (tree.child_indices[k] >= n)
       return bad("child index " + std::to_string(tree.child_indices[k]) + " at position " +
@@ -156,6 +165,29 @@ void ReleaseBlobPages(const uint8_t* data, uint64_t size) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+// One live tree per loaded library. dlopen of a path already open returns the
+// same handle, hence the same __tvm_module_ctx and the same function caches in
+// the compiled code; a second tree would leave those pointing into whichever
+// tree died first.
+struct LiveTree {
+  std::weak_ptr<Module> root;
+  bool keep_unloadable;
+  PluginRegistry* plugins;
+};
+std::mutex g_live_mutex;
+std::map<void*, LiveTree>& LiveTrees() {
+  static std::map<void*, LiveTree> trees;
+  return trees;
+}
+
+// The first module nobody could load, if any (such trees came from inspection).
+const UnloadedModule* FindUnloaded(const Module& m) {
+  if (auto* u = dynamic_cast<const UnloadedModule*>(&m)) return u;
+  for (const auto& i : m.imports())
+    if (const UnloadedModule* u = FindUnloaded(*i)) return u;
+  return nullptr;
+}
+
 }  // namespace
 
 void RegisterCoreLoader(const std::string& type_key, BlobLoader loader) {
@@ -185,6 +217,9 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
   uint64_t count = 0;
   // Each entry holds at least its type_key's u64 length.
   HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "blob entry count"));
+  if (count > kMaxModules)
+    return r.Error("blob entry count", std::to_string(count) + " modules (at most " + std::to_string(kMaxModules) +
+                                           " are accepted)");
   std::vector<std::shared_ptr<Module>> modules;
   ImportTree tree;
   bool has_tree = false;
@@ -247,7 +282,19 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
 
 Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
                                                const LoadOptions& options) {
+  std::lock_guard<std::mutex> live_lock(g_live_mutex);
   HETRT_ASSIGN_OR_RETURN(std::shared_ptr<LibraryModule> library, LibraryModule::Open(path));
+  PluginRegistry* plugins = options.plugins ? options.plugins : &PluginRegistry::Global();
+  auto& live = LiveTrees();
+  if (auto it = live.find(library->dl_handle()); it != live.end()) {
+    if (std::shared_ptr<Module> existing = it->second.root.lock()) {
+      if (it->second.plugins != plugins)
+        return FailedPrecondition(path + " is already loaded through another plugin registry; release it first");
+      if (it->second.keep_unloadable && !options.keep_unloadable)
+        if (const UnloadedModule* u = FindUnloaded(*existing)) return u->reason().WithContext(path);
+      return existing;  // `library` (a second dlopen reference) is released here
+    }
+  }
   std::shared_ptr<Module> root = library;
   if (auto* blob = static_cast<const uint8_t*>(library->FindSymbol(kBlobSymbol))) {
     uint64_t available = SymbolSize(const_cast<uint8_t*>(blob));
@@ -263,6 +310,7 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
     ReleaseBlobPages(payload.data(), payload.size());
   }
   library->InstallContext();
+  live[library->dl_handle()] = {root, options.keep_unloadable, plugins};
   return root;
 }
 

@@ -37,8 +37,8 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
   HETRT_RETURN_IF_ERROR(r.ReadU16(&dtype.lanes, "NDArray dtype lanes"));
   if (!IsKnownDataTypeCode(dtype.code) || dtype.code == kDLOpaqueHandle)
     return r.Error("NDArray dtype", "unsupported dtype code " + std::to_string(dtype.code));
-  if (dtype.bits == 0 || dtype.lanes == 0)
-    return r.Error("NDArray dtype", "bits and lanes must be non-zero");
+  if (dtype.bits == 0 || dtype.lanes != 1)
+    return r.Error("NDArray dtype", "bits must be non-zero and lanes 1 (TVM's size rule ignores lanes, so vector arrays cannot be read safely)");
   std::vector<int64_t> shape(static_cast<size_t>(ndim));
   for (int64_t& d : shape) {
     HETRT_RETURN_IF_ERROR(r.ReadI64(&d, "NDArray shape"));
@@ -91,12 +91,14 @@ Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes,
     return r.Error("param dict magic", "not a TVM param dict (expected 0xF7E58D4F05049CB7)");
   HETRT_RETURN_IF_ERROR(r.ReadU64(&reserved, "param dict reserved"));
   uint64_t name_count = 0;
-  HETRT_RETURN_IF_ERROR(r.ReadCount(&name_count, sizeof(uint64_t), "param dict name count"));
-  std::vector<NamedTensor> params(static_cast<size_t>(name_count));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&name_count, kMinParamBytes, "param dict name count"));
+  std::vector<NamedTensor> params;
   std::unordered_set<std::string> seen;
-  for (auto& p : params) {
+  for (uint64_t i = 0; i < name_count; ++i) {
+    NamedTensor p;
     HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "param name"));
     if (!seen.insert(p.name).second) return r.Error("param name", "duplicate name '" + p.name + "'");
+    params.push_back(std::move(p));
   }
   uint64_t array_count = 0;
   HETRT_RETURN_IF_ERROR(r.ReadU64(&array_count, "param dict array count"));

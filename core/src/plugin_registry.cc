@@ -166,6 +166,7 @@ std::string Plugin::DeviceName(DLDevice device) const {
 }
 
 Allocator& Plugin::DeviceAllocator(DLDevice device) {
+  std::lock_guard<std::mutex> lock(allocators_mutex_);
   auto key = std::make_pair(static_cast<int32_t>(device.device_type), device.device_id);
   auto& slot = allocators_[key];
   if (!slot) slot = std::make_unique<PluginAllocator>(this, device);
@@ -222,9 +223,7 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
     for (const auto& plugin : registry->plugins_) {
       if (plugin->device_api())
         for (int32_t t : plugin->device_types()) BindDeviceProvider(t, plugin->api());
-      if (const hetrt_parallel_api_t* par = plugin->parallel_api()) {
-        BindParallelProvider(par);
-      }
+      if (const hetrt_parallel_api_t* par = plugin->parallel_api()) BindParallelProvider(par);
     }
   }
   return registry;
@@ -233,7 +232,11 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
 PluginRegistry& PluginRegistry::Global() {
   // Never destroyed: tensors and compiled code may still use plugin memory and
   // function pointers while other static objects are torn down at exit.
-  static PluginRegistry* global = Discover(Options{}).release();
+  static PluginRegistry* global = [] {
+    Options options;
+    options.bind_backend = true;
+    return Discover(options).release();
+  }();
   return *global;
 }
 

@@ -68,8 +68,10 @@ const hetrt_host_api_t* BackendHostApi() { return &kHostApi; }
 
 void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin) {
   if (device_type < 0 || device_type >= kMaxDeviceType) return;
-  g_device_plugins[device_type].store(plugin, std::memory_order_release);
-  g_workspace_providers[device_type].store(plugin->device, std::memory_order_release);
+  // First wins, matching PluginRegistry::ForDeviceType.
+  const hetrt_plugin_api_t* none = nullptr;
+  if (g_device_plugins[device_type].compare_exchange_strong(none, plugin))
+    g_workspace_providers[device_type].store(plugin->device, std::memory_order_release);
 }
 
 namespace {
@@ -105,13 +107,8 @@ int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, het
 hetrt_packed_func_t SetDeviceFunction() { return {&SetDeviceImpl, nullptr}; }
 
 void BindParallelProvider(const hetrt_parallel_api_t* parallel_api) {
-  g_parallel_provider.store(parallel_api, std::memory_order_release);
-}
-
-void* FindSystemLibSymbol(const std::string& name) {
-  std::lock_guard<std::mutex> lock(g_system_lib_mutex);
-  auto it = SystemLibSymbols().find(name);
-  return it == SystemLibSymbols().end() ? nullptr : it->second;
+  const hetrt_parallel_api_t* none = nullptr;
+  g_parallel_provider.compare_exchange_strong(none, parallel_api);
 }
 
 }  // namespace hetrt

@@ -32,15 +32,11 @@ int InstallBackendPointers(void* dl_handle);
 bool InstallModuleContext(void* dl_handle, Module* library_module);
 
 // Routes workspace requests and __tvm_set_device of a device type to a
-// plugin's device table; `consume_error` turns that plugin's errors into text.
-using PluginErrorText = std::string (*)(const hetrt_plugin_api_t* plugin, hetrt_error_t* error);
+// plugin's device table (the first plugin bound for a type stays).
 void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin);
 // The packed function registered globally as "__tvm_set_device".
 hetrt_packed_func_t SetDeviceFunction();
-// Routes parallel launches to a host plugin's task pool.
+// Routes parallel launches to a host plugin's task pool (the first one stays).
 void BindParallelProvider(const hetrt_parallel_api_t* parallel_api);
-
-// Symbols registered by system-library C code (TVMBackendRegisterSystemLibSymbol).
-void* FindSystemLibSymbol(const std::string& name);
 
 }  // namespace hetrt

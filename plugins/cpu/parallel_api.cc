@@ -1,6 +1,8 @@
 #include "parallel_api.h"
 
+#include <atomic>
 #include <new>
+#include <thread>
 #include <system_error>
 
 #include "host_services.h"
@@ -12,14 +14,29 @@ namespace {
 
 // A raw pointer rather than a static unique_ptr: joining threads from a static
 // destructor at exit can hang, and shutdown is the place to end the pool.
-ThreadPool* g_pool = nullptr;
+// Launches may run on any thread while the pool is resized, so the pointer is
+// swapped atomically and an old pool is deleted only once no launch uses it.
+std::atomic<ThreadPool*> g_pool{nullptr};
+std::atomic<int32_t> g_launches_in_flight{0};
 
 int32_t Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
-  if (g_pool == nullptr) {
+  g_launches_in_flight.fetch_add(1);
+  ThreadPool* pool = g_pool.load();
+  int32_t rc = -1;
+  if (pool == nullptr) {
     ReportLastError("cpu plugin: parallel launch before initialize");
-    return -1;
+  } else {
+    rc = pool->Launch(lambda, cdata, num_task);
   }
-  return g_pool->Launch(lambda, cdata, num_task);
+  g_launches_in_flight.fetch_sub(1);
+  return rc;
+}
+
+// Replaces the pool; waits until launches that may still use the old one end.
+void SwapPool(ThreadPool* next) {
+  ThreadPool* old = g_pool.exchange(next);
+  while (g_launches_in_flight.load() != 0) std::this_thread::yield();
+  delete old;
 }
 
 int32_t Barrier(int32_t /*task_id*/, hetrt_parallel_group_env_t* env) {
@@ -52,17 +69,16 @@ hetrt_error_t* StartThreadPool(int32_t num_threads) {
     return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
                      "cpu plugin: out of memory starting %d threads", static_cast<int>(num_threads));
   }
-  delete g_pool;
-  g_pool = pool;
+  SwapPool(pool);
   return nullptr;
 }
 
-void StopThreadPool() {
-  delete g_pool;
-  g_pool = nullptr;
-}
+void StopThreadPool() { SwapPool(nullptr); }
 
-int32_t ThreadPoolSize() { return g_pool != nullptr ? g_pool->num_threads() : 0; }
+int32_t ThreadPoolSize() {
+  ThreadPool* pool = g_pool.load();
+  return pool != nullptr ? pool->num_threads() : 0;
+}
 
 const hetrt_parallel_api_t* ParallelApi() { return &kParallelApi; }
 

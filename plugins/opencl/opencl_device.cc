@@ -274,13 +274,6 @@ Devices::Devices() {
     reason_ = "OpenCL platform(s) " + empty_platforms + " report no devices";
 }
 
-void Devices::Release() {
-  for (Device& d : devices_) clReleaseCommandQueue(d.queue);
-  for (cl_context c : contexts_) clReleaseContext(c);
-  devices_.clear();
-  contexts_.clear();
-}
-
 int CurrentDevice() { return t_current_device; }
 void SetCurrentDevice(int id) { t_current_device = id; }
 

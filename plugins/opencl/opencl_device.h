@@ -26,7 +26,6 @@ class Devices {
   int count() const { return static_cast<int>(devices_.size()); }
   const std::string& unavailable_reason() const { return reason_; }
   Device* at(int id) { return id >= 0 && id < count() ? &devices_[static_cast<size_t>(id)] : nullptr; }
-  void Release();
 
  private:
   Devices();

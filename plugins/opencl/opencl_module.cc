@@ -1,6 +1,7 @@
 #include "opencl_module.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "opencl_device.h"
@@ -172,9 +174,15 @@ class Module {
     std::vector<unsigned char> binary(size);
     unsigned char* ptr = binary.data();
     if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
-    const std::string tmp = file + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(size));
-    std::rename(tmp.c_str(), file.c_str());  // atomic: concurrent processes never read half a file
+    // Written under a name of its own, then renamed: a concurrent reader sees
+    // the old file or the whole new one. A failed write leaves no cache entry.
+    const std::string tmp = file + "." + std::to_string(getpid()) + "." +
+                            std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + ".tmp";
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(size));
+    out.close();
+    if (out.good()) std::rename(tmp.c_str(), file.c_str());
+    else std::remove(tmp.c_str());
   }
 
   std::mutex mutex_;

@@ -59,7 +59,9 @@ hetrt_error_t* Initialize(const hetrt_host_api_t* host) {
   return nullptr;  // devices are discovered on first use
 }
 
-void Shutdown() { Devices::Get().Release(); }
+// Contexts and queues live until the process ends: the plugin may be
+// initialized again (by another registry) and must then still see its devices.
+void Shutdown() {}
 
 hetrt_error_t* SetOption(const char* key, const char*) {
   return MakeError(HETRT_STATUS_NOT_FOUND, std::string("the OpenCL plugin has no option '") + key + "'");

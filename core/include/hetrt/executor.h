@@ -21,6 +21,8 @@ class Executor {
   virtual std::vector<int> UnboundInputs() const = 0;
   virtual Status SetInput(int index, const Tensor& value) = 0;
   virtual Status Run() = 0;
+  // Waits for work queued on devices (Run may return before device kernels end).
+  virtual Status Synchronize() { return OkStatus(); }
   // A host copy of output `index`.
   virtual Result<Tensor> GetOutput(int index) const = 0;
 

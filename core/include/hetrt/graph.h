@@ -14,6 +14,10 @@
 
 namespace hetrt {
 
+// The two func_names the executor itself implements.
+inline constexpr const char* kNopFunction = "__nop";
+inline constexpr const char* kCopyFunction = "__copy";
+
 struct GraphEntryRef {
   uint32_t node_id = 0;
   uint32_t index = 0;

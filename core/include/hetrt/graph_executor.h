@@ -56,6 +56,7 @@ class GraphExecutor final : public Executor {
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
   Status LoadParams(std::span<const uint8_t> bytes);
   Status Run() override;
+  Status Synchronize() override;
 
   struct NodeTime {
     uint32_t node_id;
@@ -83,8 +84,11 @@ class GraphExecutor final : public Executor {
   Status BindParams(const std::vector<NamedTensor>& params, bool allow_in_place);
   Status PrepareCalls();
   Status CheckInputValue(int index, const Tensor& value, const char* what) const;
-  // Gives an entry bound to shared memory its own storage before a write.
-  Status DetachEntry(uint32_t eid);
+  // Gives storage bound to memory the executor does not own (a shared param,
+  // a zero-copy input) a buffer of its own before the executor writes it.
+  Status DetachStorage(uint32_t sid);
+  // Points every entry of a storage id (and their flattened aliases) at `data`.
+  void RebindStorage(uint32_t sid, void* data);
   void RebindEntry(uint32_t eid, void* data);
   Status NodeError(size_t op_index, const Status& status) const;
 
@@ -93,9 +97,11 @@ class GraphExecutor final : public Executor {
   Options options_;
   PluginRegistry* plugins_ = nullptr;
   std::vector<DLDevice> entry_devices_;
-  std::vector<Tensor> storage_;          // per storage id (undefined when unused)
+  std::vector<Tensor> storage_;          // per storage id (undefined when unused or borrowed)
+  std::vector<uint64_t> storage_bytes_;  // per storage id: its largest entry
+  std::vector<bool> storage_borrowed_;   // sid points at memory the executor must not write
+  std::vector<std::vector<uint32_t>> storage_entries_;  // sid -> the eids that view it
   std::vector<Tensor> entries_;          // per eid, views of storage_ or bound memory
-  std::vector<bool> entry_borrowed_;     // eid points at memory the executor must not write
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
   std::vector<OpCall> calls_;
   std::vector<hetrt_value_t> arg_values_;
@@ -103,7 +109,6 @@ class GraphExecutor final : public Executor {
   std::vector<std::unique_ptr<DLTensor>> flat_tensors_;
   std::vector<std::unique_ptr<int64_t>> flat_shapes_;
   std::vector<std::pair<uint32_t, Tensor>> output_copies_;  // outputs that alias an input
-  SharedParams params_;
 };
 
 }  // namespace hetrt

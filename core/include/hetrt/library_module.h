@@ -28,12 +28,14 @@ class LibraryModule final : public Module {
   // Points the library's __tvm_module_ctx at this module (GetFuncFromEnv's root).
   bool InstallContext();
   const std::string& path() const { return path_; }
+  void* dl_handle() const { return handle_; }
 
  private:
   LibraryModule(std::string path, void* handle);
 
   std::string path_;
   void* handle_;
+  uintptr_t base_ = 0;  // load address, to tell this library's symbols from its dependencies'
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
 };

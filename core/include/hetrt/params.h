@@ -12,6 +12,9 @@ namespace hetrt {
 
 inline constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
 inline constexpr uint64_t kParamDictMagic = 0xF7E58D4F05049CB7ULL;
+// Bytes one named param takes at least: its name's length + an empty NDArray
+// header. Bounds counts read from files before anything is allocated.
+inline constexpr uint64_t kMinParamBytes = 8 + 40;
 
 struct NamedTensor {
   std::string name;

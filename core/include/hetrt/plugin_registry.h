@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,11 +15,6 @@
 #include "hetrt/tensor.h"
 
 namespace hetrt {
-
-class Plugin;
-
-// A device served by a plugin; memory through allocator(), copies via Copy.
-class Allocator;
 
 class Plugin {
  public:
@@ -56,6 +52,7 @@ class Plugin {
   std::string path_;
   void* dl_handle_;
   const hetrt_plugin_api_t* api_;
+  std::mutex allocators_mutex_;  // executors are created from any thread
   std::map<std::pair<int32_t, int32_t>, std::unique_ptr<Allocator>> allocators_;
 };
 
@@ -72,8 +69,10 @@ class PluginRegistry {
     // $HETRT_PLUGIN_PATH (colon-separated), then the folder next to the core
     // library (lib/hetrt-plugins, in the build tree and in an install).
     std::vector<std::string> search_paths;
-    // Wire the first host plugin into the TVM backend ABI (workspace, parallel).
-    bool bind_backend = true;
+    // Serve the TVM backend ABI (workspace, parallel launch, __tvm_set_device)
+    // from these plugins. Only the global registry does; the first plugin of a
+    // device type wins, as in ForDeviceType.
+    bool bind_backend = false;
   };
 
   // Loads every plugin it finds. Individual failures become problems(); only
