@@ -8,11 +8,13 @@
 
 #include "kernel_abi.h"
 
-__attribute__((weak)) void* __tvm_module_ctx = 0;
-__attribute__((weak)) void (*__TVMAPISetLastError)(const char*) = 0;
-__attribute__((weak)) int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
-__attribute__((weak)) int (*__TVMFuncCall)(void*, hk_value_t*, int*, int, hk_value_t*, int*) = 0;
-__attribute__((weak)) int (*__TVMBackendParallelLaunch)(hk_parallel_lambda_t, void*, int) = 0;
+/* Exported (default visibility) so the loader can find and fill them. */
+#define HK_BACKEND_VAR __attribute__((weak, visibility("default")))
+HK_BACKEND_VAR void* __tvm_module_ctx = 0;
+HK_BACKEND_VAR void (*__TVMAPISetLastError)(const char*) = 0;
+HK_BACKEND_VAR int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
+HK_BACKEND_VAR int (*__TVMFuncCall)(void*, hk_value_t*, int*, int, hk_value_t*, int*) = 0;
+HK_BACKEND_VAR int (*__TVMBackendParallelLaunch)(hk_parallel_lambda_t, void*, int) = 0;
 
 int hk_fail(const char* kernel, const char* message) {
   char buf[256];

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 hetrt=./build/bin/hetrt
 echo; echo "== hetrt plugins"; $hetrt plugins
+echo; echo "== hetrt demo: hetrt's own MLP and CNN placed across CPU + every device here"
+$hetrt demo
 fixtures=${HETRT_FIXTURES:-../shared/fixtures}/tvm-0.18
 if [ -d "$fixtures" ]; then
   echo; echo "== hetrt inspect $fixtures/mlp/deploy.so"
@@ -15,5 +17,5 @@ if [ -d "$fixtures" ]; then
     $hetrt run "$fixtures/$model/deploy.so" --inputs "$fixtures/$model/inputs.params" --repeat 20
   done
 else
-  echo "(TVM fixtures not found at $fixtures: set HETRT_FIXTURES to run the TVM models)"
+  echo "(TVM fixtures not found at $fixtures: set HETRT_FIXTURES to also run TVM-made models)"
 fi

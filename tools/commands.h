@@ -14,6 +14,7 @@ Command AddInspectCommand(CLI::App& app);
 Command AddPluginsCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
+Command AddDemoCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(&AddPluginsCommand);
   add(&AddRunCommand);
   add(&AddExportCommand);
+  add(&AddDemoCommand);
   CLI11_PARSE(app, argc, argv);
   for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
   return 1;

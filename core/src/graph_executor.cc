@@ -313,6 +313,12 @@ Status GraphExecutor::LoadParams(std::span<const uint8_t> bytes) {
   return BindParams(params, /*allow_in_place=*/false);
 }
 
+Status GraphExecutor::KernelError() {
+  std::string message = LastErrorMessage();
+  if (message.empty()) message = "the kernel failed without reporting why";
+  return Internal(message);
+}
+
 Status GraphExecutor::NodeError(size_t op_index, const Status& status) const {
   const uint32_t nid = calls_[op_index].node_id;
   const GraphNode& node = graph_->nodes[nid];
@@ -329,7 +335,7 @@ Status GraphExecutor::Run() {
     if (c.kind == OpCall::Kind::kKernel) [[likely]] {
       if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code,
                c.resource) != 0) [[unlikely]]
-        return NodeError(i, Internal(LastErrorMessage()));
+        return NodeError(i, KernelError());
     } else {
       Status s = plugins_->CopyTensor(entries_[c.copy_src], entries_[c.copy_dst]);
       if (!s.ok()) return NodeError(i, s);
@@ -372,7 +378,7 @@ Status GraphExecutor::RunProfiled(std::vector<NodeTime>* times) {
     const auto t0 = std::chrono::steady_clock::now();
     if (c.kind == OpCall::Kind::kKernel) {
       if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code, c.resource) != 0)
-        status = NodeError(i, Internal(LastErrorMessage()));
+        status = NodeError(i, KernelError());
     } else {
       Status s = plugins_->CopyTensor(entries_[c.copy_src], entries_[c.copy_dst]);
       if (!s.ok()) status = NodeError(i, s);

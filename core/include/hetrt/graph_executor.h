@@ -91,6 +91,7 @@ class GraphExecutor final : public Executor {
   void RebindStorage(uint32_t sid, void* data);
   void RebindEntry(uint32_t eid, void* data);
   Status NodeError(size_t op_index, const Status& status) const;
+  static Status KernelError();  // the failed kernel's message, or a note that it gave none
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<Module> lib_;

@@ -1,0 +1,175 @@
+// hetrt's own kernels (CPU and OpenCL) against reference loops written here,
+// each through the whole path: builder -> export -> load -> run.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "hetrt/factory_modules.h"
+#include "hetrt/graph_builder.h"
+#include "hetrt/graph_model.h"
+#include "hetrt/module_export.h"
+#include "kernel_set.h"
+#include "test_support.h"
+
+namespace hetrt {
+namespace {
+
+using kernels::Op;
+using Spec = GraphBuilder::TensorSpec;
+Spec F32(std::vector<int64_t> s) { return {std::move(s), {kDLFloat, 32, 1}}; }
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::EmptyHost(std::move(shape), {kDLFloat, 32, 1}).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+// One op with all inputs as graph inputs, on `device`; returns the output.
+Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_t device) {
+  GraphBuilder b;
+  std::vector<GraphBuilder::Value> values;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    values.push_back(b.AddInput("in" + std::to_string(i), {inputs[i].shape(), inputs[i].dtype()}, device));
+  HETRT_ASSIGN_OR_RETURN(std::string fn, kernels::FunctionName(op, device));
+  b.AddOutput(b.AddOp1("op", fn, values, std::move(out), device));
+  HETRT_ASSIGN_OR_RETURN(auto built, b.Build());
+  auto factory = std::make_shared<GraphExecutorFactoryModule>(built.graph_json, built.params, "default");
+  auto host = std::make_shared<PendingHostLibrary>();
+  factory->Import(host);
+  if (device == kDLOpenCL) {
+    HETRT_ASSIGN_OR_RETURN(auto cl, kernels::LoadOpenClModule(PluginRegistry::Global()));
+    host->Import(cl);
+  }
+  static int counter = 0;
+  const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(counter++) + ".so";
+  HETRT_RETURN_IF_ERROR(ExportLibrary(*factory, kernels::ObjectFiles(), path, {}));
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}};
+  if (device != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(device), 0});
+  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({path}, options));
+  for (size_t i = 0; i < inputs.size(); ++i) HETRT_RETURN_IF_ERROR(m.executor->SetInput(static_cast<int>(i), inputs[i]));
+  HETRT_RETURN_IF_ERROR(m.executor->Run());
+  auto out_tensor = m.executor->GetOutput(0);
+  std::filesystem::remove(path);
+  return out_tensor;
+}
+
+Tensor Reference(Op op, const std::vector<Tensor>& in, const std::vector<int64_t>& out_shape) {
+  Tensor y = Tensor::EmptyHost(out_shape, {kDLFloat, 32, 1}).value();
+  float* o = y.data_as<float>();
+  auto x = [&](size_t i) { return in[i].data_as<float>(); };
+  switch (op) {
+    case Op::kAdd:
+    case Op::kMul:
+      for (int64_t i = 0; i < y.num_elements(); ++i) o[i] = op == Op::kAdd ? x(0)[i] + x(1)[i] : x(0)[i] * x(1)[i];
+      break;
+    case Op::kRelu:
+      for (int64_t i = 0; i < y.num_elements(); ++i) o[i] = std::max(x(0)[i], 0.f);
+      break;
+    case Op::kDense: {
+      const int64_t n = out_shape[0], m = out_shape[1], k = in[1].shape()[1];
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double acc = x(2)[j];
+          for (int64_t t = 0; t < k; ++t) acc += double(x(0)[i * k + t]) * x(1)[j * k + t];
+          o[i * m + j] = static_cast<float>(acc);
+        }
+      break;
+    }
+    case Op::kSoftmax: {
+      const int64_t c = out_shape.back(), rows = y.num_elements() / c;
+      for (int64_t r = 0; r < rows; ++r) {
+        double mx = -DBL_MAX, sum = 0;
+        for (int64_t i = 0; i < c; ++i) mx = std::max(mx, double(x(0)[r * c + i]));
+        for (int64_t i = 0; i < c; ++i) sum += std::exp(x(0)[r * c + i] - mx);
+        for (int64_t i = 0; i < c; ++i) o[r * c + i] = static_cast<float>(std::exp(x(0)[r * c + i] - mx) / sum);
+      }
+      break;
+    }
+    case Op::kConv2d: {
+      const auto& xs = in[0].shape();
+      const auto& ws = in[1].shape();
+      const int64_t C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], OH = out_shape[2], OW = out_shape[3];
+      const int64_t pad = (OH - H + KH - 1) / 2;
+      for (int64_t oc = 0; oc < O; ++oc)
+        for (int64_t i = 0; i < OH; ++i)
+          for (int64_t j = 0; j < OW; ++j) {
+            double acc = x(2)[oc];
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t u = 0; u < KH; ++u)
+                for (int64_t v = 0; v < KW; ++v) {
+                  const int64_t yy = i + u - pad, xx = j + v - pad;
+                  if (yy >= 0 && yy < H && xx >= 0 && xx < W)
+                    acc += double(x(0)[(c * H + yy) * W + xx]) * x(1)[((oc * C + c) * KH + u) * KW + v];
+                }
+            o[(oc * OH + i) * OW + j] = static_cast<float>(acc);
+          }
+      break;
+    }
+    case Op::kMaxPool: {
+      const auto& xs = in[0].shape();
+      const int64_t P = xs[0] * xs[1], H = xs[2], W = xs[3], OH = out_shape[2], OW = out_shape[3];
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t i = 0; i < OH; ++i)
+          for (int64_t j = 0; j < OW; ++j) {
+            float m = -FLT_MAX;
+            for (int64_t u = 0; u < H / OH; ++u)
+              for (int64_t v = 0; v < W / OW; ++v) m = std::max(m, x(0)[(p * H + i * (H / OH) + u) * W + j * (W / OW) + v]);
+            o[(p * OH + i) * OW + j] = m;
+          }
+      break;
+    }
+  }
+  return y;
+}
+
+struct Case {
+  const char* name;
+  Op op;
+  std::vector<std::vector<int64_t>> inputs;
+  std::vector<int64_t> output;
+};
+
+const Case kCases[] = {
+    {"add", Op::kAdd, {{2, 37}, {2, 37}}, {2, 37}},
+    {"mul", Op::kMul, {{5, 13}, {5, 13}}, {5, 13}},
+    {"relu", Op::kRelu, {{3, 100}}, {3, 100}},
+    {"dense", Op::kDense, {{2, 70}, {33, 70}, {33}}, {2, 33}},
+    {"softmax", Op::kSoftmax, {{3, 17}}, {3, 17}},
+    {"conv2d_pad1", Op::kConv2d, {{1, 3, 9, 9}, {4, 3, 3, 3}, {4}}, {1, 4, 9, 9}},
+    {"conv2d_valid", Op::kConv2d, {{1, 2, 7, 6}, {3, 2, 3, 3}, {3}}, {1, 3, 5, 4}},
+    {"maxpool", Op::kMaxPool, {{1, 3, 8, 6}}, {1, 3, 4, 3}},
+};
+
+void CheckAll(int32_t device) {
+  uint32_t seed = 1;
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Tensor> inputs;
+    for (const auto& s : c.inputs) inputs.push_back(Random(s, seed++));
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, RunOne(c.op, inputs, F32(c.output), device));
+    EXPECT_TRUE(testing::TensorsClose(out, Reference(c.op, inputs, c.output), 1e-5, 1e-5));
+  }
+}
+
+TEST(KernelSet, CpuKernelsMatchReferenceLoops) { CheckAll(kDLCPU); }
+
+TEST(KernelSet, OpenClKernelsMatchReferenceLoops) {
+  if (!PluginRegistry::Global().ForDevice({kDLOpenCL, 0}).ok()) GTEST_SKIP() << "no OpenCL device";
+  CheckAll(kDLOpenCL);
+}
+
+TEST(KernelSet, KernelsRefuseMismatchedShapesWithTheirName) {
+  std::vector<Tensor> inputs = {Random({2, 5}, 1), Random({3, 4}, 2), Random({3}, 3)};  // K mismatch
+  auto out = RunOne(Op::kDense, inputs, F32({2, 3}), kDLCPU);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("hetrt_dense: shapes do not agree"), std::string::npos) << out.status().message();
+}
+
+}  // namespace
+}  // namespace hetrt
