@@ -131,6 +131,15 @@ TEST(ParserFuzz, ModuleBlob) {
   FuzzFromSeeds(&fuzz::ModuleBlob, seeds, 50000);
 }
 
+TEST(ParserFuzz, MlfTar) {
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
+  std::vector<std::vector<uint8_t>> seeds;
+  if (std::filesystem::exists(dir + "/add3_graph_mlf.tar")) seeds.push_back(ReadFileBytes(dir + "/add3_graph_mlf.tar").value());
+  if (std::filesystem::exists(dir + "/add3_aot_mlf.tar")) seeds.push_back(ReadFileBytes(dir + "/add3_aot_mlf.tar").value());
+  if (seeds.empty()) GTEST_SKIP() << "no MLF fixtures";
+  FuzzFromSeeds(&fuzz::MlfTar, seeds, 3000);
+}
+
 TEST(ParserFuzz, ElfSymbols) {
   std::vector<std::vector<uint8_t>> seeds;
   const std::string dir = testing::TvmFixture("add3");

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "hetrt/byte_stream.h"
 #include "hetrt/factory_modules.h"
+#include "hetrt/mlf.h"
 #include "hetrt/module_export.h"
 #include "hetrt/module_loader.h"
 #include "hetrt/plugin_registry.h"
@@ -12,7 +13,7 @@ namespace hetrt::cli {
 namespace {
 
 struct ExportArgs {
-  std::string output, graph, params, module_name = "default", compiler = "cc";
+  std::string mlf, output, graph, params, module_name = "default", compiler = "cc";
   std::vector<std::string> host, device_modules, cflags;
 };
 
@@ -39,7 +40,18 @@ Result<std::shared_ptr<Module>> DeviceModuleFromFile(const std::string& spec) {
 }
 
 int Export(const ExportArgs& args) {
-  if (args.host.empty()) return Fail("export needs host code: --host FILE.c|FILE.o (repeatable)");
+  if (!args.mlf.empty()) {
+    if (!args.host.empty() || !args.device_modules.empty() || !args.graph.empty() || !args.params.empty())
+      return Fail("a Model Library Format tarball carries its own code, graph and params: give it alone");
+    auto mlf = MlfPackage::Read(args.mlf);
+    if (!mlf.ok()) return Fail(mlf.status().message());
+    Status s = ExportMlfToLibrary(*mlf, args.output, {args.compiler, args.cflags});
+    if (!s.ok()) return Fail(args.mlf + ": " + s.message());
+    std::printf("exported %s (model '%s' from %s)\n", args.output.c_str(), mlf->metadata().model_name.c_str(),
+                args.mlf.c_str());
+    return 0;
+  }
+  if (args.host.empty()) return Fail("export needs host code: --host FILE.c|FILE.o (repeatable), or an MLF tarball");
   auto host = std::make_shared<PendingHostLibrary>();
   for (const std::string& spec : args.device_modules) {
     auto device = DeviceModuleFromFile(spec);
@@ -75,6 +87,7 @@ int Export(const ExportArgs& args) {
 Command AddExportCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Link host code, device modules, graph and params into one library");
   auto args = std::make_shared<ExportArgs>();
+  cmd->add_option("MLF", args->mlf, "a Model Library Format tarball (graph model with C host code)");
   cmd->add_option("-o,--output", args->output, "output: .so (linked) or .tar (inputs + devc.c)")->required();
   cmd->add_option("--host", args->host, "host C source or object file, repeatable")->take_all();
   cmd->add_option("--device-module", args->device_modules, "TYPE_KEY=FILE, a device module's bytes, repeatable");

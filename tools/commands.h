@@ -15,6 +15,7 @@ Command AddPluginsCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddDemoCommand(CLI::App& app);
+Command AddMlfCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

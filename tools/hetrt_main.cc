@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(&AddRunCommand);
   add(&AddExportCommand);
   add(&AddDemoCommand);
+  add(&AddMlfCommand);
   CLI11_PARSE(app, argc, argv);
   for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
   return 1;

@@ -56,7 +56,8 @@ Status WriteTar(const std::vector<std::pair<std::string, std::string>>& members,
   archive* a = archive_write_new();
   archive_write_set_format_pax_restricted(a);
   if (archive_write_open_filename(a, output.c_str()) != ARCHIVE_OK) {
-    std::string why = archive_error_string(a);
+    const char* message = archive_error_string(a);
+    std::string why = message ? message : "unknown libarchive error";
     archive_write_free(a);
     return InvalidArgument("cannot write '" + output + "': " + why);
   }

@@ -4,6 +4,7 @@
 
 #include "hetrt/elf_symbols.h"
 #include "hetrt/graph_executor.h"
+#include "hetrt/mlf.h"
 #include "hetrt/module_loader.h"
 #include "hetrt/npy.h"
 #include "hetrt/params.h"
@@ -58,5 +59,12 @@ void GraphJson(const uint8_t* data, size_t size) {
 void Npy(const uint8_t* data, size_t size) { (void)ReadNpy({data, size}, "fuzz"); }
 
 void ElfSymbols(const uint8_t* data, size_t size) { (void)ReadElfDynamicSymbols({data, size}, "fuzz"); }
+
+void MlfTar(const uint8_t* data, size_t size) {
+  MlfLimits limits;
+  limits.max_total_bytes = 64 << 20;  // keep a fuzz input from asking for gigabytes
+  auto pkg = MlfPackage::ReadBytes({data, size}, "fuzz", limits);
+  if (pkg.ok()) (void)pkg->GraphJson();
+}
 
 }  // namespace hetrt::fuzz

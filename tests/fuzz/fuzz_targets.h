@@ -14,5 +14,6 @@ void ModuleBlob(const uint8_t* data, size_t size);  // a __tvm_dev_mblob payload
 void GraphJson(const uint8_t* data, size_t size);
 void Npy(const uint8_t* data, size_t size);
 void ElfSymbols(const uint8_t* data, size_t size);
+void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
 
 }  // namespace hetrt::fuzz
