@@ -7,6 +7,8 @@
 #include "commands.h"
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
+#include "hetrt/mlf.h"
+#include "micro_model.h"
 #include "hetrt/npy.h"
 #include "hetrt/params.h"
 
@@ -54,9 +56,23 @@ int Run(const RunArgs& args) {
   }
   if (!args.params.empty() && args.graph.empty())
     return Fail("--params goes with --graph (a deploy.so carries its own params)");
-  auto model = OpenModel({args.model, args.graph, args.params}, options);
-  if (!model.ok()) return Fail(model.status().message());
-  Executor& ex = *model->executor;
+  // A Model Library Format tarball runs in-process on hetrt's C runtime.
+  std::unique_ptr<micro::InProcessModel> micro_model;
+  Result<Model> model = Status(StatusCode::kInternal, "no model");
+  Executor* executor = nullptr;
+  if (args.model.size() > 4 && args.model.compare(args.model.size() - 4, 4, ".tar") == 0) {
+    auto mlf = MlfPackage::Read(args.model);
+    if (!mlf.ok()) return Fail(mlf.status().message());
+    auto built = micro::InProcessModel::Build(*mlf, {});
+    if (!built.ok()) return Fail(args.model + ": " + built.status().message());
+    micro_model = std::move(built).value();
+    executor = micro_model.get();
+  } else {
+    model = OpenModel({args.model, args.graph, args.params}, options);
+    if (!model.ok()) return Fail(model.status().message());
+    executor = model->executor.get();
+  }
+  Executor& ex = *executor;
 
   std::vector<bool> bound(static_cast<size_t>(ex.NumInputs()), false);
   for (int i = 0; i < ex.NumInputs(); ++i) bound[static_cast<size_t>(i)] = true;
@@ -121,6 +137,7 @@ int Run(const RunArgs& args) {
   std::printf("time per run: mean %s, median %s, min %s over %zu run(s)\n",
               fmt(std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())).c_str(),
               fmt(sorted[sorted.size() / 2]).c_str(), fmt(sorted.front()).c_str(), ms.size());
+  if (micro_model) std::printf("%s\n", micro_model->ArenaReport().c_str());
   if (!args.save_outputs.empty()) {
     auto bytes = WriteParamDict(outputs);
     if (!bytes.ok()) return Fail(bytes.status().message());
@@ -136,7 +153,7 @@ int Run(const RunArgs& args) {
 Command AddRunCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a graph model and print its outputs");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("MODEL", args->model, "deploy.so, or lib.so with --graph")->required();
+  cmd->add_option("MODEL", args->model, "deploy.so, lib.so with --graph, or a Model Library Format .tar")->required();
   cmd->add_option("--graph", args->graph, "graph.json (with a lib.so)");
   cmd->add_option("--params", args->params, "params file (with --graph)");
   cmd->add_option("--inputs", args->inputs, "param-dict file of inputs (names matched to graph inputs)");

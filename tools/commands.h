@@ -16,6 +16,7 @@ Command AddRunCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddDemoCommand(CLI::App& app);
 Command AddMlfCommand(CLI::App& app);
+Command AddMicroCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(&AddExportCommand);
   add(&AddDemoCommand);
   add(&AddMlfCommand);
+  add(&AddMicroCommand);
   CLI11_PARSE(app, argc, argv);
   for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
   return 1;

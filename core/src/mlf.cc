@@ -70,7 +70,20 @@ Status ParseMemory(const json& memory, const std::string& where, MlfMetadata* ou
   const json& functions = memory.contains("functions") ? memory["functions"] : memory;  // v7 nests them
   if (functions.contains("main")) {
     if (!functions["main"].is_array()) return DataLoss(where + ".main must be a list");
-    for (const json& e : functions["main"]) HETRT_RETURN_IF_ERROR(add("main", e, where + ".main"));
+    for (const json& e : functions["main"]) {
+      HETRT_RETURN_IF_ERROR(add("main", e, where + ".main"));
+      for (const char* kind : {"inputs", "outputs"}) {
+        if (!e.contains(kind) || !e[kind].is_object()) continue;
+        auto& list = std::string(kind) == "inputs" ? out->inputs : out->outputs;
+        for (const auto& item : e[kind].items()) {
+          const json& v = item.value();
+          if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string())
+            return DataLoss(where + ".main." + kind + "." + item.key() + " needs a dtype");
+          HETRT_ASSIGN_OR_RETURN(uint64_t bytes, UInt(v, "size", where + ".main." + kind));
+          list.push_back({item.key(), v["dtype"].get<std::string>(), bytes});
+        }
+      }
+    }
   }
   if (functions.contains("operator_functions")) {
     const json& ops = functions["operator_functions"];

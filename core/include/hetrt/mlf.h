@@ -23,6 +23,12 @@ struct MlfFunctionMemory {
   uint64_t io_bytes = 0;         // main only
 };
 
+struct MlfTensorInfo {
+  std::string name;
+  std::string dtype;
+  uint64_t bytes = 0;
+};
+
 struct MlfMetadata {
   int version = 0;  // 5 or 7
   std::string model_name;
@@ -30,6 +36,8 @@ struct MlfMetadata {
   std::vector<std::string> targets;
   std::string export_datetime;
   std::vector<MlfFunctionMemory> memory;
+  // main's inputs and outputs with their sizes (version 7; AOT glue needs them).
+  std::vector<MlfTensorInfo> inputs, outputs;
 };
 
 struct MlfLimits {

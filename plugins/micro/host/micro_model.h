@@ -1,0 +1,71 @@
+// Host side of hetrt's micro runtime: turns a Model Library Format tarball
+// into C that runs on the C runtime (plugins/micro/crt), and builds it as an
+// in-process library or a standalone project.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hetrt/executor.h"
+#include "hetrt/mlf.h"
+#include "hetrt/params.h"
+
+namespace hetrt::micro {
+
+// C glue giving every model the same C API (hetrt_model_init/run/input/output),
+// for graph models (graph JSON + params embedded) and AOT models (the
+// generated tvmgen_<model>_run interface).
+Result<std::string> GenerateModelGlue(const MlfPackage& mlf);
+
+// Source files of the C runtime, and its include folders.
+std::vector<std::string> RuntimeSources();
+std::vector<std::string> RuntimeIncludeDirs();
+
+// A model compiled with the C runtime into a shared library and loaded into
+// this process; it runs in an arena of `arena_bytes` that the host allocates.
+class InProcessModel final : public Executor {
+ public:
+  static Result<std::unique_ptr<InProcessModel>> Build(const MlfPackage& mlf, const LinkOptions& options,
+                                                       size_t arena_bytes = 64u << 20);
+  ~InProcessModel() override;
+
+  int NumInputs() const override { return static_cast<int>(inputs_.size()); }
+  int NumOutputs() const override { return static_cast<int>(outputs_.size()); }
+  const std::string& InputName(int index) const override { return inputs_[static_cast<size_t>(index)].name; }
+  std::string OutputName(int index) const override { return outputs_[static_cast<size_t>(index)].name; }
+  std::vector<int> UnboundInputs() const override;
+  Status SetInput(int index, const Tensor& value) override;
+  using Executor::SetInput;
+  Status Run() override;
+  Result<Tensor> GetOutput(int index) const override;
+
+  // Peak arena use so far, and the runtime's per-pool report.
+  size_t ArenaPeakBytes() const;
+  std::string ArenaReport() const;
+
+ private:
+  struct Api;
+  struct Io {
+    std::string name;
+    DLDataType dtype;
+    std::vector<int64_t> shape;
+  };
+  InProcessModel() = default;
+  std::unique_ptr<Api> api_;
+  void* handle_ = nullptr;
+  std::string dir_;
+  std::vector<uint8_t> arena_;
+  std::vector<Io> inputs_, outputs_;
+};
+
+// Writes a self-contained C project (runtime, model code, glue, main.c with the
+// inputs embedded, Makefile) that builds with `make` and prints the outputs and
+// the arena report. The arena is sized from a measured run (peak + margin).
+struct ProjectOptions {
+  std::vector<NamedTensor> inputs;  // embedded; zeros for inputs not given
+  size_t arena_bytes = 0;           // 0: measure with an in-process run
+};
+Status WriteStandaloneProject(const MlfPackage& mlf, const std::string& dir, const ProjectOptions& options);
+
+}  // namespace hetrt::micro
