@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
+#include "hetrt/byte_stream.h"
 #include "hetrt/mlf.h"
 #include "micro_model.h"
 #include "test_support.h"
@@ -102,6 +104,49 @@ TEST(Micro, TooSmallAnArenaIsAnErrorNotACrash) {
     ASSERT_FALSE(model.ok());
     EXPECT_NE(model.status().message().find("arena full"), std::string::npos) << model.status().message();
   }
+}
+
+// The C runtime's JSON tokenizer, graph parser and param reader under mutated
+// inputs (real graph JSONs and param dicts, bit-flipped, truncated, spliced),
+// in a harness built with sanitizers when the compiler has them.
+TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
+  const std::string dir = ::testing::TempDir() + "/hetrt_crt_fuzz";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/inputs");
+  std::vector<std::string> seeds;
+  const std::string root = testing::FixturesRoot() + "/tvm-0.18";
+  for (const char* f : {"add3/graph.json", "reuse/graph.json", "mlp/graph.json", "hetero_opencl_seed/graph.json",
+                        "add3/inputs.params", "mlp/inputs.params"})
+    if (auto b = ReadFileBytes(root + "/" + f); b.ok()) seeds.emplace_back(b->begin(), b->end());
+  seeds.push_back(R"({"nodes":[{"op":"null","name":"x","inputs":[]}],"arg_nodes":[0],"heads":[[0,0,0]],"node_row_ptr":[0,1],"attrs":{"dltype":["list_str",["float32"]],"shape":["list_shape",[[4]]],"storage_id":["list_int",[0]]}})");
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 3000; ++i) {
+    std::string m = seeds[static_cast<size_t>(i) % seeds.size()];
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 4); k < n && !m.empty(); ++k) {
+      const size_t pos = rng() % m.size();
+      switch (rng() % 5) {
+        case 0: m[pos] = static_cast<char>(rng()); break;
+        case 1: m.resize(pos); break;
+        case 2: m.insert(pos, std::string(1 + rng() % 40, "[{\"\":,9]-"[rng() % 10])); break;
+        case 3: m.erase(pos, 1 + rng() % 8); break;
+        case 4: m.insert(pos, "99999999999"); break;
+      }
+    }
+    std::ofstream(dir + "/inputs/" + std::to_string(i), std::ios::binary) << m;
+  }
+  std::string sources;
+  for (const auto& s : micro::RuntimeSources()) sources += " " + s;
+  std::string includes;
+  for (const auto& d : micro::RuntimeIncludeDirs()) includes += " -I" + d;
+  const std::string base = "cc -std=c99 -O1 -g" + includes + " -I" HETRT_DLPACK_INCLUDE_DIR " " HETRT_CRT_FUZZ_HARNESS + sources +
+                           " -o " + dir + "/harness";
+  const bool sanitized = std::system((base + " -fsanitize=address,undefined -fno-sanitize-recover=all 2>/dev/null").c_str()) == 0;
+  if (!sanitized) ASSERT_EQ(std::system(base.c_str()), 0);
+  const int rc = std::system((dir + "/harness " + dir + "/inputs > " + dir + "/log 2>&1").c_str());
+  std::ifstream log(dir + "/log");
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_EQ(rc, 0) << (sanitized ? "(with ASan/UBSan) " : "") << text.substr(0, 4000);
+  EXPECT_NE(text.find("3000 inputs"), std::string::npos) << text.substr(0, 2000);
 }
 
 }  // namespace
