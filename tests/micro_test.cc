@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <chrono>
 #include <random>
 
 #include "hetrt/byte_stream.h"
@@ -147,6 +148,97 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
   std::string text((std::istreambuf_iterator<char>(log)), {});
   EXPECT_EQ(rc, 0) << (sanitized ? "(with ASan/UBSan) " : "") << text.substr(0, 4000);
   EXPECT_NE(text.find("3000 inputs"), std::string::npos) << text.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+Status SetFixtureInputs(Executor& ex, const std::string& path) {
+  HETRT_ASSIGN_OR_RETURN(auto inputs, LoadParamDictFile(path));
+  for (const auto& p : inputs) HETRT_RETURN_IF_ERROR(ex.SetInput(p.name, p.tensor));
+  return OkStatus();
+}
+
+void ExpectFixtureOutput(Executor& ex, const std::string& path) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(path));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, ex.GetOutput(0));
+  const Tensor& e = expected[0].tensor;
+  ASSERT_EQ(out.nbytes(), e.nbytes());
+  Tensor flat = Tensor::Borrow(out.data(), out.device(), e.shape(), out.dtype());
+  EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
+}
+
+TEST(MicroHostDriven, EveryMlfFixtureRunsOnADeviceProgramAndMatchesTvm) {
+  auto fixtures = MlfFixtures();
+  if (fixtures.empty()) GTEST_SKIP() << "no MLF fixtures";
+  for (const Fixture& f : fixtures) {
+    SCOPED_TRACE(f.tar);
+    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(mlf));
+    HETRT_ASSERT_OK(SetFixtureInputs(*device, f.dir + "/" + f.model + "_inputs.params"));
+    HETRT_ASSERT_OK(device->Run());
+    ExpectFixtureOutput(*device, f.dir + "/" + f.model + "_outputs.params");
+    HETRT_ASSERT_OK_AND_ASSIGN(std::string report, device->ArenaReport());
+    EXPECT_NE(report.find("arena: "), std::string::npos);
+  }
+}
+
+// One graph fixture for the fault tests (they rebuild the device program each time).
+Result<MlfPackage> FaultModel() {
+  for (const Fixture& f : MlfFixtures())
+    if (f.model == "mlp" && f.tar.find("_graph_") != std::string::npos) return MlfPackage::Read(f.tar);
+  return NotFound("mlp graph MLF fixture");
+}
+
+TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
+  auto mlf = FaultModel();
+  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
+  micro::RemoteOptions options;
+  options.garbage_every = 1;  // random bytes before every frame
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
+  for (int i = 0; i < 5; ++i) {
+    HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
+    HETRT_ASSERT_OK(device->Run());
+    ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
+  }
+}
+
+TEST(MicroHostDriven, DroppedFramesAreRetriedAfterATimeout) {
+  auto mlf = FaultModel();
+  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
+  micro::RemoteOptions options;
+  options.drop_every = 3;
+  options.timeout_ms = 150;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
+  HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
+  for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->Run());
+  ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
+  EXPECT_GT(device->retransmissions(), 0);
+}
+
+TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
+  auto mlf = FaultModel();
+  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
+  micro::RemoteOptions options;
+  options.timeout_ms = 500;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
+  HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
+  device->KillDevice();
+  const auto start = std::chrono::steady_clock::now();
+  Status s = device->Run();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));  // no hang
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("micro device"), std::string::npos) << s.message();
+  // The next call starts a fresh device and replays the inputs.
+  HETRT_ASSERT_OK(device->Run());
+  ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
+  EXPECT_EQ(device->restarts(), 1);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ int Run(const RunArgs& args) {
   GraphExecutor::Options options;
   options.devices.clear();
   for (const std::string& d : args.devices) {
+    if (d == "micro") continue;  // the host-driven micro device is handled with the model below
     auto device = ParseDevice(d);
     if (!device.ok()) return Fail(device.status().message());
     options.devices.push_back(*device);
@@ -58,15 +59,25 @@ int Run(const RunArgs& args) {
     return Fail("--params goes with --graph (a deploy.so carries its own params)");
   // A Model Library Format tarball runs in-process on hetrt's C runtime.
   std::unique_ptr<micro::InProcessModel> micro_model;
+  std::unique_ptr<micro::MicroRemoteModel> remote_model;
   Result<Model> model = Status(StatusCode::kInternal, "no model");
   Executor* executor = nullptr;
   if (args.model.size() > 4 && args.model.compare(args.model.size() - 4, 4, ".tar") == 0) {
     auto mlf = MlfPackage::Read(args.model);
     if (!mlf.ok()) return Fail(mlf.status().message());
-    auto built = micro::InProcessModel::Build(*mlf, {});
-    if (!built.ok()) return Fail(args.model + ": " + built.status().message());
-    micro_model = std::move(built).value();
-    executor = micro_model.get();
+    const bool host_driven = std::find(args.devices.begin(), args.devices.end(), "micro") != args.devices.end();
+    if (host_driven) {
+      // --device micro: a separate device program driven over a framed byte stream.
+      auto built = micro::MicroRemoteModel::Build(*mlf);
+      if (!built.ok()) return Fail(args.model + ": " + built.status().message());
+      remote_model = std::move(built).value();
+      executor = remote_model.get();
+    } else {
+      auto built = micro::InProcessModel::Build(*mlf, {});
+      if (!built.ok()) return Fail(args.model + ": " + built.status().message());
+      micro_model = std::move(built).value();
+      executor = micro_model.get();
+    }
   } else {
     model = OpenModel({args.model, args.graph, args.params}, options);
     if (!model.ok()) return Fail(model.status().message());
@@ -138,6 +149,10 @@ int Run(const RunArgs& args) {
               fmt(std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())).c_str(),
               fmt(sorted[sorted.size() / 2]).c_str(), fmt(sorted.front()).c_str(), ms.size());
   if (micro_model) std::printf("%s\n", micro_model->ArenaReport().c_str());
+  if (remote_model) {
+    auto report = remote_model->ArenaReport();
+    std::printf("device %s\n", report.ok() ? report->c_str() : report.status().message().c_str());
+  }
   if (!args.save_outputs.empty()) {
     auto bytes = WriteParamDict(outputs);
     if (!bytes.ok()) return Fail(bytes.status().message());

@@ -1,7 +1,13 @@
 #include "micro_model.h"
 
 #include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <random>
 
 #include <cstring>
 #include <filesystem>
@@ -12,6 +18,7 @@
 #include "hetrt/byte_stream.h"
 #include "hetrt/dtype.h"
 #include "hetrt/graph.h"
+#include "hetrt_crt_protocol.h"
 
 namespace hetrt::micro {
 namespace fs = std::filesystem;
@@ -428,6 +435,260 @@ int main(int argc, char** argv) {
        << "clean:\n\trm -f model\n";
   return WriteFileBytes((fs::path(dir) / "Makefile").string(),
                         {reinterpret_cast<const uint8_t*>(make.str().data()), make.str().size()});
+}
+
+// ---------------------------------------------------------------- host-driven
+
+namespace {
+
+void Put32(std::vector<uint8_t>& b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+uint32_t Get32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+std::vector<uint8_t> Frame(uint16_t seq, uint8_t type, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> f{HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, static_cast<uint8_t>(seq),
+                         static_cast<uint8_t>(seq >> 8), type, 0};
+  Put32(f, static_cast<uint32_t>(payload.size()));
+  f.insert(f.end(), payload.begin(), payload.end());
+  Put32(f, hetrt_crc32(0, f.data(), f.size()));
+  return f;
+}
+
+std::string ServerMain(size_t arena_bytes, size_t frame_bytes) {
+  auto bytes = ReadFileBytes(HETRT_MICRO_SERVER_MAIN);
+  std::string text(bytes.ok() ? std::string(bytes->begin(), bytes->end()) : std::string());
+  auto replace = [&](const std::string& key, const std::string& value) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  };
+  replace("@ARENA_BYTES@", std::to_string(arena_bytes));
+  replace("@FRAME_BYTES@", std::to_string(frame_bytes));
+  return text;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MicroRemoteModel>> MicroRemoteModel::Build(const MlfPackage& mlf, const RemoteOptions& options) {
+  std::unique_ptr<MicroRemoteModel> m(new MicroRemoteModel());
+  m->options_ = options;
+  // Measure the arena the device needs, and learn the tensors, in process.
+  HETRT_ASSIGN_OR_RETURN(auto probe, InProcessModel::Build(mlf, {}));
+  HETRT_RETURN_IF_ERROR(probe->Run());
+  const size_t arena = (probe->ArenaPeakBytes() + 64 + 15) & ~size_t{15};
+  size_t frame = 4096;
+  for (int i = 0; i < probe->NumInputs(); ++i) {
+    HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(probe->InputShape(i)));
+    const size_t bytes = static_cast<size_t>(count) * DataTypeBytes(probe->InputDtype(i));
+    frame = std::max(frame, bytes + 16);
+    m->inputs_.push_back({probe->InputName(i), bytes, probe->InputDtype(i), probe->InputShape(i), {}});
+  }
+  for (int i = 0; i < probe->NumOutputs(); ++i) {
+    HETRT_ASSIGN_OR_RETURN(Tensor t, probe->GetOutput(i));
+    frame = std::max(frame, static_cast<size_t>(t.nbytes()) + 16);
+    m->outputs_.push_back({probe->OutputName(i), static_cast<size_t>(t.nbytes()), t.dtype(), t.shape(), {}});
+  }
+  static int counter = 0;
+  m->dir_ = (fs::temp_directory_path() / ("hetrt-micro-device-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
+  HETRT_ASSIGN_OR_RETURN(auto sources, WriteSources(mlf, m->dir_));
+  const std::string main_text = ServerMain(arena, frame + 8192);
+  HETRT_RETURN_IF_ERROR(WriteFileBytes(m->dir_ + "/server_main.c", {reinterpret_cast<const uint8_t*>(main_text.data()), main_text.size()}));
+  std::vector<std::string> inputs{m->dir_ + "/server_main.c"};
+  for (const auto& src : sources) inputs.push_back((fs::path(m->dir_) / src).string());
+  m->program_ = m->dir_ + "/device";
+  std::string cmd = "cc -O2 -std=gnu99";
+  for (const auto& f : IncludeFlags(m->dir_)) cmd += " '" + f + "'";
+  for (const auto& in : inputs) cmd += " '" + in + "'";
+  cmd += " -o '" + m->program_ + "' -lm > '" + m->dir_ + "/build.log' 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    auto log = ReadFileBytes(m->dir_ + "/build.log");
+    return FailedPrecondition("building the micro device program failed:\n" +
+                              (log.ok() ? std::string(log->begin(), log->end()) : std::string()));
+  }
+  HETRT_RETURN_IF_ERROR(m->Start());
+  HETRT_ASSIGN_OR_RETURN(auto hello, m->Call(HETRT_MSG_HELLO, {}));
+  if (hello.size() < 8) return DataLoss("micro device: short HELLO reply");
+  const uint32_t ni = Get32(hello.data()), no = Get32(hello.data() + 4);
+  if (ni != m->inputs_.size() || no != m->outputs_.size()) return DataLoss("micro device: HELLO disagrees with the model");
+  size_t at = 8;
+  for (uint32_t k = 0; k < ni + no; ++k) {
+    if (at + 6 > hello.size()) return DataLoss("micro device: truncated HELLO");
+    const uint32_t bytes = Get32(hello.data() + at);
+    const size_t len = hello[at + 4] | hello[at + 5] << 8;
+    at += 6 + len;
+    const size_t expected = k < ni ? m->inputs_[k].bytes : m->outputs_[k - ni].bytes;
+    if (bytes != expected) return DataLoss("micro device: tensor sizes disagree with the model");
+  }
+  return m;
+}
+
+MicroRemoteModel::~MicroRemoteModel() {
+  Stop();
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+Status MicroRemoteModel::Start() const {
+  signal(SIGPIPE, SIG_IGN);  // a device that died must show up as an error, not kill the host
+  int to[2], from[2];
+  if (pipe(to) != 0 || pipe(from) != 0) return Unavailable("micro: cannot create pipes");
+  const pid_t pid = fork();
+  if (pid < 0) return Unavailable("micro: cannot start the device program");
+  if (pid == 0) {
+    dup2(to[0], 0);
+    dup2(from[1], 1);
+    close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+    execl(program_.c_str(), program_.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(to[0]), close(from[1]);
+  pid_ = pid, to_device_ = to[1], from_device_ = from[0];
+  rx_.clear();
+  return OkStatus();
+}
+
+void MicroRemoteModel::Stop() const {
+  if (to_device_ >= 0) close(to_device_);
+  if (from_device_ >= 0) close(from_device_);
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = to_device_ = from_device_ = -1;
+}
+
+void MicroRemoteModel::KillDevice() {
+  if (pid_ > 0) kill(pid_, SIGKILL);
+}
+
+Result<std::vector<uint8_t>> MicroRemoteModel::Exchange(uint8_t type, const std::vector<uint8_t>& payload) const {
+  const uint16_t seq = ++seq_;
+  const std::vector<uint8_t> frame = Frame(seq, type, payload);
+  std::mt19937 rng(seq);
+  for (int attempt = 0; attempt <= options_.retries; ++attempt) {
+    ++frames_sent_;
+    if (attempt > 0) ++retransmissions_;
+    if (options_.garbage_every > 0 && frames_sent_ % options_.garbage_every == 0) {
+      std::vector<uint8_t> junk(1 + rng() % 64);
+      for (auto& b : junk) b = static_cast<uint8_t>(rng());
+      (void)!write(to_device_, junk.data(), junk.size());
+    }
+    const bool dropped = options_.drop_every > 0 && attempt == 0 && frames_sent_ % options_.drop_every == 0;
+    if (!dropped && write(to_device_, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;  // the next call starts a fresh device
+      return Unavailable("micro device is gone (" +
+                         std::string(WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                         : "exited") + ")");
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+    for (;;) {
+      // Parse any complete frame in what was received.
+      while (rx_.size() >= 2 && !(rx_[0] == HETRT_FRAME_MAGIC0 && rx_[1] == HETRT_FRAME_MAGIC1)) rx_.erase(rx_.begin());
+      if (rx_.size() >= HETRT_FRAME_OVERHEAD) {
+        const uint32_t len = Get32(rx_.data() + 6);
+        if (len > (64u << 20)) {
+          rx_.erase(rx_.begin());
+          continue;
+        }
+        if (rx_.size() >= HETRT_FRAME_OVERHEAD + len) {
+          const bool crc_ok = hetrt_crc32(0, rx_.data(), HETRT_FRAME_HEADER + len) == Get32(rx_.data() + HETRT_FRAME_HEADER + len);
+          const uint16_t rseq = static_cast<uint16_t>(rx_[2] | rx_[3] << 8);
+          const uint8_t rtype = rx_[4];
+          std::vector<uint8_t> body(rx_.begin() + HETRT_FRAME_HEADER, rx_.begin() + HETRT_FRAME_HEADER + len);
+          if (!crc_ok) {
+            rx_.erase(rx_.begin());
+            continue;
+          }
+          rx_.erase(rx_.begin(), rx_.begin() + HETRT_FRAME_OVERHEAD + len);
+          if (rseq != seq) continue;  // a reply to an earlier (retried) request, or to garbage
+          if (rtype == HETRT_MSG_ERROR) {
+            const std::string text(body.begin(), body.end());
+            if (text == "bad CRC" || text == "frame too long") break;  // our frame was damaged: resend
+            return Internal("micro device: " + text);
+          }
+          if (rtype != (type | HETRT_MSG_REPLY)) return DataLoss("micro device: unexpected reply type");
+          return body;
+        }
+      }
+      const int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) break;  // timeout: send again
+      pollfd p{from_device_, POLLIN, 0};
+      const int ready = poll(&p, 1, left);
+      if (ready < 0) return Unavailable("micro: poll failed");
+      if (ready == 0) break;
+      uint8_t buf[65536];
+      const ssize_t n = read(from_device_, buf, sizeof buf);
+      if (n <= 0) {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return Unavailable(WIFSIGNALED(status) ? "micro device died (signal " + std::to_string(WTERMSIG(status)) + ")"
+                                               : "micro device exited (status " + std::to_string(WEXITSTATUS(status)) + ")");
+      }
+      rx_.insert(rx_.end(), buf, buf + n);
+    }
+  }
+  return Unavailable("micro device did not answer (" + std::to_string(options_.retries + 1) + " tries of " +
+                     std::to_string(options_.timeout_ms) + " ms)");
+}
+
+Result<std::vector<uint8_t>> MicroRemoteModel::Call(uint8_t type, const std::vector<uint8_t>& payload) const {
+  if (pid_ <= 0) {
+    // Recovery: a fresh device program, with the inputs it had before.
+    Stop();
+    HETRT_RETURN_IF_ERROR(Start());
+    ++const_cast<MicroRemoteModel*>(this)->restarts_;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (inputs_[i].last_value.empty()) continue;
+      std::vector<uint8_t> p;
+      Put32(p, static_cast<uint32_t>(i));
+      p.insert(p.end(), inputs_[i].last_value.begin(), inputs_[i].last_value.end());
+      HETRT_RETURN_IF_ERROR(Exchange(HETRT_MSG_SET_INPUT, p).status());
+    }
+  }
+  return Exchange(type, payload);
+}
+
+std::vector<int> MicroRemoteModel::UnboundInputs() const {
+  std::vector<int> all;
+  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
+  return all;
+}
+
+Status MicroRemoteModel::SetInput(int index, const Tensor& value) {
+  if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
+  auto& in = inputs_[static_cast<size_t>(index)];
+  if (value.nbytes() != in.bytes)
+    return InvalidArgument("set_input '" + in.name + "': " + std::to_string(value.nbytes()) + " bytes, the device wants " +
+                           std::to_string(in.bytes));
+  std::vector<uint8_t> p;
+  Put32(p, static_cast<uint32_t>(index));
+  p.insert(p.end(), value.host_bytes().begin(), value.host_bytes().end());
+  in.last_value.assign(value.host_bytes().begin(), value.host_bytes().end());
+  return Call(HETRT_MSG_SET_INPUT, p).status();
+}
+
+Status MicroRemoteModel::Run() { return Call(HETRT_MSG_RUN, {}).status(); }
+
+Result<Tensor> MicroRemoteModel::GetOutput(int index) const {
+  if (index < 0 || index >= NumOutputs()) return OutOfRange("get_output: index " + std::to_string(index));
+  std::vector<uint8_t> p;
+  Put32(p, static_cast<uint32_t>(index));
+  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p));
+  const auto& out = outputs_[static_cast<size_t>(index)];
+  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(out.shape, out.dtype));
+  if (bytes.size() != t.nbytes()) return DataLoss("micro device: output " + std::to_string(index) + " has the wrong size");
+  std::memcpy(t.data(), bytes.data(), bytes.size());
+  return t;
+}
+
+Result<std::string> MicroRemoteModel::ArenaReport() const {
+  HETRT_ASSIGN_OR_RETURN(auto text, Call(HETRT_MSG_ARENA, {}));
+  return std::string(text.begin(), text.end());
 }
 
 std::vector<std::string> RuntimeSources() {
