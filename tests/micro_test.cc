@@ -243,3 +243,85 @@ TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
 
 }  // namespace
 }  // namespace hetrt
+
+#include "hetrt/factory_modules.h"
+#include "hetrt/graph_builder.h"
+#include "hetrt/graph_model.h"
+#include "hetrt/module_export.h"
+#include "kernel_set.h"
+
+namespace hetrt {
+namespace {
+
+TEST(MlfWriter, ATvmGraphMlfWrittenBackRunsTheSame) {
+  for (const Fixture& f : MlfFixtures()) {
+    if (f.tar.find("_graph_") == std::string::npos) continue;
+    SCOPED_TRACE(f.tar);
+    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage original, MlfPackage::Read(f.tar));
+    HETRT_ASSERT_OK_AND_ASSIGN(MlfGraphModel model, MlfGraphModelOf(original));
+    const std::string out = ::testing::TempDir() + "/hetrt_rewritten_" + f.model + ".tar";
+    HETRT_ASSERT_OK(WriteMlf(model, out));
+    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage again, MlfPackage::Read(out));
+    EXPECT_EQ(again.metadata().model_name, f.model);
+    EXPECT_EQ(*again.GraphJson(), *original.GraphJson());
+    for (const auto& code : original.HostCode()) EXPECT_EQ(*again.Find(code), *original.Find(code)) << code;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::InProcessModel::Build(again, {}));
+    HETRT_ASSERT_OK(SetFixtureInputs(*device, f.dir + "/" + f.model + "_inputs.params"));
+    HETRT_ASSERT_OK(device->Run());
+    ExpectFixtureOutput(*device, f.dir + "/" + f.model + "_outputs.params");
+  }
+}
+
+std::string ReadSource(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(MlfWriter, AModelBuiltHereRunsOnTheMicroRuntimeAndTheGraphExecutorAlike) {
+  using kernels::Op;
+  GraphBuilder b;
+  auto f32 = [](std::vector<int64_t> s) { return GraphBuilder::TensorSpec{std::move(s), {kDLFloat, 32, 1}}; };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-0.5f, 0.5f);
+  auto random = [&](std::vector<int64_t> shape) {
+    Tensor t = Tensor::EmptyHost(std::move(shape), {kDLFloat, 32, 1}).value();
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
+    return t;
+  };
+  auto x = b.AddInput("data", f32({1, 32}));
+  auto h = b.AddOp1("dense1", *kernels::FunctionName(Op::kDense, kDLCPU), {x, b.AddParam("w1", random({16, 32})), b.AddParam("b1", random({16}))}, f32({1, 16}));
+  h = b.AddOp1("relu", *kernels::FunctionName(Op::kRelu, kDLCPU), {h}, f32({1, 16}));
+  h = b.AddOp1("dense2", *kernels::FunctionName(Op::kDense, kDLCPU), {h, b.AddParam("w2", random({4, 16})), b.AddParam("b2", random({4}))}, f32({1, 4}));
+  b.AddOutput(b.AddOp1("softmax", *kernels::FunctionName(Op::kSoftmax, kDLCPU), {h}, f32({1, 4})));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto built, b.Build());
+
+  MlfGraphModel model{"tiny_mlp", built.graph_json, built.params,
+                      {{"cpu_kernels.c", ReadSource(HETRT_KERNELS_DIR "/cpu_kernels.c")}},
+                      {{"kernel_abi.h", ReadSource(HETRT_KERNELS_DIR "/kernel_abi.h")}}};
+  const std::string tar = ::testing::TempDir() + "/hetrt_tiny_mlp.tar";
+  HETRT_ASSERT_OK(WriteMlf(model, tar));
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(tar));
+  ASSERT_EQ(mlf.metadata().inputs.size(), 1u);
+  EXPECT_EQ(mlf.metadata().inputs[0].bytes, 32u * 4);
+
+  Tensor input = random({1, 32});
+  // 1. The micro C runtime, in process.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto micro_model, micro::InProcessModel::Build(mlf, {}));
+  HETRT_ASSERT_OK(micro_model->SetInput("data", input));
+  HETRT_ASSERT_OK(micro_model->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor on_micro, micro_model->GetOutput(0));
+  // 2. The same MLF as a deploy library on the graph executor.
+  const std::string so = ::testing::TempDir() + "/hetrt_tiny_mlp.so";
+  HETRT_ASSERT_OK(ExportMlfToLibrary(mlf, so, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel graph_model, OpenGraphModel({so}, {}));
+  HETRT_ASSERT_OK(graph_model.executor->SetInput("data", input));
+  HETRT_ASSERT_OK(graph_model.executor->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor on_host, graph_model.executor->GetOutput(0));
+  EXPECT_TRUE(testing::TensorsClose(on_micro, on_host, 1e-6, 1e-7));
+  float sum = 0;
+  for (int i = 0; i < 4; ++i) sum += on_micro.data_as<float>()[i];
+  EXPECT_NEAR(sum, 1.f, 1e-5);
+}
+
+}  // namespace
+}  // namespace hetrt

@@ -15,7 +15,37 @@ namespace {
 struct ExportArgs {
   std::string mlf, output, graph, params, module_name = "default", compiler = "cc";
   std::vector<std::string> host, device_modules, cflags;
+  bool mlf_output = false;
 };
+
+// --mlf: the graph, params and C sources (.c; .h as headers) as Model Library Format.
+int ExportMlf(const ExportArgs& args) {
+  if (args.graph.empty()) return Fail("--mlf needs --graph");
+  if (!args.device_modules.empty()) return Fail("Model Library Format holds host C code only (no --device-module)");
+  MlfGraphModel model;
+  model.model_name = args.module_name;
+  auto graph = ReadFileBytes(args.graph);
+  if (!graph.ok()) return Fail(graph.status().message());
+  model.graph_json.assign(graph->begin(), graph->end());
+  if (!args.params.empty()) {
+    auto params = LoadParamDictFile(args.params);
+    if (!params.ok()) return Fail(params.status().message());
+    model.params = std::move(params).value();
+  }
+  for (const std::string& path : args.host) {
+    auto text = ReadFileBytes(path);
+    if (!text.ok()) return Fail(text.status().message());
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    const bool header = name.size() > 2 && name.compare(name.size() - 2, 2, ".h") == 0;
+    const bool source = name.size() > 2 && name.compare(name.size() - 2, 2, ".c") == 0;
+    if (!header && !source) return Fail(path + ": Model Library Format holds C sources (.c) and headers (.h)");
+    (header ? model.headers : model.sources).emplace_back(name, std::string(text->begin(), text->end()));
+  }
+  Status s = WriteMlf(model, args.output);
+  if (!s.ok()) return Fail(s.message());
+  std::printf("exported %s (Model Library Format, model '%s')\n", args.output.c_str(), model.model_name.c_str());
+  return 0;
+}
 
 // TYPE_KEY=FILE: a device module's bytes (what its SaveToBinary writes). With a
 // plugin for the type the bytes are validated by loading them; without one they
@@ -40,6 +70,17 @@ Result<std::shared_ptr<Module>> DeviceModuleFromFile(const std::string& spec) {
 }
 
 int Export(const ExportArgs& args) {
+  if (args.mlf_output && args.mlf.empty()) return ExportMlf(args);
+  if (args.mlf_output) {  // MLF in, MLF out: rewrite (normalizes the tarball)
+    auto in = MlfPackage::Read(args.mlf);
+    if (!in.ok()) return Fail(in.status().message());
+    auto model = MlfGraphModelOf(*in);
+    if (!model.ok()) return Fail(args.mlf + ": " + model.status().message());
+    Status s = WriteMlf(*model, args.output);
+    if (!s.ok()) return Fail(s.message());
+    std::printf("exported %s (Model Library Format)\n", args.output.c_str());
+    return 0;
+  }
   if (!args.mlf.empty()) {
     if (!args.host.empty() || !args.device_modules.empty() || !args.graph.empty() || !args.params.empty())
       return Fail("a Model Library Format tarball carries its own code, graph and params: give it alone");
@@ -96,6 +137,7 @@ Command AddExportCommand(CLI::App& app) {
   cmd->add_option("--module-name", args->module_name, "factory module name (default 'default')");
   cmd->add_option("--cc", args->compiler, "compiler/linker (default cc; a cross compiler works)");
   cmd->add_option("--cflag", args->cflags, "extra compiler flag, repeatable")->allow_extra_args(false);
+  cmd->add_flag("--mlf", args->mlf_output, "write Model Library Format (graph + params + C sources; --module-name names the model)");
   return [args] { return Export(*args); };
 }
 

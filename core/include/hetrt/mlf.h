@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hetrt/module_export.h"
+#include "hetrt/params.h"
 #include "hetrt/status.h"
 
 struct archive;
@@ -77,6 +78,22 @@ class MlfPackage {
   MlfMetadata metadata_;
   std::map<std::string, std::vector<uint8_t>> files_;
 };
+
+// A graph model whose host code is C, to be written as Model Library Format.
+struct MlfGraphModel {
+  std::string model_name;
+  std::string graph_json;
+  std::vector<NamedTensor> params;
+  // File name -> text: C sources (codegen/host/src/) and headers (codegen/host/include/).
+  std::vector<std::pair<std::string, std::string>> sources, headers;
+};
+
+// Writes version-7 metadata (io and storage sizes from the graph), the graph,
+// the params and the C code. When no source defines TVMSystemLibEntryPoint, a
+// <model>_lib0.c with the system-library table of the graph's functions is added.
+Status WriteMlf(const MlfGraphModel& model, const std::string& output);
+// The graph model held by a graph MLF (what WriteMlf takes).
+Result<MlfGraphModel> MlfGraphModelOf(const MlfPackage& mlf);
 
 // The folder with hetrt's TVM-compatible C headers (tvm/runtime/...) that
 // TVM-generated C code includes.

@@ -188,6 +188,10 @@ Result<std::vector<std::string>> WriteSources(const MlfPackage& mlf, const fs::p
   fs::copy(CrtDir() + "/include", dir / "crt" / "include", fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::copy(CrtDir() + "/src", dir / "crt" / "src", fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::copy(TvmCHeadersDir(), dir / "crt" / "include", fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  // DLPack's header too, so the project builds where it is not installed (a board's toolchain).
+  if (!ec) fs::create_directories(dir / "crt" / "include" / "dlpack", ec);
+  if (!ec) fs::copy(HETRT_DLPACK_INCLUDE_DIR "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
+                    fs::copy_options::overwrite_existing, ec);
   if (ec) return Unavailable("copying the C runtime into " + dir.string() + ": " + ec.message());
   std::vector<std::string> sources{"model_glue.c"};
   for (const auto& e : fs::directory_iterator(dir / "crt" / "src"))
