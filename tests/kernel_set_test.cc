@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <random>
 
+#include <unistd.h>
+
 #include "hetrt/factory_modules.h"
 #include "hetrt/graph_builder.h"
 #include "hetrt/graph_model.h"
@@ -46,7 +48,8 @@ Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_
     host->Import(cl);
   }
   static int counter = 0;
-  const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(counter++) + ".so";
+  const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" +
+                           std::to_string(counter++) + ".so";
   HETRT_RETURN_IF_ERROR(ExportLibrary(*factory, kernels::ObjectFiles(), path, {}));
   GraphExecutor::Options options;
   options.devices = {{kDLCPU, 0}};

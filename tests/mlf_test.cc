@@ -4,6 +4,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -81,7 +83,8 @@ struct Member {
 };
 
 std::string WriteTar(const std::string& file, const std::vector<Member>& members) {
-  const std::string path = ::testing::TempDir() + "/" + file;
+  // ctest runs tests as parallel processes: names must not collide between them.
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + file;
   archive* a = archive_write_new();
   archive_write_set_format_pax_restricted(a);
   archive_write_open_filename(a, path.c_str());
@@ -151,7 +154,7 @@ TEST(Mlf, OversizedTruncatedAndBadMetadataAreRefused) {
   const std::string good = WriteTar("good.tar", {{"metadata.json", kMetadataV7}, {"x.bin", std::string(5000, 'y')}});
   std::ifstream in(good, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  const std::string cut = ::testing::TempDir() + "/cut.tar";
+  const std::string cut = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cut.tar";
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, 2500);
   auto r = MlfPackage::Read(cut);
   ASSERT_FALSE(r.ok());
