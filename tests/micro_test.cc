@@ -118,7 +118,9 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
   const std::string root = testing::FixturesRoot() + "/tvm-0.18";
   for (const char* f : {"add3/graph.json", "reuse/graph.json", "mlp/graph.json", "hetero_opencl_seed/graph.json",
                         "add3/inputs.params", "mlp/inputs.params"})
-    if (auto b = ReadFileBytes(root + "/" + f); b.ok()) seeds.emplace_back(b->begin(), b->end());
+    if (auto b = ReadFileBytes(root + "/" + f); b.ok()) {
+      seeds.emplace_back(b->begin(), b->end());
+    }
   seeds.push_back(R"({"nodes":[{"op":"null","name":"x","inputs":[]}],"arg_nodes":[0],"heads":[[0,0,0]],"node_row_ptr":[0,1],"attrs":{"dltype":["list_str",["float32"]],"shape":["list_shape",[[4]]],"storage_id":["list_int",[0]]}})");
   std::mt19937_64 rng(99);
   for (int i = 0; i < 3000; ++i) {

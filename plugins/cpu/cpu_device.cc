@@ -219,6 +219,7 @@ constexpr hetrt_device_api_t kDeviceApi{
     .event_elapsed_ms = EventElapsedMs,
     .workspace_alloc = WorkspaceAlloc,
     .workspace_free = WorkspaceFree,
+    .set_device = nullptr,  // one CPU device: nothing to select
 };
 
 }  // namespace

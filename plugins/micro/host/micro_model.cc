@@ -206,8 +206,6 @@ std::vector<std::string> IncludeFlags(const fs::path& dir) {
           "-I" HETRT_DLPACK_INCLUDE_DIR};
 }
 
-Result<DLDataType> ParseDtypeOr(const std::string& s) { return ParseDataType(s); }
-
 }  // namespace
 
 Result<std::string> GenerateModelGlue(const MlfPackage& mlf) {
