@@ -144,7 +144,9 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
   const std::string base = "cc -std=c99 -O1 -g" + includes + " -I" HETRT_DLPACK_INCLUDE_DIR " " HETRT_CRT_FUZZ_HARNESS + sources +
                            " -o " + dir + "/harness";
   const bool sanitized = std::system((base + " -fsanitize=address,undefined -fno-sanitize-recover=all 2>/dev/null").c_str()) == 0;
-  if (!sanitized) ASSERT_EQ(std::system(base.c_str()), 0);
+  if (!sanitized) {
+    ASSERT_EQ(std::system(base.c_str()), 0);
+  }
   const int rc = std::system((dir + "/harness " + dir + "/inputs > " + dir + "/log 2>&1").c_str());
   std::ifstream log(dir + "/log");
   std::string text((std::istreambuf_iterator<char>(log)), {});
