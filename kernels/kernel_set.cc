@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/factory_modules.h"
+#include "hetrt/module_export.h"
 #include "hetrt/module_loader.h"
 #include "opencl_kernels_source.h"
 
@@ -74,6 +76,18 @@ Result<std::shared_ptr<Module>> LoadOpenClModule(PluginRegistry& registry) {
   const auto bytes = OpenClModuleBytes();
   ByteReader reader(bytes, "hetrt OpenCL kernel set");
   return PluginModule::Load(plugin, "opencl", reader);
+}
+
+Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,
+                   const std::string& path) {
+  auto factory = std::make_shared<GraphExecutorFactoryModule>(graph_json, params, "default");
+  auto host = std::make_shared<PendingHostLibrary>();
+  factory->Import(host);
+  if (with_opencl) {
+    HETRT_ASSIGN_OR_RETURN(auto cl, LoadOpenClModule(PluginRegistry::Global()));
+    host->Import(cl);
+  }
+  return ExportLibrary(*factory, ObjectFiles(), path, {});
 }
 
 }  // namespace hetrt::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hetrt/module.h"
+#include "hetrt/params.h"
 #include "hetrt/plugin_registry.h"
 
 namespace hetrt::kernels {
@@ -25,5 +26,11 @@ std::vector<std::string> ObjectFiles();
 std::vector<uint8_t> OpenClModuleBytes();
 // ... loaded through the OpenCL plugin of `registry`.
 Result<std::shared_ptr<Module>> LoadOpenClModule(PluginRegistry& registry);
+
+// Exports a graph (JSON + params) that calls this kernel set into a deploy
+// library at `path`: factory -> host code (the set's objects) -> the OpenCL
+// module when `with_opencl`.
+Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,
+                   const std::string& path);
 
 }  // namespace hetrt::kernels

@@ -18,10 +18,7 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::ReadText;
 
 // A fixture that runs on the CPU alone (its graph places nothing elsewhere).
 bool IsCpuGraphModel(const std::string& dir) {

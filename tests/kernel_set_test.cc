@@ -40,17 +40,10 @@ Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_
   HETRT_ASSIGN_OR_RETURN(std::string fn, kernels::FunctionName(op, device));
   b.AddOutput(b.AddOp1("op", fn, values, std::move(out), device));
   HETRT_ASSIGN_OR_RETURN(auto built, b.Build());
-  auto factory = std::make_shared<GraphExecutorFactoryModule>(built.graph_json, built.params, "default");
-  auto host = std::make_shared<PendingHostLibrary>();
-  factory->Import(host);
-  if (device == kDLOpenCL) {
-    HETRT_ASSIGN_OR_RETURN(auto cl, kernels::LoadOpenClModule(PluginRegistry::Global()));
-    host->Import(cl);
-  }
   static int counter = 0;
   const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" +
                            std::to_string(counter++) + ".so";
-  HETRT_RETURN_IF_ERROR(ExportLibrary(*factory, kernels::ObjectFiles(), path, {}));
+  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, device == kDLOpenCL, path));
   GraphExecutor::Options options;
   options.devices = {{kDLCPU, 0}};
   if (device != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(device), 0});

@@ -27,10 +27,7 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::ReadText;
 
 std::vector<std::string> OpenClFixtures() {
   std::vector<std::string> dirs;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "hetrt/dtype.h"
 
@@ -12,6 +13,11 @@ namespace hetrt::testing {
 std::string FixturesRoot() {
   if (const char* env = std::getenv("HETRT_FIXTURES"); env && *env) return env;
   return HETRT_DEFAULT_FIXTURES_DIR;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 std::string TvmFixture(const std::string& model) {

@@ -19,6 +19,9 @@ std::string TvmFixture(const std::string& model);
 // Every model folder under tvm-0.18 (not mlf/).
 std::vector<std::string> TvmFixtureModels();
 
+// Whole-file helpers for tests (an empty result when the file is missing).
+std::string ReadText(const std::string& path);
+
 // Asserts outputs match expected within rtol/atol (float32 only), naming the worst element.
 ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,
                                         double atol);

@@ -114,15 +114,8 @@ struct RunResult {
 Result<RunResult> ExportAndRun(const DemoModel& model, int32_t accel, const std::string& dir, const Tensor& input,
                                const std::vector<DLDevice>& devices) {
   HETRT_ASSIGN_OR_RETURN(auto built, model.build(accel));
-  auto factory = std::make_shared<GraphExecutorFactoryModule>(built.graph_json, built.params, "default");
-  auto host = std::make_shared<PendingHostLibrary>();
-  factory->Import(host);
-  if (accel == kDLOpenCL) {
-    HETRT_ASSIGN_OR_RETURN(auto cl, kernels::LoadOpenClModule(PluginRegistry::Global()));
-    host->Import(cl);
-  }
   const std::string path = dir + "/" + model.name + "_" + DeviceTypeName(accel) + ".so";
-  HETRT_RETURN_IF_ERROR(ExportLibrary(*factory, kernels::ObjectFiles(), path, {}));
+  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, accel == kDLOpenCL, path));
 
   GraphExecutor::Options options;
   options.devices = devices;
