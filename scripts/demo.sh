@@ -16,6 +16,9 @@ if [ -d "$fixtures" ]; then
     echo; echo "== hetrt run $fixtures/$model/deploy.so --inputs $fixtures/$model/inputs.params --repeat 20"
     $hetrt run "$fixtures/$model/deploy.so" --inputs "$fixtures/$model/inputs.params" --repeat 20
   done
+  mlf=$fixtures/mlf
+  echo; echo "== hetrt run $mlf/mlp_graph_mlf.tar --device micro (C runtime in a device program, framed protocol over a pipe)"
+  $hetrt run "$mlf/mlp_graph_mlf.tar" --device micro --inputs "$mlf/mlp_inputs.params" --repeat 20
 else
   echo "(TVM fixtures not found at $fixtures: set HETRT_FIXTURES to also run TVM-made models)"
 fi
