@@ -2,6 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -512,6 +514,32 @@ TEST(AotExecutor, RefusesDevicesOtherThanOneCpu) {
   auto m = OpenModel({dir + "/deploy.so"}, options);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("exactly one CPU device"), std::string::npos) << m.status().message();
+}
+
+}  // namespace
+}  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+TEST(Cli, BenchPrintsPerNodeTimesAndWritesAChromeTrace) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  const std::string trace = ::testing::TempDir() + "/hetrt_trace_" + std::to_string(getpid()) + ".json";
+  const std::string out = trace + ".txt";
+  const std::string cmd = std::string(HETRT_CLI) + " bench " + dir + "/deploy.so --inputs " + dir +
+                          "/inputs.params --repeat 5 --trace " + trace + " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string text = ReadText(out);
+  EXPECT_NE(text.find("tvmgen_default_fused_nn_softmax"), std::string::npos) << text;
+  EXPECT_NE(text.find("p99"), std::string::npos) << text;
+  const auto json = nlohmann::json::parse(ReadText(trace));
+  int complete = 0;
+  for (const auto& e : json["traceEvents"])
+    if (e["ph"] == "X") {
+      ++complete;
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+  EXPECT_EQ(complete, 3);  // mlp's three kernels
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ Command AddExportCommand(CLI::App& app);
 Command AddDemoCommand(CLI::App& app);
 Command AddMlfCommand(CLI::App& app);
 Command AddMicroCommand(CLI::App& app);
+Command AddBenchCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add(&AddDemoCommand);
   add(&AddMlfCommand);
   add(&AddMicroCommand);
+  add(&AddBenchCommand);
   CLI11_PARSE(app, argc, argv);
   for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
   return 1;
