@@ -2,6 +2,8 @@
 // a standalone program, with the arena checked against the MLF metadata.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <chrono>
@@ -325,6 +327,33 @@ TEST(MlfWriter, AModelBuiltHereRunsOnTheMicroRuntimeAndTheGraphExecutorAlike) {
   float sum = 0;
   for (int i = 0; i < 4; ++i) sum += on_micro.data_as<float>()[i];
   EXPECT_NEAR(sum, 1.f, 1e-5);
+}
+
+}  // namespace
+}  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+TEST(Micro, StandaloneProjectsBuildForCortexMAndReportTheirSections) {
+  if (std::system("command -v arm-none-eabi-gcc > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "arm-none-eabi-gcc is not installed (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)";
+  for (const Fixture& f : MlfFixtures()) {
+    SCOPED_TRACE(f.tar);
+    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+    const std::string dir = ::testing::TempDir() + "/hetrt_cortexm_" + std::to_string(getpid()) + "_" +
+                            std::filesystem::path(f.tar).stem().string();
+    std::filesystem::remove_all(dir);
+    HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, {}));
+    HETRT_ASSERT_OK_AND_ASSIGN(micro::CortexMSizes sizes, micro::BuildCortexM(dir));
+    EXPECT_GT(sizes.text, 0u);
+    // The static arena lives in .bss: at least the tensors the model needs.
+    HETRT_ASSERT_OK_AND_ASSIGN(auto in_process, micro::InProcessModel::Build(mlf, {}));
+    EXPECT_GE(sizes.bss, in_process->ArenaPeakBytes());
+    std::printf("  %s: .text %lu .data %lu .bss %lu\n", std::filesystem::path(f.tar).filename().c_str(),
+                static_cast<unsigned long>(sizes.text), static_cast<unsigned long>(sizes.data),
+                static_cast<unsigned long>(sizes.bss));
+  }
 }
 
 }  // namespace

@@ -30,6 +30,13 @@ Command AddMicroCommand(CLI::App& app) {
     Status s = micro::WriteStandaloneProject(*mlf, args->dir, options);
     if (!s.ok()) return Fail(args->model + ": " + s.message());
     std::printf("wrote %s: build with `make -C %s`, run ./model\n", args->dir.c_str(), args->dir.c_str());
+    auto sizes = micro::BuildCortexM(args->dir);
+    if (sizes.ok())
+      std::printf("Cortex-M4F build (make cortex-m): .text %llu, .data %llu, .bss %llu bytes\n",
+                  static_cast<unsigned long long>(sizes->text), static_cast<unsigned long long>(sizes->data),
+                  static_cast<unsigned long long>(sizes->bss));
+    else
+      std::printf("Cortex-M build skipped: %s\n", sizes.status().message().c_str());
     return 0;
   };
 }

@@ -434,9 +434,39 @@ int main(int argc, char** argv) {
        << "SRCS = main.c";
   for (const auto& s : sources) make << " " << s;
   make << "\n\nmodel: $(SRCS)\n\t$(CC) $(CFLAGS) $(INCLUDES) -o $@ $(SRCS) -lm\n\n"
-       << "clean:\n\trm -f model\n";
+       << "# A Cortex-M4F build with newlib's stubs (nosys.specs): shows what the model costs in flash and RAM.\n"
+       << "# A board adds its startup code, linker script and a putchar for printf.\n"
+       << "ARM_CC ?= arm-none-eabi-gcc\n"
+       << "ARM_FLAGS ?= -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -O2 -std=c99 "
+          "-ffunction-sections -fdata-sections\n"
+       << "cortex-m: model-cortex-m.elf\n"
+       << "model-cortex-m.elf: $(SRCS)\n\t$(ARM_CC) $(ARM_FLAGS) $(INCLUDES) -o $@ $(SRCS) "
+          "-Wl,--gc-sections --specs=nosys.specs -lm\n\tarm-none-eabi-size $@\n\n"
+       << "clean:\n\trm -f model model-cortex-m.elf\n"
+       << ".PHONY: cortex-m clean\n";
   return WriteFileBytes((fs::path(dir) / "Makefile").string(),
                         {reinterpret_cast<const uint8_t*>(make.str().data()), make.str().size()});
+}
+
+Result<CortexMSizes> BuildCortexM(const std::string& dir) {
+  if (std::system("command -v arm-none-eabi-gcc > /dev/null 2>&1") != 0)
+    return Unavailable("arm-none-eabi-gcc is not installed (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)");
+  const std::string log = dir + "/cortex-m.log";
+  if (std::system(("make -s -C '" + dir + "' cortex-m > '" + log + "' 2>&1").c_str()) != 0) {
+    auto text = ReadFileBytes(log);
+    return FailedPrecondition("the Cortex-M build failed:\n" + (text.ok() ? std::string(text->begin(), text->end()) : ""));
+  }
+  // arm-none-eabi-size (Berkeley format): "text data bss dec hex filename".
+  auto text = ReadFileBytes(log);
+  if (!text.ok()) return text.status();
+  std::istringstream in(std::string(text->begin(), text->end()));
+  std::string line;
+  CortexMSizes sizes;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (fields >> sizes.text >> sizes.data >> sizes.bss) return sizes;
+  }
+  return DataLoss("no size report in " + log);
 }
 
 // ---------------------------------------------------------------- host-driven

@@ -130,4 +130,10 @@ struct ProjectOptions {
 };
 Status WriteStandaloneProject(const MlfPackage& mlf, const std::string& dir, const ProjectOptions& options);
 
+// Builds a project's Cortex-M4F target (needs arm-none-eabi-gcc) and reports its sections.
+struct CortexMSizes {
+  uint64_t text = 0, data = 0, bss = 0;  // flash = text + data; RAM = data + bss
+};
+Result<CortexMSizes> BuildCortexM(const std::string& dir);
+
 }  // namespace hetrt::micro
