@@ -28,14 +28,14 @@ int main(int argc, char** argv) {
     hetrt_crt_arena_t arena;
     hetrt_crt_graph_t* g = NULL;
     hetrt_crt_arena_init(&arena, g_arena, sizeof g_arena);
-    if (hetrt_crt_graph_create(&arena, data, n, NULL, 0, &g) == HETRT_CRT_OK) hetrt_crt_graph_run(g);
+    if (hetrt_crt_graph_create(&arena, NULL, data, n, NULL, 0, &g) == HETRT_CRT_OK) hetrt_crt_graph_run(g);
     hetrt_crt_arena_init(&arena, g_arena, sizeof g_arena);
     /* The same bytes as params for a graph that exists. */
     static const char kTiny[] =
         "{\"nodes\":[{\"op\":\"null\",\"name\":\"x\",\"inputs\":[]}],\"arg_nodes\":[0],\"heads\":[[0,0,0]],"
         "\"node_row_ptr\":[0,1],\"attrs\":{\"dltype\":[\"list_str\",[\"float32\"]],\"shape\":[\"list_shape\",[[4]]],"
         "\"storage_id\":[\"list_int\",[0]]}}";
-    hetrt_crt_graph_create(&arena, kTiny, sizeof kTiny - 1, (const uint8_t*)data, n, &g);
+    hetrt_crt_graph_create(&arena, NULL, kTiny, sizeof kTiny - 1, (const uint8_t*)data, n, &g);
     ++count;
   }
   closedir(dir);

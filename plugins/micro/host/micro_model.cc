@@ -62,7 +62,9 @@ const char* kApiHeader = R"(/* The C API every generated model offers (graph or 
 extern "C" {
 #endif
 #define HETRT_MODEL_API __attribute__((visibility("default")))
-HETRT_MODEL_API int hetrt_model_init(hetrt_crt_arena_t* arena);
+/* `arena`: the model's tensors and kernel workspace. `executor`: the graph
+ * executor's tables and parse temporaries (NULL: use `arena`). */
+HETRT_MODEL_API int hetrt_model_init(hetrt_crt_arena_t* arena, hetrt_crt_arena_t* executor);
 HETRT_MODEL_API int hetrt_model_num_inputs(void);
 HETRT_MODEL_API int hetrt_model_num_outputs(void);
 HETRT_MODEL_API const char* hetrt_model_input_name(int index);
@@ -106,8 +108,8 @@ Result<std::string> GraphGlue(const MlfPackage& mlf) {
     << "static const char* const kOutputNames[] = {";
   for (size_t i = 0; i < parsed.heads.size(); ++i) c << (i ? ", " : "") << "\"output_" << i << "\"";
   c << "};\n\n"
-    << "int hetrt_model_init(hetrt_crt_arena_t* arena) {\n"
-    << "  return hetrt_crt_graph_create(arena, kGraph, sizeof kGraph - 1, "
+    << "int hetrt_model_init(hetrt_crt_arena_t* arena, hetrt_crt_arena_t* executor) {\n"
+    << "  return hetrt_crt_graph_create(arena, executor, kGraph, sizeof kGraph - 1, "
     << (params_len ? "kParams" : "NULL") << ", " << params_len << ", &g_graph);\n}\n"
     << "int hetrt_model_num_inputs(void) { return hetrt_crt_graph_num_inputs(g_graph); }\n"
     << "int hetrt_model_num_outputs(void) { return hetrt_crt_graph_num_outputs(g_graph); }\n"
@@ -146,7 +148,8 @@ Result<std::string> AotGlue(const MlfPackage& mlf) {
   for (size_t i = 0; i < md.inputs.size(); ++i) c << (i ? ", " : "") << "\"" << md.inputs[i].name << "\"";
   c << "};\nstatic const char* const kOutNames[] = {";
   for (size_t i = 0; i < md.outputs.size(); ++i) c << (i ? ", " : "") << "\"" << md.outputs[i].name << "\"";
-  c << "};\n\nint hetrt_model_init(hetrt_crt_arena_t* arena) {\n"
+  c << "};\n\nint hetrt_model_init(hetrt_crt_arena_t* arena, hetrt_crt_arena_t* executor) {\n"
+    << "  (void)executor; /* AOT code plans everything statically */\n"
     << "  hetrt_crt_set_workspace_arena(arena);\n";
   for (size_t i = 0; i < md.inputs.size(); ++i)
     c << "  if (!(g_in[" << i << "] = g_inputs." << md.inputs[i].name << " = hetrt_crt_arena_alloc(arena, kInBytes["
@@ -217,7 +220,7 @@ Result<std::string> GenerateModelGlue(const MlfPackage& mlf) {
 // ---------------------------------------------------------------- in process
 
 struct InProcessModel::Api {
-  int (*init)(void*);
+  int (*init)(void*, void*);
   int (*num_inputs)();
   int (*num_outputs)();
   const char* (*input_name)(int);
@@ -228,7 +231,8 @@ struct InProcessModel::Api {
   const char* (*last_error)();
   size_t (*arena_peak)(const void*);
   void (*arena_report)(const void*, char*, size_t);
-  alignas(16) uint8_t arena_state[128];  // hetrt_crt_arena_t lives here
+  alignas(16) uint8_t arena_state[128];     // hetrt_crt_arena_t of the tensors
+  alignas(16) uint8_t executor_state[128];  // ... and of the executor's tables
 };
 
 Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& mlf, const LinkOptions& options,
@@ -251,7 +255,7 @@ Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& 
   m->api_ = std::make_unique<Api>();
   Api& a = *m->api_;
   auto sym = [&](const char* name) { return dlsym(m->handle_, name); };
-  a.init = reinterpret_cast<int (*)(void*)>(sym("hetrt_model_init"));
+  a.init = reinterpret_cast<int (*)(void*, void*)>(sym("hetrt_model_init"));
   a.num_inputs = reinterpret_cast<int (*)()>(sym("hetrt_model_num_inputs"));
   a.num_outputs = reinterpret_cast<int (*)()>(sym("hetrt_model_num_outputs"));
   a.input_name = reinterpret_cast<const char* (*)(int)>(sym("hetrt_model_input_name"));
@@ -267,9 +271,12 @@ Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& 
   // The arena state struct is initialised by the runtime itself.
   auto arena_init = reinterpret_cast<void (*)(void*, void*, size_t)>(sym("hetrt_crt_arena_init"));
   m->arena_.resize(arena_bytes + 16);
+  m->executor_arena_.resize((4u << 20) + 16);
   if (arena_init == nullptr) return Internal("the micro model library lacks hetrt_crt_arena_init");
   arena_init(a.arena_state, m->arena_.data(), m->arena_.size());
-  if (a.init(a.arena_state) != 0) return FailedPrecondition(std::string("micro model init: ") + a.last_error());
+  arena_init(a.executor_state, m->executor_arena_.data(), m->executor_arena_.size());
+  if (a.init(a.arena_state, a.executor_state) != 0)
+    return FailedPrecondition(std::string("micro model init: ") + a.last_error());
   // Names, shapes and dtypes: from the graph (graph models) or the metadata (AOT).
   const MlfMetadata& md = mlf.metadata();
   if (mlf.HasExecutor("graph")) {
@@ -345,11 +352,12 @@ Result<Tensor> InProcessModel::GetOutput(int index) const {
 }
 
 size_t InProcessModel::ArenaPeakBytes() const { return api_->arena_peak(api_->arena_state); }
+size_t InProcessModel::ExecutorPeakBytes() const { return api_->arena_peak(api_->executor_state); }
 
 std::string InProcessModel::ArenaReport() const {
   char buf[512];
   api_->arena_report(api_->arena_state, buf, sizeof buf);
-  return buf;
+  return std::string(buf) + "; executor tables " + std::to_string(ExecutorPeakBytes()) + " (separate, static)";
 }
 
 // ---------------------------------------------------------------- standalone
@@ -363,16 +371,19 @@ Status WriteStandaloneProject(const MlfPackage& mlf, const std::string& dir, con
     if (given) HETRT_RETURN_IF_ERROR(measured->SetInput(i, given->tensor));
   }
   HETRT_RETURN_IF_ERROR(measured->Run());
-  // The plan is deterministic: the measured peak plus alignment slack is enough.
+  // The plan is deterministic: the measured peaks plus alignment slack are enough.
   if (arena == 0) arena = (measured->ArenaPeakBytes() + 64 + 15) & ~size_t{15};
+  const size_t executor = (measured->ExecutorPeakBytes() + 64 + 15) & ~size_t{15};
   HETRT_ASSIGN_OR_RETURN(auto sources, WriteSources(mlf, dir));
   std::ostringstream main;
   main << "/* Generated by hetrt: runs model '" << mlf.metadata().model_name
        << "' on the C runtime with a static arena, prints outputs and the arena report.\n"
        << " * Usage: ./model [OUTPUT_PREFIX]  (writes OUTPUT_PREFIX<i>.bin with each output's bytes) */\n"
        << "#include <stdio.h>\n#include <string.h>\n#include \"hetrt_model.h\"\n\n"
-       << "#define ARENA_BYTES " << arena << "u\n"
-       << "static unsigned char g_arena[ARENA_BYTES + 16] __attribute__((aligned(16)));\n";
+       << "#define ARENA_BYTES " << arena << "u    /* tensors + kernel workspace */\n"
+       << "#define EXECUTOR_BYTES " << executor << "u /* graph executor tables and parse temporaries */\n"
+       << "static unsigned char g_arena[ARENA_BYTES + 16] __attribute__((aligned(16)));\n"
+       << "static unsigned char g_executor[EXECUTOR_BYTES + 16] __attribute__((aligned(16)));\n";
   for (int i = 0; i < measured->NumInputs(); ++i) {
     const NamedTensor* given = FindParam(inputs, measured->InputName(i));
     main << "static const unsigned char kInput" << i << "[] = "
@@ -388,9 +399,10 @@ Status WriteStandaloneProject(const MlfPackage& mlf, const std::string& dir, con
   main << R"(};
 
 int main(int argc, char** argv) {
-  hetrt_crt_arena_t arena;
+  hetrt_crt_arena_t arena, executor;
   hetrt_crt_arena_init(&arena, g_arena, sizeof g_arena);
-  if (hetrt_model_init(&arena) != 0) {
+  hetrt_crt_arena_init(&executor, g_executor, sizeof g_executor);
+  if (hetrt_model_init(&arena, &executor) != 0) {
     fprintf(stderr, "init failed: %s\n", hetrt_model_last_error());
     return 1;
   }
@@ -420,7 +432,7 @@ int main(int argc, char** argv) {
   }
   char report[512];
   hetrt_model_arena_report(&arena, report, sizeof report);
-  printf("%s\n", report);
+  printf("%s; executor tables %lu (separate, static)\n", report, (unsigned long)hetrt_model_arena_peak(&executor));
   return 0;
 }
 )";
@@ -489,13 +501,14 @@ std::vector<uint8_t> Frame(uint16_t seq, uint8_t type, const std::vector<uint8_t
   return f;
 }
 
-std::string ServerMain(size_t arena_bytes, size_t frame_bytes) {
+std::string ServerMain(size_t arena_bytes, size_t executor_bytes, size_t frame_bytes) {
   auto bytes = ReadFileBytes(HETRT_MICRO_SERVER_MAIN);
   std::string text(bytes.ok() ? std::string(bytes->begin(), bytes->end()) : std::string());
   auto replace = [&](const std::string& key, const std::string& value) {
     for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
   };
   replace("@ARENA_BYTES@", std::to_string(arena_bytes));
+  replace("@EXECUTOR_BYTES@", std::to_string(executor_bytes));
   replace("@FRAME_BYTES@", std::to_string(frame_bytes));
   return text;
 }
@@ -509,6 +522,7 @@ Result<std::unique_ptr<MicroRemoteModel>> MicroRemoteModel::Build(const MlfPacka
   HETRT_ASSIGN_OR_RETURN(auto probe, InProcessModel::Build(mlf, {}));
   HETRT_RETURN_IF_ERROR(probe->Run());
   const size_t arena = (probe->ArenaPeakBytes() + 64 + 15) & ~size_t{15};
+  const size_t executor = (probe->ExecutorPeakBytes() + 64 + 15) & ~size_t{15};
   size_t frame = 4096;
   for (int i = 0; i < probe->NumInputs(); ++i) {
     HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(probe->InputShape(i)));
@@ -524,7 +538,7 @@ Result<std::unique_ptr<MicroRemoteModel>> MicroRemoteModel::Build(const MlfPacka
   static int counter = 0;
   m->dir_ = (fs::temp_directory_path() / ("hetrt-micro-device-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
   HETRT_ASSIGN_OR_RETURN(auto sources, WriteSources(mlf, m->dir_));
-  const std::string main_text = ServerMain(arena, frame + 8192);
+  const std::string main_text = ServerMain(arena, executor, frame + 8192);
   HETRT_RETURN_IF_ERROR(WriteFileBytes(m->dir_ + "/server_main.c", {reinterpret_cast<const uint8_t*>(main_text.data()), main_text.size()}));
   std::vector<std::string> inputs{m->dir_ + "/server_main.c"};
   for (const auto& src : sources) inputs.push_back((fs::path(m->dir_) / src).string());

@@ -43,8 +43,10 @@ class InProcessModel final : public Executor {
   DLDataType InputDtype(int index) const { return inputs_[static_cast<size_t>(index)].dtype; }
   const std::vector<int64_t>& InputShape(int index) const { return inputs_[static_cast<size_t>(index)].shape; }
 
-  // Peak arena use so far, and the runtime's per-pool report.
+  // Peak use so far of the model's arena (tensors + kernel workspace), of the
+  // executor's separate memory, and the runtime's per-pool report.
   size_t ArenaPeakBytes() const;
+  size_t ExecutorPeakBytes() const;
   std::string ArenaReport() const;
 
  private:
@@ -58,7 +60,7 @@ class InProcessModel final : public Executor {
   std::unique_ptr<Api> api_;
   void* handle_ = nullptr;
   std::string dir_;
-  std::vector<uint8_t> arena_;
+  std::vector<uint8_t> arena_, executor_arena_;
   std::vector<Io> inputs_, outputs_;
 };
 

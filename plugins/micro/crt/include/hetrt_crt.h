@@ -43,7 +43,7 @@ typedef struct {
 } hetrt_crt_arena_t;
 
 void hetrt_crt_arena_init(hetrt_crt_arena_t* arena, void* buffer, size_t size);
-/* Persistent allocation, 16-byte aligned; NULL (with the error set) when full. */
+/* Persistent allocation, 8-byte aligned; NULL (with the error set) when full. */
 void* hetrt_crt_arena_alloc(hetrt_crt_arena_t* arena, size_t bytes, hetrt_crt_pool_t pool);
 /* Bytes in use at the peak: persistent + largest workspace. */
 size_t hetrt_crt_arena_peak(const hetrt_crt_arena_t* arena);
@@ -60,11 +60,15 @@ hetrt_crt_status_t hetrt_crt_fail(hetrt_crt_status_t status, const char* format,
 
 /* ---- Graph executor ---- */
 typedef struct hetrt_crt_graph hetrt_crt_graph_t;
-/* `json` must stay valid while the graph lives (generated code embeds it);
- * its tokens are temporary and released before tensor storage is allocated.
- * `params` (a TVM param dict, may be NULL) is copied into the inputs it names. */
-hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* arena, const char* json, size_t json_len,
-                                          const uint8_t* params, size_t params_len, hetrt_crt_graph_t** out);
+/* Tensors (storage, inputs, outputs) and kernel workspace come from `arena`;
+ * the executor's own tables and the temporary parse tokens from `executor`
+ * (which may be the same arena). Keeping them apart makes `arena` exactly the
+ * model's memory, comparable with the MLF metadata. `json` must stay valid
+ * while the graph lives (generated code embeds it). `params` (a TVM param
+ * dict, may be NULL) is copied into the inputs it names. */
+hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* arena, hetrt_crt_arena_t* executor, const char* json,
+                                          size_t json_len, const uint8_t* params, size_t params_len,
+                                          hetrt_crt_graph_t** out);
 int hetrt_crt_graph_num_inputs(const hetrt_crt_graph_t* g);
 int hetrt_crt_graph_num_outputs(const hetrt_crt_graph_t* g);
 const char* hetrt_crt_graph_input_name(const hetrt_crt_graph_t* g, int index);

@@ -27,7 +27,9 @@ void hetrt_crt_arena_init(hetrt_crt_arena_t* arena, void* buffer, size_t size) {
 }
 
 void* hetrt_crt_arena_alloc(hetrt_crt_arena_t* arena, size_t bytes, hetrt_crt_pool_t pool) {
-  const size_t rounded = (bytes + 15u) & ~(size_t)15u;
+  /* 8-byte granules: every scalar type's natural alignment (C kernels need no
+   * more), and tensors pack as tightly as TVM's memory plan counts them. */
+  const size_t rounded = (bytes + 7u) & ~(size_t)7u;
   if (rounded < bytes || arena->head + rounded + arena->tail > arena->size) {
     hetrt_crt_fail(HETRT_CRT_ERR_NO_MEMORY, "arena full: %lu bytes for %s wanted, %lu of %lu free",
                    (unsigned long)bytes, hetrt_crt_pool_name(pool),

@@ -153,13 +153,16 @@ static hetrt_crt_status_t load_params(hetrt_crt_graph_t* g, const uint8_t* p, si
 #undef READ
 }
 
-hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* arena, const char* json, size_t json_len,
-                                          const uint8_t* params, size_t params_len, hetrt_crt_graph_t** out) {
-  hetrt_crt_set_workspace_arena(arena);
+hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt_crt_arena_t* arena,
+                                          const char* json, size_t json_len, const uint8_t* params, size_t params_len,
+                                          hetrt_crt_graph_t** out) {
+  /* Below, `arena` is the executor's memory; tensors go to `tensor_arena`. */
+  if (arena == NULL) arena = tensor_arena;
+  hetrt_crt_set_workspace_arena(arena);  /* parse-time temporaries */
   hetrt_crt_graph_t* g = (hetrt_crt_graph_t*)hetrt_crt_arena_alloc(arena, sizeof *g, HETRT_CRT_POOL_EXECUTOR);
   if (g == NULL) return HETRT_CRT_ERR_NO_MEMORY;
   memset(g, 0, sizeof *g);
-  g->arena = arena;
+  g->arena = tensor_arena;
   const int count = hk_json_parse(json, json_len, NULL, 0);
   if (count < 0) return HETRT_CRT_ERR_INVALID;
   /* Tokens are temporary: taken from the arena's tail and given back below. */
@@ -338,7 +341,7 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* arena, const char* 
   void** storage = (void**)sid_bytes;
   for (int s = 0; s < n; ++s) {
     const uint64_t bytes = sid_bytes[s];
-    storage[s] = bytes ? hetrt_crt_arena_alloc(arena, (size_t)bytes, HETRT_CRT_POOL_TENSORS) : NULL;
+    storage[s] = bytes ? hetrt_crt_arena_alloc(tensor_arena, (size_t)bytes, HETRT_CRT_POOL_TENSORS) : NULL;
     if (bytes && storage[s] == NULL) status = HETRT_CRT_ERR_NO_MEMORY;
   }
   if (status == HETRT_CRT_OK)
@@ -349,9 +352,10 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* arena, const char* 
     status = load_params(g, params, params_len);
     if (status != HETRT_CRT_OK) return status;
   }
-  /* The parse-time tokens stay in the overall peak; from here on the
+  /* Parse-time temporaries are in the executor's peak; from here on the
    * workspace pool reports what kernels use while running. */
   arena->peak_tail = 0;
+  hetrt_crt_set_workspace_arena(tensor_arena);
   *out = g;
   return HETRT_CRT_OK;
 }
