@@ -28,12 +28,9 @@ double Percentile(std::vector<double> v, double p) {
 
 int Bench(const BenchArgs& args) {
   GraphExecutor::Options options;
-  options.devices.clear();
-  for (const std::string& d : args.devices) {
-    auto device = ParseDevice(d);
-    if (!device.ok()) return Fail(device.status().message());
-    options.devices.push_back(*device);
-  }
+  auto devices = ParseDeviceList(args.devices);
+  if (!devices.ok()) return Fail(devices.status().message());
+  options.devices = std::move(devices).value();
   auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
   if (!model.ok()) return Fail(model.status().message());
   GraphExecutor& ex = *model->executor;

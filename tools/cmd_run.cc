@@ -42,13 +42,10 @@ std::string FirstValues(const Tensor& t, int count) {
 
 int Run(const RunArgs& args) {
   GraphExecutor::Options options;
-  options.devices.clear();
-  for (const std::string& d : args.devices) {
-    if (d == "micro") continue;  // the host-driven micro device is handled with the model below
-    auto device = ParseDevice(d);
-    if (!device.ok()) return Fail(device.status().message());
-    options.devices.push_back(*device);
-  }
+  // The host-driven micro device is handled with the model below.
+  auto devices = ParseDeviceList(args.devices, {"micro"});
+  if (!devices.ok()) return Fail(devices.status().message());
+  options.devices = std::move(devices).value();
   if (args.threads > 0) {
     auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
     if (!cpu.ok()) return Fail(cpu.status().message());

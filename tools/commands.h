@@ -5,6 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "hetrt/dtype.h"
 
 namespace hetrt::cli {
 
@@ -21,5 +25,10 @@ Command AddBenchCommand(CLI::App& app);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
+
+// --device values ("cpu", "opencl:1", ...) as DLDevices; names in `handled_elsewhere`
+// (e.g. "micro") are skipped.
+Result<std::vector<DLDevice>> ParseDeviceList(const std::vector<std::string>& names,
+                                              const std::vector<std::string>& handled_elsewhere = {});
 
 }  // namespace hetrt::cli

@@ -11,6 +11,19 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+Result<std::vector<DLDevice>> ParseDeviceList(const std::vector<std::string>& names,
+                                              const std::vector<std::string>& handled_elsewhere) {
+  std::vector<DLDevice> devices;
+  for (const std::string& name : names) {
+    bool skip = false;
+    for (const std::string& other : handled_elsewhere) skip |= name == other;
+    if (skip) continue;
+    HETRT_ASSIGN_OR_RETURN(DLDevice device, ParseDevice(name));
+    devices.push_back(device);
+  }
+  return devices;
+}
+
 }  // namespace hetrt::cli
 
 int main(int argc, char** argv) {

@@ -4,8 +4,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <mutex>
-#include <unordered_map>
 
 #include "hetrt/dtype.h"
 #include "hetrt/module.h"
@@ -23,11 +21,6 @@ std::atomic<const hetrt_device_api_t*> g_workspace_providers[kMaxDeviceType];
 std::atomic<const hetrt_plugin_api_t*> g_device_plugins[kMaxDeviceType];
 std::atomic<const hetrt_parallel_api_t*> g_parallel_provider{nullptr};
 
-std::mutex g_system_lib_mutex;
-std::unordered_map<std::string, void*>& SystemLibSymbols() {
-  static std::unordered_map<std::string, void*> symbols;
-  return symbols;
-}
 
 void HostSetLastError(const char* message) { SetLastError(message); }
 
@@ -186,11 +179,12 @@ HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_e
   return api->barrier(task_id, env);
 }
 
+// System-library C code registers its symbols from static constructors. hetrt
+// finds functions by dlsym (exported symbols) or through the library's
+// TVMSystemLibEntryPoint table, so registration only has to succeed.
 HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
-  if (name == nullptr) return -1;
-  std::lock_guard<std::mutex> lock(hetrt::g_system_lib_mutex);
-  hetrt::SystemLibSymbols()[name] = ptr;
-  return 0;
+  (void)ptr;
+  return name == nullptr ? -1 : 0;
 }
 
 namespace hetrt {
