@@ -64,17 +64,18 @@ void BM_HeteroOpenClPerNode(benchmark::State& state) {
   auto inputs = LoadParamDictFile(dir + "/inputs.params");
   for (const auto& p : *inputs) (void)m->executor->SetInput(p.name, p.tensor);
   (void)m->executor->Run();  // build the OpenCL program outside the timing
-  std::vector<GraphExecutor::NodeTime> times;
+  GraphExecutor::RunProfile profile;
   std::vector<double> total;
   for (auto _ : state) {
-    Status s = m->executor->RunProfiled(&times);
+    Status s = m->executor->RunProfiled(&profile);
     if (!s.ok()) return state.SkipWithError(s.message().c_str());
-    total.resize(times.size(), 0.0);
-    for (size_t i = 0; i < times.size(); ++i) total[i] += times[i].device_ms;
+    total.resize(profile.nodes.size(), 0.0);
+    for (size_t i = 0; i < profile.nodes.size(); ++i) total[i] += profile.nodes[i].ms();
   }
   const Graph& g = m->executor->graph();
-  for (size_t i = 0; i < times.size(); ++i)
-    state.counters[g.nodes[times[i].node_id].name + "@" + DeviceTypeName(times[i].device.device_type) + "_us"] =
+  for (size_t i = 0; i < profile.nodes.size(); ++i)
+    state.counters[g.nodes[profile.nodes[i].node_id].name + "@" +
+                   DeviceTypeName(profile.nodes[i].device.device_type) + "_us"] =
         1000.0 * total[i] / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_HeteroOpenClPerNode)->UseRealTime();

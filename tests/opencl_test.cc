@@ -15,13 +15,6 @@ namespace {
 
 constexpr DLDevice kCl{kDLOpenCL, 0};
 
-// Skips unless the OpenCL plugin is installed and sees a device.
-#define HETRT_REQUIRE_OPENCL()                                                           \
-  do {                                                                                   \
-    auto plugin = PluginRegistry::Global().ForDevice(kCl);                               \
-    if (!plugin.ok()) GTEST_SKIP() << "no OpenCL device: " << plugin.status().message(); \
-  } while (0)
-
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
@@ -63,9 +56,16 @@ TEST(OpenCl, EveryOpenClFixtureMatchesTvmThroughApiAndCli) {
     const auto tol = ReadJson(dir + "/meta.json")["tolerances"]["self_check_same_device"];
     HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
     HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
-    for (bool triple : {false, true}) {
+    // Every execution mode: asynchronous (default), TVM's sequential order,
+    // and both with copies through the plugin instead of shared memory.
+    for (int mode = 0; mode < 8; ++mode) {
+      const bool triple = mode & 1, sequential = mode & 2, staged = mode & 4;
+      SCOPED_TRACE(std::string(triple ? "triple" : "deploy.so") + (sequential ? " sequential" : " async") +
+                   (staged ? " staged copies" : ""));
       GraphExecutor::Options options;
       options.devices = FactoryDevices(dir);
+      options.sequential = sequential;
+      options.staged_copies = staged;
       GraphModelFiles files{dir + (triple ? "/lib.so" : "/deploy.so")};
       if (triple) files.graph_json = dir + "/graph.json";
       if (triple && std::filesystem::exists(dir + "/params.params")) files.params = dir + "/params.params";
@@ -181,8 +181,7 @@ TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out.data_as<float>()[i], 2.f * static_cast<float>(i));
 
   auto* pm = dynamic_cast<PluginModule*>(m.get());
-  hetrt_module_save_args_t save{};
-  save.struct_size = sizeof(save);
+  auto save = AbiArgs<hetrt_module_save_args_t>();
   save.module = pm->handle();
   HETRT_ASSERT_OK(cl->Consume(cl->module_api()->save(&save)));
   EXPECT_EQ(std::vector<uint8_t>(save.data, save.data + save.size), blob);

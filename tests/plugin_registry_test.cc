@@ -15,14 +15,46 @@ std::unique_ptr<PluginRegistry> RegistryOf(const std::string& variant) {
 }
 
 TEST(PluginRegistry, WrongAbiMajorIsRefusedNamingBothVersions) {
-  auto registry = RegistryOf("abi_major_2");
-  EXPECT_TRUE(registry->plugins().empty());
-  ASSERT_EQ(registry->problems().size(), 1u);
-  const std::string& reason = registry->problems()[0].reason;
-  EXPECT_NE(reason.find("plugin ABI version 2.0"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("hetrt's ABI version " + std::to_string(HETRT_PLUGIN_ABI_MAJOR) + "."),
-            std::string::npos)
-      << reason;
+  // An ABI 1.x plugin (built before streams and instances) and one from a future major.
+  for (const auto& [variant, claimed] : {std::pair{"abi_major_1", "1.1"}, std::pair{"abi_major_3", "3.0"}}) {
+    auto registry = RegistryOf(variant);
+    EXPECT_TRUE(registry->plugins().empty());
+    ASSERT_EQ(registry->problems().size(), 1u);
+    const std::string& reason = registry->problems()[0].reason;
+    EXPECT_NE(reason.find(std::string("plugin ABI version ") + claimed), std::string::npos) << reason;
+    EXPECT_NE(reason.find("hetrt's ABI version " + std::to_string(HETRT_PLUGIN_ABI_MAJOR) + "." +
+                          std::to_string(HETRT_PLUGIN_ABI_MINOR)),
+              std::string::npos)
+        << reason;
+  }
+}
+
+int64_t LiveInstances(PluginRegistry& registry) {
+  auto plugin = registry.ForTypeKey("hetrt_test");
+  if (!plugin.ok()) return -1;
+  LoadOptions options;
+  options.plugins = &registry;
+  const PackedFunc* f = GlobalFunctionRegistry::Get().Find("__hetrt_test_live_instances");
+  if (f == nullptr) return -1;
+  hetrt_value_t ret{};
+  int32_t ret_code = 0;
+  if (!CallPackedFunc(*f, nullptr, nullptr, 0, &ret, &ret_code).ok()) return -1;
+  return ret.v_int64;
+}
+
+// Each registry holds its own instance of a plugin, destroyed with it.
+TEST(PluginRegistry, TwoRegistriesHoldTwoInstances) {
+  auto first = RegistryOf("abi_minor_9");
+  ASSERT_EQ(first->plugins().size(), 1u) << first->DescribeSearch();
+  const int64_t base = LiveInstances(*first);
+  ASSERT_GE(base, 1);
+  {
+    auto second = RegistryOf("abi_minor_9");
+    ASSERT_EQ(second->plugins().size(), 1u);
+    EXPECT_NE(second->plugins()[0]->instance(), first->plugins()[0]->instance());
+    EXPECT_EQ(LiveInstances(*first), base + 1);
+  }
+  EXPECT_EQ(LiveInstances(*first), base);
 }
 
 TEST(PluginRegistry, NewerMinorIsAccepted) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hetrt/params.h"
+#include "hetrt/plugin_registry.h"
 #include "hetrt/status.h"
 
 namespace hetrt::testing {
@@ -47,3 +48,10 @@ std::string ReadText(const std::string& path);
   GTEST_SKIP() << "TVM fixture '" << model << "' not found under "                        \
                << ::hetrt::testing::FixturesRoot()                                        \
                << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)"
+
+// Skips unless the OpenCL plugin is installed and sees a device.
+#define HETRT_REQUIRE_OPENCL()                                                           \
+  do {                                                                                   \
+    auto plugin = ::hetrt::PluginRegistry::Global().ForDevice({kDLOpenCL, 0});           \
+    if (!plugin.ok()) GTEST_SKIP() << "no OpenCL device: " << plugin.status().message(); \
+  } while (0)

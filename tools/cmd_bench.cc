@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -18,6 +19,7 @@ struct BenchArgs {
   std::vector<std::string> devices{"cpu"};
   int repeat = 50;
   int warmup = 3;
+  bool sequential = false, staged_copies = false;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -26,11 +28,55 @@ double Percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+std::string ShapesOf(const Graph& g, const std::vector<uint32_t>& eids) {
+  std::string s;
+  for (uint32_t e : eids) s += (s.empty() ? "" : " ") + ShapeToString(g.shapes[e]) + " " + DataTypeToString(g.dtypes[e]);
+  return s;
+}
+
+// One run as Chrome trace "X" events at their true times, one track per lane.
+nlohmann::json TraceOf(const GraphExecutor& ex, const GraphExecutor::RunProfile& run) {
+  const Graph& g = ex.graph();
+  nlohmann::json events = nlohmann::json::array();
+  for (size_t lane = 0; lane < run.lanes.size(); ++lane)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"name", run.lanes[lane]}}}});
+  auto us = [&](uint64_t ns) { return static_cast<double>(ns - run.run_start_ns) / 1000.0; };
+  for (const auto& t : run.nodes) {
+    const GraphNode& n = g.nodes[t.node_id];
+    std::vector<uint32_t> in, out;
+    for (const auto& r : n.inputs) in.push_back(g.entry_id(r));
+    for (uint32_t k = 0; k < n.num_outputs; ++k) out.push_back(g.entry_id(t.node_id, k));
+    nlohmann::json args = {{"kernel", n.func_name}, {"inputs", ShapesOf(g, in)}, {"outputs", ShapesOf(g, out)},
+                           {"device", DeviceToString(t.device)}, {"wait_us", static_cast<double>(t.wait_ns) / 1000.0}};
+    std::string name = n.name;
+    if (n.func_name == kCopyFunction) {
+      const double seconds = static_cast<double>(t.end_ns - t.start_ns) / 1e9;
+      char label[96];
+      std::snprintf(label, sizeof label, "__copy %llu B, %.2f GB/s", static_cast<unsigned long long>(t.bytes),
+                    seconds > 0 ? static_cast<double>(t.bytes) / seconds / 1e9 : 0.0);
+      name = label;
+      args["bytes"] = t.bytes;
+    }
+    nlohmann::json waited = nlohmann::json::array();
+    for (uint32_t w : t.waited_for) waited.push_back(g.nodes[w].name);
+    args["waited_for"] = waited;
+    events.push_back({{"name", name}, {"cat", n.func_name}, {"ph", "X"}, {"ts", us(t.start_ns)},
+                      {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1000.0}, {"pid", 0}, {"tid", t.lane},
+                      {"args", args}});
+    if (t.submit_ns < t.start_ns && run.lanes[t.lane] != "host")  // when the host issued it
+      events.push_back({{"name", "issue " + n.name}, {"ph", "i"}, {"s", "t"}, {"ts", us(t.submit_ns)}, {"pid", 0}, {"tid", 0}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"},
+                        {"otherData", {{"clock_uncertainty_us", static_cast<double>(run.clock_uncertainty_ns) / 1000.0}}}};
+}
+
 int Bench(const BenchArgs& args) {
   GraphExecutor::Options options;
   auto devices = ParseDeviceList(args.devices);
   if (!devices.ok()) return Fail(devices.status().message());
   options.devices = std::move(devices).value();
+  options.sequential = args.sequential;
+  options.staged_copies = args.staged_copies;
   auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
   if (!model.ok()) return Fail(model.status().message());
   GraphExecutor& ex = *model->executor;
@@ -41,56 +87,45 @@ int Bench(const BenchArgs& args) {
       if (ex.InputIndex(p.name) >= 0)
         if (Status s = ex.SetInput(p.name, p.tensor); !s.ok()) return Fail(s.message());
   }
-  std::vector<GraphExecutor::NodeTime> times;
+  GraphExecutor::RunProfile run;
   for (int i = 0; i < args.warmup; ++i)
-    if (Status s = ex.RunProfiled(&times); !s.ok()) return Fail(s.message());
-  std::map<uint32_t, std::vector<double>> per_node;
-  std::vector<std::vector<GraphExecutor::NodeTime>> runs;
+    if (Status s = ex.RunProfiled(&run); !s.ok()) return Fail(s.message());
+  std::map<size_t, std::vector<double>> per_node, waiting;  // by position in issue order
+  std::optional<GraphExecutor::RunProfile> first;
   std::vector<double> totals;
   for (int r = 0; r < args.repeat; ++r) {
-    if (Status s = ex.RunProfiled(&times); !s.ok()) return Fail(s.message());
-    double total = 0;
-    for (const auto& t : times) {
-      per_node[t.node_id].push_back(t.device_ms);
-      total += t.device_ms;
+    if (Status s = ex.RunProfiled(&run); !s.ok()) return Fail(s.message());
+    for (size_t k = 0; k < run.nodes.size(); ++k) {
+      per_node[k].push_back(run.nodes[k].ms());
+      waiting[k].push_back(static_cast<double>(run.nodes[k].wait_ns) / 1e6);
     }
-    totals.push_back(total);
-    if (r == 0) runs.push_back(times);
+    totals.push_back(static_cast<double>(run.run_end_ns - run.run_start_ns) / 1e6);
+    if (!first) first = run;
   }
   const Graph& g = ex.graph();
-  std::printf("%-48s %-10s %10s %10s %10s\n", "node", "device", "mean us", "median us", "p99 us");
-  std::map<std::string, double> per_device;
-  for (const auto& t : times) {
-    const auto& v = per_node[t.node_id];
-    double mean = 0;
-    for (double x : v) mean += x;
-    mean /= static_cast<double>(v.size());
-    const std::string device = DeviceToString(t.device);
-    per_device[g.nodes[t.node_id].func_name == kCopyFunction ? "copies" : device] += mean;
-    std::printf("%-48s %-10s %10.2f %10.2f %10.2f\n", g.nodes[t.node_id].name.substr(0, 48).c_str(), device.c_str(),
-                1000 * mean, 1000 * Percentile(v, 0.5), 1000 * Percentile(v, 0.99));
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  std::printf("%-40s %-20s %10s %10s %10s %10s\n", "node", "lane", "mean us", "median us", "p99 us", "waiting us");
+  std::map<std::string, double> per_lane;
+  for (size_t k = 0; k < run.nodes.size(); ++k) {
+    const auto& t = run.nodes[k];
+    const std::string& lane = run.lanes[t.lane];
+    per_lane[lane] += mean(per_node[k]);
+    std::printf("%-40s %-20s %10.2f %10.2f %10.2f %10.2f\n", g.nodes[t.node_id].name.substr(0, 40).c_str(),
+                lane.c_str(), 1000 * mean(per_node[k]), 1000 * Percentile(per_node[k], 0.5),
+                1000 * Percentile(per_node[k], 0.99), 1000 * mean(waiting[k]));
   }
-  std::printf("per device (mean per run):");
-  for (const auto& [device, ms] : per_device) std::printf(" %s %.3f ms", device.c_str(), ms);
-  std::printf("\nrun: mean %.3f ms, median %.3f ms, p99 %.3f ms over %d runs\n",
-              [&] { double s = 0; for (double x : totals) s += x; return s / static_cast<double>(totals.size()); }(),
-              Percentile(totals, 0.5), Percentile(totals, 0.99), args.repeat);
+  std::printf("busy per lane (mean per run):");
+  for (const auto& [lane, ms] : per_lane) std::printf(" %s %.3f ms", lane.c_str(), ms);
+  std::printf("\nrun (profiled, issue to last end): mean %.3f ms, median %.3f ms, p99 %.3f ms over %d runs (%s)\n",
+              mean(totals), Percentile(totals, 0.5), Percentile(totals, 0.99), args.repeat,
+              options.sequential ? "sequential" : "asynchronous");
   if (!args.trace.empty()) {
-    // One run laid out in time per device lane ("X" complete events, microseconds).
-    nlohmann::json events = nlohmann::json::array();
-    std::map<std::string, int> lanes;
-    double clock_us = 0;
-    for (const auto& t : runs.at(0)) {
-      const std::string device = DeviceToString(t.device);
-      const int lane = lanes.emplace(device, static_cast<int>(lanes.size())).first->second;
-      events.push_back({{"name", g.nodes[t.node_id].name}, {"cat", g.nodes[t.node_id].func_name}, {"ph", "X"},
-                        {"ts", clock_us}, {"dur", 1000 * t.device_ms}, {"pid", 0}, {"tid", lane}});
-      clock_us += 1000 * t.device_ms;
-    }
-    for (const auto& [device, lane] : lanes)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"name", device}}}});
     std::ofstream out(args.trace);
-    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
+    out << TraceOf(ex, *first).dump(1);
     if (!out) return Fail("cannot write " + args.trace);
     std::printf("trace: %s (open in chrome://tracing or ui.perfetto.dev)\n", args.trace.c_str());
   }
@@ -110,6 +145,9 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--repeat", args->repeat, "timed runs")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--trace", args->trace, "write a Chrome trace JSON of one run");
+  cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
+  cmd->add_flag("--staged-copies", args->staged_copies,
+                "copies through the plugin even where a device shares host memory");
   return [args] { return Bench(*args); };
 }
 

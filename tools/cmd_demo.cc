@@ -126,13 +126,13 @@ Result<RunResult> ExportAndRun(const DemoModel& model, int32_t accel, const std:
   HETRT_RETURN_IF_ERROR(ex.Synchronize());
   RunResult result;
   constexpr int kRuns = 20;
-  std::vector<GraphExecutor::NodeTime> times;
+  GraphExecutor::RunProfile profile;
   for (int i = 0; i < kRuns; ++i) {
-    HETRT_RETURN_IF_ERROR(ex.RunProfiled(&times));
-    for (const auto& t : times) {
+    HETRT_RETURN_IF_ERROR(ex.RunProfiled(&profile));
+    for (const auto& t : profile.nodes) {
       const GraphNode& n = ex.graph().nodes[t.node_id];
       const std::string key = n.func_name == kCopyFunction ? "copies" : DeviceTypeName(t.device.device_type);
-      result.ms_per_device[key] += t.device_ms / kRuns;
+      result.ms_per_device[key] += t.ms() / kRuns;
     }
   }
   const auto start = std::chrono::steady_clock::now();
@@ -142,7 +142,7 @@ Result<RunResult> ExportAndRun(const DemoModel& model, int32_t accel, const std:
   }
   result.ms_per_run =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRuns;
-  for (const auto& t : times) {
+  for (const auto& t : profile.nodes) {
     const GraphNode& n = ex.graph().nodes[t.node_id];
     result.placement.emplace_back(n.name, DeviceTypeName(t.device.device_type));
   }

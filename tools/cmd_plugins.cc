@@ -41,8 +41,12 @@ Command AddPluginsCommand(CLI::App& app) {
         for (const auto& k : keys) std::printf(" %s", k.c_str());
         std::printf("\n");
       }
-      if (const auto* par = plugin->parallel_api())
-        std::printf("    parallel launch: %d thread(s)\n", par->num_threads());
+      if (const auto* par = plugin->parallel_api(); par && par->num_threads) {
+        auto args = AbiArgs<hetrt_parallel_num_threads_args_t>();
+        args.self = plugin->instance();
+        if (plugin->Consume(par->num_threads(&args)).ok())
+          std::printf("    parallel launch: %d thread(s)\n", args.num_threads);
+      }
     }
     if (!registry.problems().empty()) {
       std::printf("not used:\n");

@@ -20,6 +20,7 @@ struct RunArgs {
   std::vector<std::string> input_files, devices{"cpu"};
   int repeat = 1;
   int threads = 0;
+  bool sequential = false, staged_copies = false;
 };
 
 std::string FirstValues(const Tensor& t, int count) {
@@ -46,6 +47,8 @@ int Run(const RunArgs& args) {
   auto devices = ParseDeviceList(args.devices, {"micro"});
   if (!devices.ok()) return Fail(devices.status().message());
   options.devices = std::move(devices).value();
+  options.sequential = args.sequential;
+  options.staged_copies = args.staged_copies;
   if (args.threads > 0) {
     auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
     if (!cpu.ok()) return Fail(cpu.status().message());
@@ -174,6 +177,9 @@ Command AddRunCommand(CLI::App& app) {
   cmd->add_option("--save-outputs", args->save_outputs, "write outputs as a param dict (output_0, ...)");
   cmd->add_option("--repeat", args->repeat, "runs to time")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(CLI::PositiveNumber);
+  cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
+  cmd->add_flag("--staged-copies", args->staged_copies,
+                "copies through the plugin even where a device shares host memory");
   return [args] { return Run(*args); };
 }
 

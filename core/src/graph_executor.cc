@@ -1,9 +1,13 @@
 #include "hetrt/graph_executor.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "hetrt/dtype.h"
+#include "hetrt/schedule_plan.h"
 #include "tvm_backend_abi.h"
 
 namespace hetrt {
@@ -20,7 +24,121 @@ struct GraphExecutor::OpCall {
   uint32_t copy_dst;
 };
 
-GraphExecutor::~GraphExecutor() = default;
+// A host thread (lane 0) or one device stream the executor created.
+struct GraphExecutor::Lane {
+  Plugin* plugin = nullptr;  // NULL for the host lane
+  DLDevice device{kDLCPU, 0};
+  hetrt_stream_t* stream = nullptr;
+  bool copy = false;  // a copy stream
+  std::string name;
+};
+
+// One call_ as the run loop issues it: what to execute, on which lane, which
+// events to wait for first and whether to record one after.
+struct GraphExecutor::Step {
+  enum class Kind : uint8_t {
+    kKernel,      // a packed function (device kernels enqueue on the lane's stream)
+    kHostCopy,    // memcpy between host addresses (host memory or host-visible device memory)
+    kPluginCopy,  // a plugin's copy() on the lane's stream
+    kStagedCopy,  // two plugins: src -> pinned staging -> dst, blocking
+  };
+  Kind kind = Kind::kKernel;
+  uint32_t call = 0;
+  uint32_t lane = 0;
+  hetrt_event_t* event = nullptr;  // recorded after the step when another lane waits for it
+  std::vector<uint32_t> host_waits, stream_waits, deps;  // step indices
+  // Copies.
+  DLTensor* src = nullptr;
+  DLTensor* dst = nullptr;
+  uint32_t src_sid = 0, dst_sid = 0;
+  uint64_t nbytes = 0;
+  int32_t sync_lane = -1;  // sequential kHostCopy: finish this lane first
+  Plugin* copier = nullptr;
+  hetrt_copy_args_t copy_args{};
+  Plugin* copier2 = nullptr;  // kStagedCopy: the destination side
+  hetrt_copy_args_t copy_args2{};
+  Tensor staging;
+  // Timing events of profiled runs (created on first use).
+  hetrt_event_t* timing_start = nullptr;
+  hetrt_event_t* timing_end = nullptr;
+};
+
+namespace {
+
+uint64_t HostNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool SameDevice(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
+
+void DestroyEvent(Plugin* plugin, DLDevice device, hetrt_event_t*& event) {
+  if (event == nullptr || plugin == nullptr) return;
+  auto args = AbiArgs<hetrt_event_args_t>();
+  args.self = plugin->instance();
+  args.device = device;
+  args.event = event;
+  (void)plugin->Consume(plugin->device_api()->event_destroy(&args));
+  event = nullptr;
+}
+
+Result<hetrt_event_t*> CreateEvent(Plugin* plugin, DLDevice device, uint32_t flags) {
+  auto args = AbiArgs<hetrt_event_create_args_t>();
+  args.self = plugin->instance();
+  args.device = device;
+  args.flags = flags;
+  HETRT_RETURN_IF_ERROR(plugin->Consume(plugin->device_api()->event_create(&args)));
+  return args.event;
+}
+
+Status RecordEvent(Plugin* plugin, DLDevice device, hetrt_event_t* event, hetrt_stream_t* stream) {
+  auto args = AbiArgs<hetrt_event_record_args_t>();
+  args.self = plugin->instance();
+  args.device = device;
+  args.event = event;
+  args.stream = stream;
+  return plugin->Consume(plugin->device_api()->event_record(&args));
+}
+
+Result<uint64_t> EventTimestamp(Plugin* plugin, DLDevice device, hetrt_event_t* event) {
+  auto args = AbiArgs<hetrt_event_timestamp_args_t>();
+  args.self = plugin->instance();
+  args.device = device;
+  args.event = event;
+  if (plugin->device_api()->event_timestamp == nullptr)
+    return Unimplemented("plugin '" + plugin->name() + "' has no event timestamps");
+  HETRT_RETURN_IF_ERROR(plugin->Consume(plugin->device_api()->event_timestamp(&args)));
+  return args.device_ns;
+}
+
+Status SynchronizeStream(Plugin* plugin, DLDevice device, hetrt_stream_t* stream) {
+  auto args = AbiArgs<hetrt_stream_args_t>();
+  args.self = plugin->instance();
+  args.device = device;
+  args.stream = stream;
+  return plugin->Consume(plugin->device_api()->stream_synchronize(&args));
+}
+
+}  // namespace
+
+GraphExecutor::~GraphExecutor() {
+  (void)FinishPendingRun();
+  for (Step& step : steps_) {
+    const Lane& lane = lanes_.empty() ? Lane{} : lanes_[step.lane];
+    DestroyEvent(lane.plugin, lane.device, step.event);
+    DestroyEvent(lane.plugin, lane.device, step.timing_start);
+    DestroyEvent(lane.plugin, lane.device, step.timing_end);
+  }
+  for (Lane& lane : lanes_) {
+    if (lane.plugin == nullptr || lane.stream == nullptr) continue;
+    auto args = AbiArgs<hetrt_stream_args_t>();
+    args.self = lane.plugin->instance();
+    args.device = lane.device;
+    args.stream = lane.stream;
+    (void)lane.plugin->Consume(lane.plugin->device_api()->stream_destroy(&args));
+  }
+}
 
 Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::string_view graph_json,
                                                              std::shared_ptr<Module> lib,
@@ -41,6 +159,7 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::shared_ptr<con
   HETRT_RETURN_IF_ERROR(ex->PlanStorage());
   if (ex->options_.params) HETRT_RETURN_IF_ERROR(ex->BindParams(*ex->options_.params, /*allow_in_place=*/true));
   HETRT_RETURN_IF_ERROR(ex->PrepareCalls());
+  HETRT_RETURN_IF_ERROR(ex->PlanSteps());
   return ex;
 }
 
@@ -101,12 +220,30 @@ Status GraphExecutor::PlanStorage() {
   storage_.resize(num_sids);
   std::vector<DLDevice> sid_device(num_sids);
   for (uint32_t e = 0; e < n; ++e) sid_device[g.storage_ids[e]] = entry_devices_[e];
+  // Devices whose memory is host memory get host-visible storage, so copies
+  // to and from the host become memcpys through its host address.
+  std::vector<std::pair<DLDevice, bool>> shares_host;
+  auto host_visible = [&](Plugin* plugin, DLDevice d) {
+    if (d.device_type == kDLCPU || options_.staged_copies) return false;
+    for (const auto& [device, shares] : shares_host)
+      if (SameDevice(device, d)) return shares;
+    shares_host.emplace_back(d, plugin->SharesHostMemory(d));
+    return shares_host.back().second;
+  };
+  storage_host_.assign(num_sids, nullptr);
   for (uint32_t sid = 0; sid < num_sids; ++sid) {
     if (storage_entries_[sid].empty() || sid_skipped[sid]) continue;
-    HETRT_ASSIGN_OR_RETURN(Plugin * plugin, plugins_->ForDevice(sid_device[sid]));
-    auto t = Tensor::Empty({static_cast<int64_t>(storage_bytes_[sid])}, DLDataType{kDLUInt, 8, 1},
-                           plugin->DeviceAllocator(sid_device[sid]));
-    if (!t.ok()) return t.status().WithContext("storage " + std::to_string(sid) + " on " + DeviceToString(sid_device[sid]));
+    const DLDevice device = sid_device[sid];
+    HETRT_ASSIGN_OR_RETURN(Plugin * plugin, plugins_->ForDevice(device));
+    const std::vector<int64_t> shape{static_cast<int64_t>(storage_bytes_[sid])};
+    Result<Tensor> t = Status(StatusCode::kInternal, "not allocated");
+    if (host_visible(plugin, device)) {
+      Allocator& allocator = plugin->DeviceAllocator(device, HETRT_MEMORY_HOST_VISIBLE);
+      t = Tensor::Empty(shape, DLDataType{kDLUInt, 8, 1}, allocator);
+      if (t.ok()) storage_host_[sid] = allocator.HostPointer(t->data());
+    }
+    if (!t.ok()) t = Tensor::Empty(shape, DLDataType{kDLUInt, 8, 1}, plugin->DeviceAllocator(device));
+    if (!t.ok()) return t.status().WithContext("storage " + std::to_string(sid) + " on " + DeviceToString(device));
     storage_[sid] = std::move(t).value();
   }
   entries_.resize(n);
@@ -236,8 +373,15 @@ Status GraphExecutor::CheckInputValue(int index, const Tensor& value, const char
 
 Status GraphExecutor::SetInput(int index, const Tensor& value) {
   HETRT_RETURN_IF_ERROR(CheckInputValue(index, value, "set_input"));
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
-  HETRT_RETURN_IF_ERROR(DetachStorage(graph_->storage_ids[eid]));
+  const uint32_t sid = graph_->storage_ids[eid];
+  HETRT_RETURN_IF_ERROR(DetachStorage(sid));
+  if (storage_host_[sid] != nullptr && value.device().device_type == kDLCPU) {
+    std::memcpy(storage_host_[sid], static_cast<const uint8_t*>(value.data()) + value.dl()->byte_offset,
+                value.nbytes());
+    return OkStatus();
+  }
   return plugins_->CopyTensor(value, entries_[eid]);
 }
 
@@ -250,6 +394,7 @@ Status GraphExecutor::DetachStorage(uint32_t sid) {
   HETRT_ASSIGN_OR_RETURN(storage_[sid], Tensor::Empty({static_cast<int64_t>(storage_bytes_[sid])},
                                                       DLDataType{kDLUInt, 8, 1}, plugin->DeviceAllocator(device)));
   RebindStorage(sid, storage_[sid].data());
+  storage_host_[sid] = nullptr;  // device memory: copies go through the plugin
   storage_borrowed_[sid] = false;
   return OkStatus();
 }
@@ -272,9 +417,11 @@ Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
                            DeviceToString(value.device()) + " but the input lives on " + DeviceToString(want));
   if (reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment != 0)
     return InvalidArgument("set_input_zero_copy '" + InputName(index) + "': data must be 64-byte aligned");
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   // Every entry viewing the input's storage (e.g. __nop reshapes of it) follows.
   RebindStorage(graph_->storage_ids[eid], value.data());
   storage_borrowed_[graph_->storage_ids[eid]] = true;
+  storage_host_[graph_->storage_ids[eid]] = nullptr;  // caller memory: copies go through the plugin
   return OkStatus();
 }
 
@@ -291,6 +438,7 @@ Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   if (value.device().device_type != want.device_type || value.device().device_id != want.device_id)
     return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": the tensor is on " +
                            DeviceToString(value.device()) + " but the output lives on " + DeviceToString(want));
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   const GraphNode& producer = graph_->nodes[graph_->heads[static_cast<size_t>(index)].node_id];
   if (producer.kind == GraphNode::Kind::kInput || producer.func_name == kNopFunction) {
     // The output is (an alias of) an input: nothing writes it, so copy at the end of Run.
@@ -305,10 +453,12 @@ Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   if (reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment != 0)
     return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": data must be 64-byte aligned");
   RebindEntry(eid, value.data());
+  storage_host_[graph_->storage_ids[eid]] = nullptr;  // one entry left the storage: copies go through the plugin
   return OkStatus();
 }
 
 Status GraphExecutor::LoadParams(std::span<const uint8_t> bytes) {
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   HETRT_ASSIGN_OR_RETURN(auto params, ReadParamDict(bytes, "params"));
   return BindParams(params, /*allow_in_place=*/false);
 }
@@ -325,102 +475,442 @@ Status GraphExecutor::NodeError(size_t op_index, const Status& status) const {
   return status.WithContext("node " + std::to_string(nid) + " ('" + node.name + "', " + node.func_name + ")");
 }
 
-Status GraphExecutor::Run() {
-  ClearLastError();  // a kernel failing without a message must not show an old one
-  hetrt_value_t ret;
-  int32_t ret_code;
-  const size_t n = calls_.size();
-  for (size_t i = 0; i < n; ++i) {
-    const OpCall& c = calls_[i];
-    if (c.kind == OpCall::Kind::kKernel) [[likely]] {
-      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code,
-               c.resource) != 0) [[unlikely]]
-        return NodeError(i, KernelError());
-    } else {
-      Status s = plugins_->CopyTensor(entries_[c.copy_src], entries_[c.copy_dst]);
-      if (!s.ok()) return NodeError(i, s);
-    }
-  }
-  for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
+Status GraphExecutor::CreateLanes() {
+  lanes_.clear();
+  Lane host;
+  host.name = "host";
+  lanes_.push_back(std::move(host));
   return OkStatus();
 }
 
-Status GraphExecutor::RunProfiled(std::vector<NodeTime>* times) {
-  struct Pending {
-    Plugin* plugin = nullptr;
-    hetrt_event_t* start = nullptr;
-    hetrt_event_t* end = nullptr;
+Status GraphExecutor::PlanSteps() {
+  const Graph& g = *graph_;
+  HETRT_RETURN_IF_ERROR(CreateLanes());
+  auto lane_of = [&](DLDevice device, bool copy) -> Result<uint32_t> {
+    if (device.device_type == kDLCPU) return kHostLane;
+    for (uint32_t l = 1; l < lanes_.size(); ++l)
+      if (SameDevice(lanes_[l].device, device) && lanes_[l].copy == copy) return l;
+    Plugin* plugin = plugins_->PluginOfDeviceType(device.device_type);
+    if (plugin == nullptr) return plugins_->ForDeviceType(device.device_type).status();
+    const hetrt_device_api_t* dev = plugin->device_api();
+    if (dev->stream_create == nullptr || dev->stream_destroy == nullptr || dev->stream_synchronize == nullptr)
+      return Unimplemented("plugin '" + plugin->name() + "' has no streams");
+    auto args = AbiArgs<hetrt_stream_create_args_t>();
+    args.self = plugin->instance();
+    args.device = device;
+    args.kind = copy ? HETRT_STREAM_COPY : HETRT_STREAM_COMPUTE;
+    HETRT_RETURN_IF_ERROR(plugin->Consume(dev->stream_create(&args)).WithContext(
+        "creating a " + std::string(copy ? "copy" : "compute") + " stream on " + DeviceToString(device)));
+    Lane lane;
+    lane.plugin = plugin;
+    lane.device = device;
+    lane.stream = args.stream;
+    lane.copy = copy;
+    lane.name = DeviceToString(device) + (copy ? " copy" : " compute");
+    lanes_.push_back(std::move(lane));
+    return static_cast<uint32_t>(lanes_.size() - 1);
   };
-  times->clear();
-  std::vector<Pending> pending(calls_.size());
-  hetrt_value_t ret;
-  int32_t ret_code;
-  Status status;
-  for (size_t i = 0; i < calls_.size() && status.ok(); ++i) {
+  auto copy_lane = [&](DLDevice device) -> Result<uint32_t> {
+    Plugin* plugin = plugins_->PluginOfDeviceType(device.device_type);
+    bool own = false;
+    if (!options_.sequential && plugin != nullptr) {
+      auto streams = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_COPY_STREAMS);
+      own = streams.ok() && *streams == 1;
+    }
+    return lane_of(device, own);
+  };
+  auto plugin_copy_args = [&](Plugin* plugin, DLDevice src, DLDevice dst, const Lane& lane, bool blocking) {
+    auto a = AbiArgs<hetrt_copy_args_t>();
+    a.self = plugin->instance();
+    a.src_device = src;
+    a.dst_device = dst;
+    a.stream = lane.stream;
+    a.flags = blocking ? HETRT_COPY_BLOCKING : 0;
+    return a;
+  };
+
+  steps_.assign(calls_.size(), Step{});
+  host_only_ = true;
+  std::vector<ScheduleStep> plan_steps(calls_.size());
+  for (uint32_t i = 0; i < calls_.size(); ++i) {
     const OpCall& c = calls_[i];
-    const DLDevice device = entry_devices_[graph_->entry_id(c.node_id, 0)];
-    const hetrt_device_api_t* dev = nullptr;
-    if (device.device_type != kDLCPU) {
-      auto plugin = plugins_->ForDeviceType(device.device_type);
-      if (plugin.ok() && (dev = (*plugin)->device_api()) && dev->event_create && dev->event_record &&
-          dev->event_elapsed_ms) {
-        Pending& p = pending[i];
-        p.plugin = *plugin;
-        if (!p.plugin->Consume(dev->event_create(device, &p.start)).ok() ||
-            !p.plugin->Consume(dev->event_create(device, &p.end)).ok() ||
-            !p.plugin->Consume(dev->event_record(device, p.start, nullptr)).ok()) {
-          if (p.start) (void)p.plugin->Consume(dev->event_destroy(device, p.start));
-          if (p.end) (void)p.plugin->Consume(dev->event_destroy(device, p.end));
-          p.plugin = nullptr;  // time this node with the wall clock instead
-        }
+    Step& step = steps_[i];
+    step.call = i;
+    const GraphNode& node = g.nodes[c.node_id];
+    ScheduleStep& ps = plan_steps[i];
+    for (const GraphEntryRef& in : node.inputs) ps.reads.push_back(g.storage_ids[g.entry_id(in)]);
+    for (uint32_t k = 0; k < node.num_outputs; ++k) ps.writes.push_back(g.storage_ids[g.entry_id(c.node_id, k)]);
+    if (c.kind == OpCall::Kind::kKernel) {
+      HETRT_ASSIGN_OR_RETURN(step.lane, lane_of(entry_devices_[g.entry_id(c.node_id, 0)], false));
+      host_only_ &= step.lane == kHostLane;
+      ps.lane = step.lane;
+      continue;
+    }
+    host_only_ = false;
+    step.src = entries_[c.copy_src].dl();
+    step.dst = entries_[c.copy_dst].dl();
+    step.src_sid = g.storage_ids[c.copy_src];
+    step.dst_sid = g.storage_ids[c.copy_dst];
+    step.nbytes = g.entry_bytes(c.copy_src);
+    const DLDevice src = entry_devices_[c.copy_src], dst = entry_devices_[c.copy_dst];
+    const bool src_host = src.device_type == kDLCPU, dst_host = dst.device_type == kDLCPU;
+    const bool src_addressable = src_host || storage_host_[step.src_sid] != nullptr;
+    const bool dst_addressable = dst_host || storage_host_[step.dst_sid] != nullptr;
+    Plugin* src_plugin = src_host ? nullptr : plugins_->PluginOfDeviceType(src.device_type);
+    Plugin* dst_plugin = dst_host ? nullptr : plugins_->PluginOfDeviceType(dst.device_type);
+    if ((src_host || dst_host) && src_addressable && dst_addressable && !options_.staged_copies) {
+      step.kind = Step::Kind::kHostCopy;
+      step.lane = kHostLane;
+      if (options_.sequential && (!src_host || !dst_host)) {
+        HETRT_ASSIGN_OR_RETURN(uint32_t l, lane_of(src_host ? dst : src, false));
+        step.sync_lane = static_cast<int32_t>(l);
+      }
+    } else if (Plugin* p = plugins_->CopyProvider(src, dst); p != nullptr && (src_host || dst_host || src_plugin == dst_plugin)) {
+      step.kind = Step::Kind::kPluginCopy;
+      HETRT_ASSIGN_OR_RETURN(step.lane, copy_lane(src_host ? dst : src));
+      step.copier = p;
+      step.copy_args = plugin_copy_args(p, src, dst, lanes_[step.lane], options_.sequential);
+    } else {
+      // Two plugins: the source's plugin copies into pinned staging, the
+      // destination's out of it, each on the compute stream of its device.
+      if (src_plugin == nullptr || dst_plugin == nullptr)
+        return NodeError(i, Unimplemented("no plugin copies " + DeviceToString(src) + " -> " + DeviceToString(dst)));
+      step.kind = Step::Kind::kStagedCopy;
+      step.lane = kHostLane;
+      HETRT_ASSIGN_OR_RETURN(uint32_t src_lane, lane_of(src, false));
+      HETRT_ASSIGN_OR_RETURN(uint32_t dst_lane, lane_of(dst, false));
+      Allocator& pinned = src_plugin->DeviceAllocator(src, HETRT_MEMORY_HOST_PINNED);
+      auto staging = Tensor::Empty({static_cast<int64_t>(step.nbytes)}, DLDataType{kDLUInt, 8, 1}, pinned);
+      if (!staging.ok()) staging = Tensor::EmptyHost({static_cast<int64_t>(step.nbytes)}, DLDataType{kDLUInt, 8, 1});
+      if (!staging.ok()) return NodeError(i, staging.status());
+      step.staging = std::move(staging).value();
+      void* host = pinned.HostPointer(step.staging.data());
+      if (host == nullptr) host = step.staging.data();
+      step.copier = src_plugin;
+      step.copy_args = plugin_copy_args(src_plugin, src, DLDevice{kDLCPU, 0}, lanes_[src_lane], true);
+      step.copy_args.dst = host;
+      step.copier2 = dst_plugin;
+      step.copy_args2 = plugin_copy_args(dst_plugin, DLDevice{kDLCPU, 0}, dst, lanes_[dst_lane], true);
+      step.copy_args2.src = host;
+    }
+    ps.lane = step.lane;
+  }
+  std::vector<uint32_t> lane_group(lanes_.size(), 0);
+  for (uint32_t l = 1; l < lanes_.size(); ++l)
+    for (size_t p = 0; p < plugins_->plugins().size(); ++p)
+      if (plugins_->plugins()[p].get() == lanes_[l].plugin) lane_group[l] = static_cast<uint32_t>(p + 1);
+  SchedulePlan plan = PlanSchedule(plan_steps, lane_group, options_.sequential || host_only_);
+  order_ = std::move(plan.order);
+  for (uint32_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    if (!options_.sequential) {
+      step.host_waits = std::move(plan.host_waits[i]);
+      step.stream_waits = std::move(plan.stream_waits[i]);
+    }
+    step.deps = std::move(plan.deps[i]);
+    const Lane& lane = lanes_[step.lane];
+    if (!options_.sequential && plan.records_event[i] && lane.plugin != nullptr) {
+      auto event = CreateEvent(lane.plugin, lane.device, 0);
+      if (!event.ok()) return NodeError(i, event.status());
+      step.event = *event;
+    }
+  }
+  for (const Lane& lane : lanes_) {
+    if (lane.plugin == nullptr) continue;
+    const hetrt_device_api_t* dev = lane.plugin->device_api();
+    if (!options_.sequential && (dev->event_create == nullptr || dev->event_record == nullptr ||
+                                 dev->event_synchronize == nullptr || dev->stream_wait_event == nullptr))
+      return Unimplemented("plugin '" + lane.plugin->name() + "' lacks the events an asynchronous run needs "
+                           "(run with sequential execution)");
+  }
+  return OkStatus();
+}
+
+Status GraphExecutor::FinishPendingRun() const {
+  if (!pending_) return OkStatus();
+  pending_ = false;
+  Status first;
+  for (const Lane& lane : lanes_) {
+    if (lane.plugin == nullptr) continue;
+    Status s = SynchronizeStream(lane.plugin, lane.device, lane.stream);
+    if (first.ok() && !s.ok()) first = s.WithContext("finishing the work queued on " + lane.name);
+  }
+  return first;
+}
+
+Status GraphExecutor::WaitForEvent(const Step& producer) const {
+  const Lane& lane = lanes_[producer.lane];
+  auto args = AbiArgs<hetrt_event_args_t>();
+  args.self = lane.plugin->instance();
+  args.device = lane.device;
+  args.event = producer.event;
+  return lane.plugin->Consume(lane.plugin->device_api()->event_synchronize(&args));
+}
+
+Status GraphExecutor::ExecuteStep(const Step& step) {
+  switch (step.kind) {
+    case Step::Kind::kKernel: {
+      const OpCall& c = calls_[step.call];
+      hetrt_value_t ret;
+      int32_t ret_code;
+      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code, c.resource) != 0)
+          [[unlikely]]
+        return KernelError();
+      return OkStatus();
+    }
+    case Step::Kind::kHostCopy: {
+      if (step.sync_lane >= 0) {
+        const Lane& lane = lanes_[static_cast<size_t>(step.sync_lane)];
+        HETRT_RETURN_IF_ERROR(SynchronizeStream(lane.plugin, lane.device, lane.stream));
+      }
+      const bool src_host = step.src->device.device_type == kDLCPU;
+      const bool dst_host = step.dst->device.device_type == kDLCPU;
+      const void* from = src_host ? step.src->data : storage_host_[step.src_sid];
+      void* to = dst_host ? step.dst->data : storage_host_[step.dst_sid];
+      if (from == nullptr || to == nullptr) [[unlikely]]  // rebound to memory the host cannot address
+        return plugins_->CopyBytes(step.src->data, step.src->byte_offset, step.src->device, step.dst->data,
+                                   step.dst->byte_offset, step.dst->device, step.nbytes);
+      std::memcpy(static_cast<uint8_t*>(to) + (dst_host ? step.dst->byte_offset : 0),
+                  static_cast<const uint8_t*>(from) + (src_host ? step.src->byte_offset : 0), step.nbytes);
+      return OkStatus();
+    }
+    case Step::Kind::kPluginCopy: {
+      hetrt_copy_args_t args = step.copy_args;
+      args.src = step.src->data;
+      args.src_offset = step.src->byte_offset;
+      args.dst = step.dst->data;
+      args.dst_offset = step.dst->byte_offset;
+      args.nbytes = step.nbytes;
+      return step.copier->Consume(step.copier->device_api()->copy(&args));
+    }
+    case Step::Kind::kStagedCopy: {
+      hetrt_copy_args_t in = step.copy_args;
+      in.src = step.src->data;
+      in.src_offset = step.src->byte_offset;
+      in.nbytes = step.nbytes;
+      HETRT_RETURN_IF_ERROR(step.copier->Consume(step.copier->device_api()->copy(&in)));
+      hetrt_copy_args_t out = step.copy_args2;
+      out.dst = step.dst->data;
+      out.dst_offset = step.dst->byte_offset;
+      out.nbytes = step.nbytes;
+      return step.copier2->Consume(step.copier2->device_api()->copy(&out));
+    }
+  }
+  return Internal("unknown step kind");
+}
+
+namespace {
+// Makes the executor's compute streams current on this thread for a run, so
+// kernels that TVM host code launches land there, and restores them after.
+class CurrentStreams {
+ public:
+  template <typename Lanes>
+  explicit CurrentStreams(const Lanes& lanes) {
+    for (const auto& lane : lanes) {
+      if (lane.plugin == nullptr || lane.copy || lane.plugin->device_api()->stream_set_current == nullptr) continue;
+      auto args = AbiArgs<hetrt_stream_current_args_t>();
+      args.self = lane.plugin->instance();
+      args.device = lane.device;
+      args.stream = lane.stream;
+      if (!lane.plugin->Consume(lane.plugin->device_api()->stream_set_current(&args)).ok()) continue;
+      if (count_ < kMax) saved_[count_++] = {lane.plugin, lane.device, args.previous};
+    }
+  }
+  ~CurrentStreams() {
+    for (size_t i = 0; i < count_; ++i) {
+      auto args = AbiArgs<hetrt_stream_current_args_t>();
+      args.self = saved_[i].plugin->instance();
+      args.device = saved_[i].device;
+      args.stream = saved_[i].previous;
+      (void)saved_[i].plugin->Consume(saved_[i].plugin->device_api()->stream_set_current(&args));
+    }
+  }
+
+ private:
+  struct Saved {
+    Plugin* plugin;
+    DLDevice device;
+    hetrt_stream_t* previous;
+  };
+  static constexpr size_t kMax = 16;
+  Saved saved_[kMax];
+  size_t count_ = 0;
+};
+}  // namespace
+
+Status GraphExecutor::Run() {
+  ClearLastError();  // a kernel failing without a message must not show an old one
+  if (host_only_) [[likely]] {
+    // Every node is a CPU kernel: the plain loop, at the direct-call floor.
+    hetrt_value_t ret;
+    int32_t ret_code;
+    const size_t n = calls_.size();
+    for (size_t i = 0; i < n; ++i) {
+      const OpCall& c = calls_[i];
+      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code,
+               c.resource) != 0) [[unlikely]]
+        return NodeError(i, KernelError());
+    }
+  } else {
+    HETRT_RETURN_IF_ERROR(FinishPendingRun());
+    HETRT_RETURN_IF_ERROR(RunSteps<false>(nullptr));
+  }
+  if (!output_copies_.empty()) {
+    HETRT_RETURN_IF_ERROR(FinishPendingRun());
+    for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
+  }
+  return OkStatus();
+}
+
+template <bool kProfile>
+Status GraphExecutor::RunSteps(RunProfile* profile) {
+  CurrentStreams current(lanes_);
+  pending_ = lanes_.size() > 1;
+  for (uint32_t index : order_) {
+    const Step& step = steps_[index];
+    const Lane& lane = lanes_[step.lane];
+    [[maybe_unused]] uint64_t submit_ns = 0, wait_ns = 0, start_ns = 0;
+    if constexpr (kProfile) submit_ns = HostNowNs();
+    for (uint32_t w : step.host_waits) {
+      Status s = WaitForEvent(steps_[w]);
+      if (!s.ok()) [[unlikely]]
+        return NodeError(w, s);
+    }
+    for (uint32_t w : step.stream_waits) {
+      auto args = AbiArgs<hetrt_stream_wait_event_args_t>();
+      args.self = lane.plugin->instance();
+      args.device = lane.device;
+      args.stream = lane.stream;
+      args.event = steps_[w].event;
+      Status s = lane.plugin->Consume(lane.plugin->device_api()->stream_wait_event(&args));
+      if (!s.ok()) [[unlikely]]
+        return NodeError(index, s);
+    }
+    if constexpr (kProfile) {
+      start_ns = HostNowNs();
+      wait_ns = start_ns - submit_ns;
+      if (lane.plugin != nullptr) {
+        Status s = RecordEvent(lane.plugin, lane.device, step.timing_start, lane.stream);
+        if (!s.ok()) return NodeError(index, s);
       }
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    if (c.kind == OpCall::Kind::kKernel) {
-      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code, c.resource) != 0)
-        status = NodeError(i, KernelError());
-    } else {
-      Status s = plugins_->CopyTensor(entries_[c.copy_src], entries_[c.copy_dst]);
-      if (!s.ok()) status = NodeError(i, s);
+    Status s = ExecuteStep(step);
+    if (!s.ok()) [[unlikely]]
+      return NodeError(index, s);
+    if constexpr (kProfile) {
+      GraphExecutor::NodeTrace t;
+      t.node_id = calls_[index].node_id;
+      t.device = entry_devices_[calls_[index].kind == OpCall::Kind::kCopy ? calls_[index].copy_dst
+                                                                          : graph_->entry_id(t.node_id, 0)];
+      t.lane = step.lane;
+      t.submit_ns = submit_ns;
+      t.start_ns = start_ns;
+      t.end_ns = HostNowNs();
+      t.wait_ns = lane.plugin == nullptr ? wait_ns : 0;
+      t.bytes = step.nbytes;
+      for (uint32_t d : step.deps) t.waited_for.push_back(calls_[d].node_id);
+      if (lane.plugin != nullptr) {
+        Status r = RecordEvent(lane.plugin, lane.device, step.timing_end, lane.stream);
+        if (!r.ok()) return NodeError(index, r);
+      }
+      profile->nodes.push_back(std::move(t));
     }
-    const auto t1 = std::chrono::steady_clock::now();
-    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    if (pending[i].plugin != nullptr) {
-      Plugin* p = pending[i].plugin;
-      const hetrt_device_api_t* d = p->device_api();
-      double device_ms = 0;
-      if (p->Consume(d->event_record(device, pending[i].end, nullptr)).ok() &&
-          p->Consume(d->event_elapsed_ms(device, pending[i].start, pending[i].end, &device_ms)).ok())
-        ms = device_ms;
-      (void)p->Consume(d->event_destroy(device, pending[i].start));
-      (void)p->Consume(d->event_destroy(device, pending[i].end));
+    if (step.event != nullptr) {
+      Status r = RecordEvent(lane.plugin, lane.device, step.event, lane.stream);
+      if (!r.ok()) [[unlikely]]
+        return NodeError(index, r);
     }
-    times->push_back({c.node_id, device, ms});
   }
-  if (status.ok())
-    for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
-  return status;
+  return OkStatus();
+}
+
+Status GraphExecutor::RunProfiled(RunProfile* profile) {
+  *profile = RunProfile{};
+  for (const Lane& lane : lanes_) profile->lanes.push_back(lane.name);
+  if (lanes_.empty()) profile->lanes.push_back("host");
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
+  // Timing events around every device step, made once.
+  for (uint32_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    const Lane& lane = lanes_[step.lane];
+    if (lane.plugin == nullptr || step.timing_start != nullptr) continue;
+    HETRT_ASSIGN_OR_RETURN(step.timing_start, CreateEvent(lane.plugin, lane.device, HETRT_EVENT_TIMING));
+    HETRT_ASSIGN_OR_RETURN(step.timing_end, CreateEvent(lane.plugin, lane.device, HETRT_EVENT_TIMING));
+  }
+  ClearLastError();
+  profile->run_start_ns = HostNowNs();
+  profile->nodes.reserve(steps_.size());
+  if (steps_.empty()) {
+    profile->run_end_ns = HostNowNs();
+    return OkStatus();
+  }
+  HETRT_RETURN_IF_ERROR(RunSteps<true>(profile));
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
+  for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
+  // Device timestamps onto the host clock: one clock reading per lane device.
+  std::vector<int64_t> offset(lanes_.size(), 0);
+  for (uint32_t l = 1; l < lanes_.size(); ++l) {
+    const Lane& lane = lanes_[l];
+    auto args = AbiArgs<hetrt_device_clock_args_t>();
+    args.self = lane.plugin->instance();
+    args.device = lane.device;
+    if (lane.plugin->device_api()->device_clock == nullptr)
+      return Unimplemented("plugin '" + lane.plugin->name() + "' has no device clock");
+    HETRT_RETURN_IF_ERROR(lane.plugin->Consume(lane.plugin->device_api()->device_clock(&args)));
+    offset[l] = static_cast<int64_t>(args.host_ns) - static_cast<int64_t>(args.device_ns);
+    profile->clock_uncertainty_ns = std::max(profile->clock_uncertainty_ns, args.uncertainty_ns);
+  }
+  std::vector<uint64_t> lane_end(lanes_.size(), 0);
+  for (size_t k = 0; k < order_.size(); ++k) {
+    const Step& step = steps_[order_[k]];
+    NodeTrace& t = profile->nodes[k];
+    const Lane& lane = lanes_[step.lane];
+    if (lane.plugin != nullptr) {
+      HETRT_ASSIGN_OR_RETURN(uint64_t start, EventTimestamp(lane.plugin, lane.device, step.timing_start));
+      HETRT_ASSIGN_OR_RETURN(uint64_t end, EventTimestamp(lane.plugin, lane.device, step.timing_end));
+      // A marker completes when the work before it has: the step started no
+      // earlier than it was issued.
+      t.start_ns = std::max(t.start_ns, static_cast<uint64_t>(static_cast<int64_t>(start) + offset[step.lane]));
+      t.end_ns = std::max(t.start_ns, static_cast<uint64_t>(static_cast<int64_t>(end) + offset[step.lane]));
+      if (!step.stream_waits.empty()) {
+        const uint64_t ready = std::max(t.submit_ns, lane_end[step.lane]);
+        t.wait_ns = t.start_ns > ready ? t.start_ns - ready : 0;
+      }
+    }
+    lane_end[step.lane] = std::max(lane_end[step.lane], t.end_ns);
+    profile->run_end_ns = std::max(profile->run_end_ns, t.end_ns);
+  }
+  return OkStatus();
 }
 
 Result<Tensor> GraphExecutor::GetOutput(int index) const {
   if (index < 0 || index >= NumOutputs())
     return OutOfRange("get_output: index " + std::to_string(index) + " out of range (" +
                       std::to_string(NumOutputs()) + " outputs)");
-  return plugins_->ToHost(OutputTensor(index));
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
+  const Tensor& out = OutputTensor(index);
+  const uint32_t sid = graph_->storage_ids[graph_->entry_id(graph_->heads[static_cast<size_t>(index)])];
+  if (out.device().device_type != kDLCPU && storage_host_[sid] != nullptr) {
+    HETRT_ASSIGN_OR_RETURN(Tensor host, Tensor::EmptyHost(out.shape(), out.dtype()));
+    std::memcpy(host.data(), storage_host_[sid], host.nbytes());
+    return host;
+  }
+  return plugins_->ToHost(out);
 }
 
 Status GraphExecutor::CopyOutputTo(int index, Tensor& out) const {
   if (index < 0 || index >= NumOutputs()) return OutOfRange("output index out of range");
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   return plugins_->CopyTensor(OutputTensor(index), out);
 }
 
 Status GraphExecutor::Synchronize() {
+  HETRT_RETURN_IF_ERROR(FinishPendingRun());
   for (const DLDevice& d : options_.devices) {
     if (d.device_type == kDLCPU) continue;
-    auto plugin = plugins_->ForDeviceType(d.device_type);
-    if (!plugin.ok()) continue;
-    const hetrt_device_api_t* dev = (*plugin)->device_api();
-    if (dev && dev->synchronize) HETRT_RETURN_IF_ERROR((*plugin)->Consume(dev->synchronize(d, nullptr)));
+    Plugin* plugin = plugins_->PluginOfDeviceType(d.device_type);
+    if (plugin == nullptr || plugin->device_api()->stream_synchronize == nullptr) continue;
+    HETRT_RETURN_IF_ERROR(SynchronizeStream(plugin, d, nullptr));
   }
   return OkStatus();
 }

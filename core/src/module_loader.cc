@@ -323,14 +323,18 @@ Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::st
     return Unimplemented("plugin '" + plugin->name() + "' declares type_key '" + type_key +
                          "' but has no module loader");
   const std::span<const uint8_t> rest = reader.Rest();
-  hetrt_module_load_args_t args{};
-  args.struct_size = sizeof(args);
+  auto args = AbiArgs<hetrt_module_load_args_t>();
+  args.self = plugin->instance();
   args.type_key = type_key.c_str();
   args.data = rest.data();
   args.size = rest.size();
   HETRT_RETURN_IF_ERROR(plugin->Consume(api->load(&args)));
   if (args.consumed > rest.size()) {
-    if (api->destroy) api->destroy(args.module);
+    if (api->destroy) {
+      auto destroy = AbiArgs<hetrt_module_destroy_args_t>();
+      destroy.module = args.module;
+      (void)plugin->Consume(api->destroy(&destroy));
+    }
     return Internal("plugin '" + plugin->name() + "' claims to have read past the blob");
   }
   HETRT_RETURN_IF_ERROR(reader.Skip(args.consumed, type_key));
@@ -338,8 +342,11 @@ Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::st
 }
 
 PluginModule::~PluginModule() {
-  if (const hetrt_module_api_t* api = plugin_->module_api(); api && api->destroy)
-    api->destroy(handle_);
+  if (const hetrt_module_api_t* api = plugin_->module_api(); api && api->destroy) {
+    auto args = AbiArgs<hetrt_module_destroy_args_t>();
+    args.module = handle_;
+    (void)plugin_->Consume(api->destroy(&args));
+  }
 }
 
 Result<const PackedFunc*> PluginModule::GetOwnFunction(std::string_view name) {
@@ -347,10 +354,12 @@ Result<const PackedFunc*> PluginModule::GetOwnFunction(std::string_view name) {
   std::string key(name);
   if (auto it = functions_.find(key); it != functions_.end()) return it->second.get();
   const hetrt_module_api_t* api = plugin_->module_api();
-  auto func = std::make_unique<PackedFunc>();
-  int32_t found = 0;
-  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->get_function(handle_, key.c_str(), func.get(), &found)));
-  if (!found) return static_cast<const PackedFunc*>(nullptr);
+  auto args = AbiArgs<hetrt_module_get_function_args_t>();
+  args.module = handle_;
+  args.name = key.c_str();
+  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->get_function(&args)));
+  if (!args.found) return static_cast<const PackedFunc*>(nullptr);
+  auto func = std::make_unique<PackedFunc>(args.function);
   const PackedFunc* result = func.get();
   functions_.emplace(std::move(key), std::move(func));
   return result;
@@ -359,9 +368,14 @@ Result<const PackedFunc*> PluginModule::GetOwnFunction(std::string_view name) {
 std::vector<std::string> PluginModule::ListFunctionNames() const {
   const hetrt_module_api_t* api = plugin_->module_api();
   if (api->list_functions == nullptr) return {};
-  size_t n = api->list_functions(handle_, nullptr, 0);
-  std::vector<const char*> names(n);
-  n = std::min(n, api->list_functions(handle_, names.data(), names.size()));
+  auto args = AbiArgs<hetrt_module_list_functions_args_t>();
+  args.module = handle_;
+  if (!plugin_->Consume(api->list_functions(&args)).ok()) return {};
+  std::vector<const char*> names(args.count);
+  args.names = names.data();
+  args.capacity = names.size();
+  if (!plugin_->Consume(api->list_functions(&args)).ok()) return {};
+  const size_t n = std::min(args.count, names.size());
   return {names.begin(), names.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
@@ -369,10 +383,9 @@ std::string PluginModule::Describe() const { return "from plugin '" + plugin_->n
 
 Result<std::vector<uint8_t>> PluginModule::SaveToBinary() const {
   const hetrt_module_api_t* api = plugin_->module_api();
-  if (!HETRT_STRUCT_HAS(api, hetrt_module_api_t, save) || api->save == nullptr)
+  if (api->save == nullptr)
     return Unimplemented("plugin '" + plugin_->name() + "' cannot save modules of type '" + type_key() + "'");
-  hetrt_module_save_args_t args{};
-  args.struct_size = sizeof(args);
+  auto args = AbiArgs<hetrt_module_save_args_t>();
   args.module = handle_;
   HETRT_RETURN_IF_ERROR(plugin_->Consume(api->save(&args)));
   return std::vector<uint8_t>(args.data, args.data + args.size);

@@ -21,14 +21,6 @@ constexpr const char* kPluginPrefix = "libhetrt_plugin_";
 constexpr const char* kPluginSuffix = ".so";
 constexpr const char* kPluginFolderName = "hetrt-plugins";
 
-// One shared object may be opened by several registries (dlopen returns the
-// same handle and the same static state), so initialize/shutdown are counted.
-std::mutex g_init_mutex;
-std::unordered_map<const hetrt_plugin_api_t*, int>& InitCounts() {
-  static std::unordered_map<const hetrt_plugin_api_t*, int> counts;
-  return counts;
-}
-
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -55,28 +47,52 @@ std::vector<std::string> ListPluginFiles(const std::string& folder) {
 
 class PluginAllocator final : public Allocator {
  public:
-  PluginAllocator(const Plugin* plugin, DLDevice device) : plugin_(plugin), device_(device) {}
+  PluginAllocator(const Plugin* plugin, DLDevice device, hetrt_memory_kind_t kind)
+      : plugin_(plugin), device_(device), kind_(kind) {}
   DLDevice device() const override { return device_; }
   Result<void*> Allocate(uint64_t nbytes, uint64_t alignment) override {
-    hetrt_allocate_args_t args{};
-    args.struct_size = sizeof(args);
+    auto args = AbiArgs<hetrt_allocate_args_t>();
+    args.self = plugin_->instance();
     args.device = device_;
     args.nbytes = nbytes;
     args.alignment = alignment;
+    args.kind = kind_;
     HETRT_RETURN_IF_ERROR(plugin_->Consume(plugin_->device_api()->allocate(&args)));
+    if (kind_ != HETRT_MEMORY_DEVICE && args.host_pointer != nullptr) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      host_pointers_[args.data] = args.host_pointer;
+    }
     return args.data;
   }
   void Free(void* data) override {
+    if (kind_ != HETRT_MEMORY_DEVICE) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      host_pointers_.erase(data);
+    }
+    auto args = AbiArgs<hetrt_free_args_t>();
+    args.self = plugin_->instance();
+    args.device = device_;
+    args.data = data;
+    args.kind = kind_;
     // A failing free has no caller to report to; the plugin logged it.
-    (void)plugin_->Consume(plugin_->device_api()->free(device_, data));
+    (void)plugin_->Consume(plugin_->device_api()->free(&args));
+  }
+  void* HostPointer(void* data) const override {
+    if (device_.device_type == kDLCPU) return data;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = host_pointers_.find(data);
+    return it == host_pointers_.end() ? nullptr : it->second;
   }
 
  private:
   const Plugin* plugin_;
   DLDevice device_;
+  hetrt_memory_kind_t kind_;
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, void*> host_pointers_;
 };
 
-StatusCode FromPluginCode(hetrt_status_code_t code) {
+StatusCode FromPluginCode(int32_t code) {
   if (code <= HETRT_STATUS_OK || code > HETRT_STATUS_INTERNAL) return StatusCode::kInternal;
   return static_cast<StatusCode>(code);
 }
@@ -85,15 +101,17 @@ StatusCode FromPluginCode(hetrt_status_code_t code) {
 
 // ---------------------------------------------------------------- Plugin
 
-Plugin::Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api)
-    : path_(std::move(path)), dl_handle_(dl_handle), api_(api) {}
+Plugin::Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api,
+               hetrt_instance_t* instance)
+    : path_(std::move(path)), dl_handle_(dl_handle), api_(api), instance_(instance) {}
 
 Plugin::~Plugin() {
   allocators_.clear();
-  std::lock_guard<std::mutex> lock(g_init_mutex);
-  if (--InitCounts()[api_] == 0 && HETRT_STRUCT_HAS(api_, hetrt_plugin_api_t, shutdown) &&
-      api_->shutdown)
-    api_->shutdown();
+  if (api_->instance_destroy) {
+    auto args = AbiArgs<hetrt_instance_destroy_args_t>();
+    args.self = instance_;
+    (void)Consume(api_->instance_destroy(&args));
+  }
   // The shared object stays mapped: compiled code may still hold its function pointers.
   (void)dl_handle_;
 }
@@ -132,12 +150,27 @@ bool Plugin::LoadsTypeKey(std::string_view type_key) const {
   return false;
 }
 
+std::string Plugin::ErrorMessage(const hetrt_error_t* error) const {
+  auto args = AbiArgs<hetrt_error_message_args_t>();
+  args.error = error;
+  if (api_->error_message == nullptr || api_->error_message(&args) != nullptr || args.message == nullptr)
+    return "(no message)";
+  return args.message;
+}
+
 Status Plugin::Consume(hetrt_error_t* error) const {
   if (error == nullptr) return OkStatus();
-  const char* message = api_->error_message ? api_->error_message(error) : nullptr;
-  Status status(api_->error_code ? FromPluginCode(api_->error_code(error)) : StatusCode::kInternal,
-                "plugin '" + name() + "': " + (message ? message : "(no message)"));
-  if (api_->error_destroy) api_->error_destroy(error);
+  auto args = AbiArgs<hetrt_error_message_args_t>();
+  args.error = error;
+  const bool described = api_->error_message != nullptr && api_->error_message(&args) == nullptr;
+  const std::string message = described && args.message && *args.message ? args.message : "(no message)";
+  Status status(described ? FromPluginCode(args.code) : StatusCode::kInternal,
+                "plugin '" + name() + "': " + message);
+  if (api_->error_destroy) {
+    auto destroy = AbiArgs<hetrt_error_destroy_args_t>();
+    destroy.error = error;
+    (void)api_->error_destroy(&destroy);
+  }
   return status;
 }
 
@@ -145,8 +178,8 @@ Result<Plugin::DeviceCount> Plugin::CountDevices(int32_t device_type) const {
   const hetrt_device_api_t* dev = device_api();
   if (dev == nullptr || dev->device_count == nullptr)
     return Unimplemented("plugin '" + name() + "' has no device table");
-  hetrt_device_count_args_t args{};
-  args.struct_size = sizeof(args);
+  auto args = AbiArgs<hetrt_device_count_args_t>();
+  args.self = instance_;
   args.device_type = device_type;
   HETRT_RETURN_IF_ERROR(Consume(dev->device_count(&args)));
   DeviceCount result;
@@ -155,28 +188,80 @@ Result<Plugin::DeviceCount> Plugin::CountDevices(int32_t device_type) const {
   return result;
 }
 
-std::string Plugin::DeviceName(DLDevice device) const {
-  const hetrt_device_api_t* dev = device_api();
-  if (dev == nullptr || !HETRT_STRUCT_HAS(dev, hetrt_device_api_t, device_name) ||
-      dev->device_name == nullptr)
-    return DeviceToString(device);
-  char buffer[256] = {0};
-  if (!Consume(dev->device_name(device, buffer, sizeof buffer)).ok()) return DeviceToString(device);
-  return buffer;
+namespace {
+Result<hetrt_device_attribute_args_t> QueryAttribute(const Plugin& plugin, DLDevice device,
+                                                     hetrt_device_attribute_t attribute) {
+  const hetrt_device_api_t* dev = plugin.device_api();
+  if (dev == nullptr || !HETRT_STRUCT_HAS(dev, hetrt_device_api_t, device_attribute) ||
+      dev->device_attribute == nullptr)
+    return NotFound("plugin '" + plugin.name() + "' reports no device attributes");
+  auto args = AbiArgs<hetrt_device_attribute_args_t>();
+  args.self = plugin.instance();
+  args.device = device;
+  args.attribute = attribute;
+  HETRT_RETURN_IF_ERROR(plugin.Consume(dev->device_attribute(&args)));
+  return args;
+}
+}  // namespace
+
+Result<int64_t> Plugin::AttributeInt(DLDevice device, hetrt_device_attribute_t attribute) const {
+  HETRT_ASSIGN_OR_RETURN(auto args, QueryAttribute(*this, device, attribute));
+  return args.value;
 }
 
-Allocator& Plugin::DeviceAllocator(DLDevice device) {
+Result<std::string> Plugin::AttributeString(DLDevice device, hetrt_device_attribute_t attribute) const {
+  HETRT_ASSIGN_OR_RETURN(auto args, QueryAttribute(*this, device, attribute));
+  return std::string(args.string ? args.string : "");
+}
+
+std::string Plugin::DeviceName(DLDevice device) const {
+  auto name = AttributeString(device, HETRT_DEVICE_ATTR_NAME);
+  return name.ok() && !name->empty() ? *name : DeviceToString(device);
+}
+
+bool Plugin::SharesHostMemory(DLDevice device) const {
+  auto unified = AttributeInt(device, HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY);
+  return unified.ok() && *unified == 1;
+}
+
+Result<DeviceMemoryStats> Plugin::MemoryStats(DLDevice device) const {
+  const hetrt_device_api_t* dev = device_api();
+  if (dev == nullptr || dev->memory_stats == nullptr)
+    return Unimplemented("plugin '" + name() + "' reports no memory statistics");
+  auto args = AbiArgs<hetrt_memory_stats_args_t>();
+  args.self = instance_;
+  args.device = device;
+  HETRT_RETURN_IF_ERROR(Consume(dev->memory_stats(&args)));
+  return DeviceMemoryStats{args.bytes_in_use, args.peak_bytes_in_use, args.bytes_limit, args.num_allocations};
+}
+
+bool Plugin::CanCopy(DLDevice src, DLDevice dst) const {
+  const hetrt_device_api_t* dev = device_api();
+  if (dev == nullptr || dev->copy == nullptr) return false;
+  if (dev->can_copy == nullptr) return ServesDeviceType(src.device_type) || ServesDeviceType(dst.device_type);
+  auto args = AbiArgs<hetrt_can_copy_args_t>();
+  args.self = instance_;
+  args.src_device = src;
+  args.dst_device = dst;
+  return Consume(dev->can_copy(&args)).ok() && args.can_copy == 1;
+}
+
+Allocator& Plugin::DeviceAllocator(DLDevice device, hetrt_memory_kind_t kind) {
   std::lock_guard<std::mutex> lock(allocators_mutex_);
-  auto key = std::make_pair(static_cast<int32_t>(device.device_type), device.device_id);
+  auto key = std::make_tuple(static_cast<int32_t>(device.device_type), device.device_id, static_cast<int32_t>(kind));
   auto& slot = allocators_[key];
-  if (!slot) slot = std::make_unique<PluginAllocator>(this, device);
+  if (!slot) slot = std::make_unique<PluginAllocator>(this, device, kind);
   return *slot;
 }
 
 Status Plugin::SetOption(const std::string& key, const std::string& value) const {
-  if (!HETRT_STRUCT_HAS(api_, hetrt_plugin_api_t, set_option) || api_->set_option == nullptr)
+  if (api_->set_option == nullptr)
     return Unimplemented("plugin '" + name() + "' takes no options (asked for '" + key + "')");
-  return Consume(api_->set_option(key.c_str(), value.c_str()));
+  auto args = AbiArgs<hetrt_set_option_args_t>();
+  args.self = instance_;
+  args.key = key.c_str();
+  args.value = value.c_str();
+  return Consume(api_->set_option(&args));
 }
 
 // ---------------------------------------------------------------- PluginRegistry
@@ -218,12 +303,16 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
       registry->problems_.push_back({path, "plugin folder does not exist"});
     }
   }
+  for (const auto& plugin : registry->plugins_)
+    for (int32_t t : plugin->device_types())
+      if (t >= 0 && t < kMaxDeviceType && registry->by_device_type_[t] == nullptr)
+        registry->by_device_type_[t] = plugin.get();  // first wins, as in ForDeviceType
   if (options.bind_backend) {
     (void)GlobalFunctionRegistry::Get().Register("__tvm_set_device", SetDeviceFunction());
     for (const auto& plugin : registry->plugins_) {
       if (plugin->device_api())
-        for (int32_t t : plugin->device_types()) BindDeviceProvider(t, plugin->api());
-      if (const hetrt_parallel_api_t* par = plugin->parallel_api()) BindParallelProvider(par);
+        for (int32_t t : plugin->device_types()) BindDeviceProvider(t, plugin.get());
+      if (plugin->parallel_api()) BindParallelProvider(plugin.get());
     }
   }
   return registry;
@@ -254,28 +343,36 @@ void PluginRegistry::LoadPlugin(const std::string& path) {
     problems_.push_back({path, std::string("no entry symbol '") + HETRT_PLUGIN_ENTRY_SYMBOL + "'"});
     return;
   }
-  const hetrt_plugin_api_t* api = entry();
-  if (api == nullptr || api->struct_size < offsetof(hetrt_plugin_api_t, name)) {
+  // Every major starts with the same prefix, so a plugin built for another
+  // major is read only that far and refused by name.
+  const auto* prefix = reinterpret_cast<const hetrt_plugin_api_prefix_t*>(entry());
+  if (prefix == nullptr || prefix->struct_size < offsetof(hetrt_plugin_api_prefix_t, name)) {
     problems_.push_back({path, "entry symbol returned no usable table"});
     return;
   }
-  if (api->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
+  if (prefix->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
     problems_.push_back(
-        {path, "plugin ABI version " + std::to_string(api->abi_major) + "." +
-                   std::to_string(api->abi_minor) + " is incompatible with hetrt's ABI version " +
+        {path, "plugin ABI version " + std::to_string(prefix->abi_major) + "." +
+                   std::to_string(prefix->abi_minor) + " is incompatible with hetrt's ABI version " +
                    std::to_string(HETRT_PLUGIN_ABI_MAJOR) + "." +
-                   std::to_string(HETRT_PLUGIN_ABI_MINOR) + " (major versions differ)"});
+                   std::to_string(HETRT_PLUGIN_ABI_MINOR) + " (major versions differ; rebuild the plugin against ABI " +
+                   std::to_string(HETRT_PLUGIN_ABI_MAJOR) + ")"});
     return;
   }
-  // Minor versions only append fields; every field through `parallel` is v1.0.
+  const auto* api = reinterpret_cast<const hetrt_plugin_api_t*>(prefix);
+  // Minor versions only append fields; every field through `parallel` is 2.0.
   if (!HETRT_STRUCT_HAS(api, hetrt_plugin_api_t, parallel)) {
     problems_.push_back({path, "plugin table is smaller (" + std::to_string(api->struct_size) +
-                                   " bytes) than ABI 1.0 requires"});
+                                   " bytes) than ABI 2.0 requires"});
     return;
   }
   const std::string name = api->name ? api->name : "";
   if (name.empty()) {
     problems_.push_back({path, "plugin has no name"});
+    return;
+  }
+  if (api->error_message == nullptr || api->error_destroy == nullptr || api->instance_create == nullptr) {
+    problems_.push_back({path, "plugin '" + name + "' lacks error_message, error_destroy or instance_create"});
     return;
   }
   for (const auto& existing : plugins_) {
@@ -285,25 +382,29 @@ void PluginRegistry::LoadPlugin(const std::string& path) {
       return;
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(g_init_mutex);
-    int& count = InitCounts()[api];
-    if (count == 0 && api->initialize) {
-      hetrt_error_t* error = api->initialize(BackendHostApi());
-      if (error != nullptr) {
-        std::string message = api->error_message ? api->error_message(error) : "?";
-        if (api->error_destroy) api->error_destroy(error);
-        problems_.push_back({path, "initialize failed: " + message});
-        return;
-      }
-    }
-    ++count;
+  auto create = AbiArgs<hetrt_instance_create_args_t>();
+  create.host = BackendHostApi();
+  if (hetrt_error_t* error = api->instance_create(&create)) {
+    auto message = AbiArgs<hetrt_error_message_args_t>();
+    message.error = error;
+    const bool described = api->error_message(&message) == nullptr && message.message != nullptr;
+    problems_.push_back({path, "instance_create failed: " + std::string(described ? message.message : "(no message)")});
+    auto destroy = AbiArgs<hetrt_error_destroy_args_t>();
+    destroy.error = error;
+    (void)api->error_destroy(&destroy);
+    return;
   }
-  auto plugin = std::make_unique<Plugin>(path, handle, api);
-  for (size_t i = 0; i < api->num_global_functions && api->global_functions; ++i) {
-    const hetrt_global_function_t& g = api->global_functions[i];
-    Status s = GlobalFunctionRegistry::Get().Register(g.name, g.func);
-    if (!s.ok()) problems_.push_back({path, s.message()});
+  auto plugin = std::make_unique<Plugin>(path, handle, api, create.instance);
+  if (api->global_functions) {
+    auto globals = AbiArgs<hetrt_global_functions_args_t>();
+    globals.self = create.instance;
+    Status listed = plugin->Consume(api->global_functions(&globals));
+    if (!listed.ok()) problems_.push_back({path, listed.message()});
+    for (size_t i = 0; listed.ok() && globals.functions && i < globals.num_functions; ++i) {
+      const hetrt_global_function_t& g = globals.functions[i];
+      Status s = GlobalFunctionRegistry::Get().Register(g.name, g.func);
+      if (!s.ok()) problems_.push_back({path, s.message()});
+    }
   }
   plugins_.push_back(std::move(plugin));
 }
@@ -362,43 +463,45 @@ std::string PluginRegistry::DescribeSearch() const {
   return s;
 }
 
+Plugin* PluginRegistry::CopyProvider(DLDevice src, DLDevice dst) const {
+  // The device side's plugin moves the bytes; between two host buffers, the CPU plugin.
+  Plugin* src_plugin = src.device_type == kDLCPU ? nullptr : PluginOfDeviceType(src.device_type);
+  Plugin* dst_plugin = dst.device_type == kDLCPU ? nullptr : PluginOfDeviceType(dst.device_type);
+  for (Plugin* p : {src_plugin, dst_plugin})
+    if (p != nullptr && p->CanCopy(src, dst)) return p;
+  if (src.device_type == kDLCPU && dst.device_type == kDLCPU) {
+    Plugin* cpu = PluginOfDeviceType(kDLCPU);
+    if (cpu != nullptr && cpu->CanCopy(src, dst)) return cpu;
+  }
+  return nullptr;
+}
+
 Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device,
                                  void* dst, uint64_t dst_offset, DLDevice dst_device,
                                  uint64_t nbytes) const {
   if (nbytes == 0) return OkStatus();
   const bool src_host = src_device.device_type == kDLCPU;
   const bool dst_host = dst_device.device_type == kDLCPU;
-  Plugin* src_plugin = nullptr;
-  Plugin* dst_plugin = nullptr;
-  if (!src_host) {
-    HETRT_ASSIGN_OR_RETURN(src_plugin, ForDeviceType(src_device.device_type));
+  if (src_host && dst_host && PluginOfDeviceType(kDLCPU) == nullptr) {  // no CPU plugin
+    std::memcpy(static_cast<uint8_t*>(dst) + dst_offset, static_cast<const uint8_t*>(src) + src_offset, nbytes);
+    return OkStatus();
   }
-  if (!dst_host) {
-    HETRT_ASSIGN_OR_RETURN(dst_plugin, ForDeviceType(dst_device.device_type));
-  }
-  if (src_plugin && dst_plugin && src_plugin != dst_plugin) {
-    // Two different backends: stage through host memory.
+  Plugin* plugin = CopyProvider(src_device, dst_device);
+  if (plugin == nullptr) {
+    for (DLDevice d : {src_device, dst_device})
+      if (d.device_type != kDLCPU && PluginOfDeviceType(d.device_type) == nullptr)
+        return ForDeviceType(d.device_type).status();
+    if (src_host || dst_host)
+      return Unimplemented("no plugin copies between " + DeviceToString(src_device) + " and " +
+                           DeviceToString(dst_device));
+    // Two backends that cannot copy to each other: stage through host memory.
     HETRT_ASSIGN_OR_RETURN(Tensor staging, Tensor::EmptyHost({static_cast<int64_t>(nbytes)},
                                                              DLDataType{kDLUInt, 8, 1}));
-    HETRT_RETURN_IF_ERROR(CopyBytes(src, src_offset, src_device, staging.data(), 0,
-                                    staging.device(), nbytes));
+    HETRT_RETURN_IF_ERROR(CopyBytes(src, src_offset, src_device, staging.data(), 0, staging.device(), nbytes));
     return CopyBytes(staging.data(), 0, staging.device(), dst, dst_offset, dst_device, nbytes);
   }
-  Plugin* plugin = src_plugin ? src_plugin : dst_plugin;
-  if (plugin == nullptr) {
-    auto cpu = ForDeviceType(kDLCPU);
-    if (!cpu.ok()) {  // host to host without a CPU plugin
-      std::memcpy(static_cast<uint8_t*>(dst) + dst_offset,
-                  static_cast<const uint8_t*>(src) + src_offset, nbytes);
-      return OkStatus();
-    }
-    plugin = *cpu;
-  }
-  const hetrt_device_api_t* dev = plugin->device_api();
-  if (dev == nullptr || dev->copy == nullptr)
-    return Unimplemented("plugin '" + plugin->name() + "' cannot copy");
-  hetrt_copy_args_t args{};
-  args.struct_size = sizeof(args);
+  auto args = AbiArgs<hetrt_copy_args_t>();
+  args.self = plugin->instance();
   args.src = src;
   args.src_offset = src_offset;
   args.src_device = src_device;
@@ -406,7 +509,8 @@ Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice 
   args.dst_offset = dst_offset;
   args.dst_device = dst_device;
   args.nbytes = nbytes;
-  return plugin->Consume(dev->copy(&args));
+  args.flags = HETRT_COPY_BLOCKING;
+  return plugin->Consume(plugin->device_api()->copy(&args));
 }
 
 Status PluginRegistry::CopyTensor(const Tensor& src, Tensor& dst) const {

@@ -23,6 +23,7 @@ class HostAllocatorImpl final : public Allocator {
     return p;
   }
   void Free(void* data) override { std::free(data); }
+  void* HostPointer(void* data) const override { return data; }
 };
 
 }  // namespace

@@ -17,28 +17,33 @@ namespace {
 thread_local std::string t_last_error;
 
 constexpr int kMaxDeviceType = 32;
-std::atomic<const hetrt_device_api_t*> g_workspace_providers[kMaxDeviceType];
-std::atomic<const hetrt_plugin_api_t*> g_device_plugins[kMaxDeviceType];
-std::atomic<const hetrt_parallel_api_t*> g_parallel_provider{nullptr};
+// Plugins of the global registry, which is never destroyed.
+std::atomic<Plugin*> g_device_plugins[kMaxDeviceType];
+std::atomic<Plugin*> g_parallel_provider{nullptr};
 
 
 void HostSetLastError(const char* message) { SetLastError(message); }
 
 // Compiled code may ask for a service before anything touched the plugins:
 // discovering the global registry binds the providers (once; cheap afterwards).
-const hetrt_device_api_t* WorkspaceProvider(int device_type) {
+Plugin* DeviceProvider(int device_type) {
   if (device_type < 0 || device_type >= kMaxDeviceType) return nullptr;
-  const hetrt_device_api_t* api = g_workspace_providers[device_type].load(std::memory_order_acquire);
-  if (api != nullptr) return api;
+  Plugin* plugin = g_device_plugins[device_type].load(std::memory_order_acquire);
+  if (plugin != nullptr) return plugin;
   PluginRegistry::Global();
-  return g_workspace_providers[device_type].load(std::memory_order_acquire);
+  return g_device_plugins[device_type].load(std::memory_order_acquire);
 }
 
-const hetrt_parallel_api_t* ParallelProvider() {
-  const hetrt_parallel_api_t* api = g_parallel_provider.load(std::memory_order_acquire);
-  if (api != nullptr) return api;
+Plugin* ParallelProvider() {
+  Plugin* plugin = g_parallel_provider.load(std::memory_order_acquire);
+  if (plugin != nullptr) return plugin;
   PluginRegistry::Global();
   return g_parallel_provider.load(std::memory_order_acquire);
+}
+
+// Hot-path failures become the thread's last error, as TVM code expects.
+void ReportPluginError(const Plugin& plugin, hetrt_error_t* error) {
+  SetLastError(plugin.Consume(error).message().c_str());
 }
 
 void HostLog(hetrt_log_level_t level, const char* plugin, const char* message) {
@@ -59,12 +64,11 @@ void ClearLastError() { t_last_error.clear(); }
 std::string LastErrorMessage() { return t_last_error; }
 const hetrt_host_api_t* BackendHostApi() { return &kHostApi; }
 
-void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin) {
+void BindDeviceProvider(int32_t device_type, Plugin* plugin) {
   if (device_type < 0 || device_type >= kMaxDeviceType) return;
   // First wins, matching PluginRegistry::ForDeviceType.
-  const hetrt_plugin_api_t* none = nullptr;
-  if (g_device_plugins[device_type].compare_exchange_strong(none, plugin))
-    g_workspace_providers[device_type].store(plugin->device, std::memory_order_release);
+  Plugin* none = nullptr;
+  g_device_plugins[device_type].compare_exchange_strong(none, plugin);
 }
 
 namespace {
@@ -78,20 +82,19 @@ int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, het
     return -1;
   }
   const int64_t type = args[0].v_int64;
-  const hetrt_plugin_api_t* plugin =
-      type >= 0 && type < kMaxDeviceType ? g_device_plugins[type].load(std::memory_order_acquire) : nullptr;
+  Plugin* plugin = type >= 0 && type < kMaxDeviceType ? DeviceProvider(static_cast<int>(type)) : nullptr;
   if (plugin == nullptr) {
     SetLastError(("__tvm_set_device: no plugin serves " + DeviceTypeName(static_cast<int32_t>(type))).c_str());
     return -1;
   }
-  const hetrt_device_api_t* dev = plugin->device;
-  if (!HETRT_STRUCT_HAS(dev, hetrt_device_api_t, set_device) || dev->set_device == nullptr) return 0;
-  hetrt_error_t* error =
-      dev->set_device(DLDevice{static_cast<DLDeviceType>(type), static_cast<int32_t>(args[1].v_int64)});
+  const hetrt_device_api_t* dev = plugin->device_api();
+  if (dev->set_device == nullptr) return 0;
+  auto set = AbiArgs<hetrt_set_device_args_t>();
+  set.self = plugin->instance();
+  set.device = DLDevice{static_cast<DLDeviceType>(type), static_cast<int32_t>(args[1].v_int64)};
+  hetrt_error_t* error = dev->set_device(&set);
   if (error == nullptr) return 0;
-  std::string message = std::string("plugin '") + plugin->name + "': " + plugin->error_message(error);
-  plugin->error_destroy(error);
-  SetLastError(message.c_str());
+  ReportPluginError(*plugin, error);
   return -1;
 }
 
@@ -99,9 +102,9 @@ int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, het
 
 hetrt_packed_func_t SetDeviceFunction() { return {&SetDeviceImpl, nullptr}; }
 
-void BindParallelProvider(const hetrt_parallel_api_t* parallel_api) {
-  const hetrt_parallel_api_t* none = nullptr;
-  g_parallel_provider.compare_exchange_strong(none, parallel_api);
+void BindParallelProvider(Plugin* plugin) {
+  Plugin* none = nullptr;
+  g_parallel_provider.compare_exchange_strong(none, plugin);
 }
 
 }  // namespace hetrt
@@ -141,42 +144,73 @@ HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_nam
 
 HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
                                               int /*dtype_code_hint*/, int /*dtype_bits_hint*/) {
-  const hetrt_device_api_t* api = hetrt::WorkspaceProvider(device_type);
-  if (api == nullptr || api->workspace_alloc == nullptr) {
+  hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
+  if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) {
     std::string m = "TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
                     hetrt::DeviceTypeName(device_type);
     hetrt::SetLastError(m.c_str());
     return nullptr;
   }
-  DLDevice device{static_cast<DLDeviceType>(device_type), device_id};
-  return api->workspace_alloc(device, nbytes);
+  auto args = hetrt::AbiArgs<hetrt_workspace_args_t>();
+  args.self = plugin->instance();
+  args.device = DLDevice{static_cast<DLDeviceType>(device_type), device_id};
+  args.nbytes = nbytes;
+  if (hetrt_error_t* error = plugin->device_api()->workspace_alloc(&args)) [[unlikely]] {
+    hetrt::ReportPluginError(*plugin, error);
+    return nullptr;
+  }
+  return args.data;
 }
 
 HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
-  const hetrt_device_api_t* api = hetrt::WorkspaceProvider(device_type);
-  if (api == nullptr || api->workspace_free == nullptr) {
+  hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
+  if (plugin == nullptr || plugin->device_api()->workspace_free == nullptr) {
     hetrt::SetLastError("TVMBackendFreeWorkspace: no workspace provider for this device type");
     return -1;
   }
-  DLDevice device{static_cast<DLDeviceType>(device_type), device_id};
-  return api->workspace_free(device, ptr);
+  auto args = hetrt::AbiArgs<hetrt_workspace_args_t>();
+  args.self = plugin->instance();
+  args.device = DLDevice{static_cast<DLDeviceType>(device_type), device_id};
+  args.data = ptr;
+  if (hetrt_error_t* error = plugin->device_api()->workspace_free(&args)) [[unlikely]] {
+    hetrt::ReportPluginError(*plugin, error);
+    return -1;
+  }
+  return 0;
 }
 
 HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata,
                                             int num_task) {
-  const hetrt_parallel_api_t* api = hetrt::ParallelProvider();
-  if (api == nullptr) {
+  hetrt::Plugin* plugin = hetrt::ParallelProvider();
+  if (plugin == nullptr) {
     // No host plugin: run serially. Lambdas split work by env.num_task.
     hetrt_parallel_group_env_t env{nullptr, 1};
     return lambda(0, &env, cdata);
   }
-  return api->launch(lambda, cdata, num_task);
+  auto args = hetrt::AbiArgs<hetrt_parallel_launch_args_t>();
+  args.self = plugin->instance();
+  args.lambda = lambda;
+  args.cdata = cdata;
+  args.num_task = num_task;
+  if (hetrt_error_t* error = plugin->parallel_api()->launch(&args)) [[unlikely]] {
+    hetrt::ReportPluginError(*plugin, error);
+    return -1;
+  }
+  return args.failed_task >= 0 ? -1 : 0;
 }
 
 HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) {
-  const hetrt_parallel_api_t* api = g_parallel_provider.load(std::memory_order_acquire);
-  if (api == nullptr || env == nullptr || env->num_task <= 1) return 0;
-  return api->barrier(task_id, env);
+  hetrt::Plugin* plugin = g_parallel_provider.load(std::memory_order_acquire);
+  if (plugin == nullptr || env == nullptr || env->num_task <= 1) return 0;
+  auto args = hetrt::AbiArgs<hetrt_parallel_barrier_args_t>();
+  args.self = plugin->instance();
+  args.task_id = task_id;
+  args.env = env;
+  if (hetrt_error_t* error = plugin->parallel_api()->barrier(&args)) [[unlikely]] {
+    hetrt::ReportPluginError(*plugin, error);
+    return -1;
+  }
+  return 0;
 }
 
 // System-library C code registers its symbols from static constructors. hetrt

@@ -15,6 +15,7 @@
 namespace hetrt {
 
 class Module;
+class Plugin;
 
 // Thread-local last error shared by compiled code, plugins and the core.
 void SetLastError(const char* message);
@@ -33,10 +34,10 @@ bool InstallModuleContext(void* dl_handle, Module* library_module);
 
 // Routes workspace requests and __tvm_set_device of a device type to a
 // plugin's device table (the first plugin bound for a type stays).
-void BindDeviceProvider(int32_t device_type, const hetrt_plugin_api_t* plugin);
+void BindDeviceProvider(int32_t device_type, Plugin* plugin);
 // The packed function registered globally as "__tvm_set_device".
 hetrt_packed_func_t SetDeviceFunction();
 // Routes parallel launches to a host plugin's task pool (the first one stays).
-void BindParallelProvider(const hetrt_parallel_api_t* parallel_api);
+void BindParallelProvider(Plugin* plugin);
 
 }  // namespace hetrt

@@ -1,27 +1,53 @@
 #include "cpu_device.h"
 
-#include <chrono>
-#include <cstdio>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string>
+#include <vector>
 
 #include "cpu_info.h"
-#include "host_services.h"
-#include "parallel_api.h"
+#include "cpu_instance.h"
 #include "plugin_error.h"
 #include "workspace_pool.h"
 
-// CPU work completes before each call returns, so an event is just the moment
-// it was recorded.
+// CPU work completes before each call returns, so a stream is only a tag that
+// callers can keep per executor, and an event is the moment it was recorded.
+struct hetrt_stream {
+  hetrt_instance_t* owner;  // COMPUTE and COPY streams behave alike on the CPU
+};
+
 struct hetrt_event {
-  std::chrono::steady_clock::time_point recorded_at;
-  bool recorded = false;
+  hetrt_instance_t* owner;
+  uint32_t flags;
+  std::atomic<uint64_t> recorded_ns{0};  // CLOCK_MONOTONIC; 0 until recorded
 };
 
 namespace hetrt::cpu {
 namespace {
+
+// In front of every allocation, inside its alignment padding: free finds the
+// block and its size here, with no global table and no lock.
+struct AllocHeader {
+  hetrt_instance_t* owner;
+  uint64_t nbytes;  // as requested, for memory_stats
+  uint64_t offset;  // from the start of the block to the data
+  uint64_t tag;     // kAllocTag while live: catches double and foreign frees
+};
+static_assert(sizeof(AllocHeader) <= kMinAllocAlignment);
+constexpr uint64_t kAllocTag = 0x68657472742d6d6d;  // "hetrt-mm"
+
+AllocHeader* HeaderOf(void* data) { return static_cast<AllocHeader*>(data) - 1; }
+
+uint64_t MonotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
 
 bool IsOurDevice(DLDevice device) {
   return device.device_type == kDLCPU && device.device_id == 0;
@@ -34,15 +60,23 @@ hetrt_error_t* CheckDevice(DLDevice device) {
                    static_cast<int>(device.device_type), static_cast<int>(device.device_id));
 }
 
-// stream_create hands out only the default (NULL) stream.
-hetrt_error_t* CheckStream(hetrt_stream_t* stream) {
-  if (stream == nullptr) return nullptr;
+// NULL is the default stream; anything else must come from this instance.
+hetrt_error_t* CheckStream(const hetrt_instance_t* self, const hetrt_stream_t* stream) {
+  if (stream == nullptr || stream->owner == self) return nullptr;
   return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                   "cpu plugin: stream %p was not created by this plugin", static_cast<void*>(stream));
+                   "cpu plugin: stream %p was not created by this instance",
+                   static_cast<const void*>(stream));
+}
+
+hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* event) {
+  if (event != nullptr && event->owner == self) return nullptr;
+  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                   "cpu plugin: event %p is null or was not created by this instance",
+                   static_cast<const void*>(event));
 }
 
 hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
-  if (args == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null args");
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t, unavailable_reason);
   if (args->device_type != kDLCPU) {
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: device type %d is not served (only 1, kDLCPU)",
@@ -53,173 +87,365 @@ hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceName(DLDevice device, char* buffer, size_t buffer_size) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  if (buffer == nullptr || buffer_size == 0) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: no buffer for the device name");
+hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_attribute_args_t, string);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  args->value = 0;
+  args->string = nullptr;
+  const int32_t attribute = args->attribute;
+  switch (attribute) {
+    case HETRT_DEVICE_ATTR_NAME: {
+      // Stable until a set_option changes the thread count and so the name.
+      std::lock_guard<std::mutex> lock(args->self->name_mutex);
+      args->string = args->self->name.c_str();
+      return nullptr;
+    }
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
+      args->value = 1;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: {
+      const long pages = sysconf(_SC_PHYS_PAGES);
+      const long page_size = sysconf(_SC_PAGESIZE);
+      if (pages <= 0 || page_size <= 0) break;
+      args->value = static_cast<int64_t>(pages) * page_size;
+      return nullptr;
+    }
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
+      args->value = AvailableCoreCount();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS:
+      args->value = 0;
+      return nullptr;
+    default:
+      break;
   }
-  try {
-    // Truncated to fit: the name is for people, not for parsing.
-    std::snprintf(buffer, buffer_size, "%s (%d threads)", CpuModelName().c_str(),
-                  static_cast<int>(ThreadPoolSize()));
-  } catch (const std::bad_alloc&) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: out of memory");
-  }
+  return MakeError(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",
+                   static_cast<int>(attribute));
+}
+
+hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_memory_stats_args_t, num_allocations);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  const hetrt_instance_t* self = args->self;
+  args->bytes_in_use = self->bytes_in_use.load(std::memory_order_relaxed);
+  args->peak_bytes_in_use = self->peak_bytes_in_use.load(std::memory_order_relaxed);
+  args->bytes_limit = 0;
+  args->num_allocations = self->num_allocations.load(std::memory_order_relaxed);
   return nullptr;
 }
 
+hetrt_error_t* CheckKind(int32_t kind) {
+  if (kind == HETRT_MEMORY_DEVICE || kind == HETRT_MEMORY_HOST_VISIBLE ||
+      kind == HETRT_MEMORY_HOST_PINNED) {
+    return nullptr;
+  }
+  return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d",
+                   static_cast<int>(kind));
+}
+
 hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
-  if (args == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null args");
+  HETRT_CPU_CHECK_CALL(args, hetrt_allocate_args_t, host_pointer);
+  args->data = nullptr;
+  args->host_pointer = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckKind(args->kind)) return error;  // all of them host memory
   const uint64_t requested = args->alignment;
   if (requested == 0 || (requested & (requested - 1)) != 0) {
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: alignment %llu is not a power of two",
                      static_cast<unsigned long long>(requested));
   }
-  const uint64_t alignment = requested > kMinAllocAlignment ? requested : kMinAllocAlignment;
-  // aligned_alloc wants a multiple of the alignment, and a zero-byte request
-  // still gets a distinct pointer.
-  const uint64_t nbytes = args->nbytes > 0 ? args->nbytes : 1;
-  if (nbytes > SIZE_MAX - (alignment - 1)) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot allocate %llu bytes",
-                     static_cast<unsigned long long>(args->nbytes));
-  }
-  const size_t rounded = static_cast<size_t>((nbytes + alignment - 1) & ~(alignment - 1));
-  void* data = std::aligned_alloc(static_cast<size_t>(alignment), rounded);
-  if (data == nullptr) {
+  const uint64_t alignment = std::max(requested, kMinAllocAlignment);
+  // One alignment unit in front holds the header; at least one more for the
+  // data, so that a zero-byte request still gets a distinct pointer.
+  const uint64_t nbytes = std::max<uint64_t>(args->nbytes, 1);
+  if (alignment > SIZE_MAX / 4 || nbytes > SIZE_MAX - 2 * alignment) {
     return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
                      "cpu plugin: cannot allocate %llu bytes aligned to %llu",
                      static_cast<unsigned long long>(args->nbytes),
                      static_cast<unsigned long long>(alignment));
   }
+  const size_t total = static_cast<size_t>(alignment + ((nbytes + alignment - 1) & ~(alignment - 1)));
+  auto* block = static_cast<std::byte*>(std::aligned_alloc(static_cast<size_t>(alignment), total));
+  if (block == nullptr) {
+    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+                     "cpu plugin: cannot allocate %llu bytes aligned to %llu",
+                     static_cast<unsigned long long>(args->nbytes),
+                     static_cast<unsigned long long>(alignment));
+  }
+  void* data = block + alignment;
+  hetrt_instance_t* self = args->self;
+  *HeaderOf(data) = AllocHeader{self, args->nbytes, alignment, kAllocTag};
+
+  const uint64_t in_use =
+      self->bytes_in_use.fetch_add(args->nbytes, std::memory_order_relaxed) + args->nbytes;
+  uint64_t peak = self->peak_bytes_in_use.load(std::memory_order_relaxed);
+  while (in_use > peak &&
+         !self->peak_bytes_in_use.compare_exchange_weak(peak, in_use, std::memory_order_relaxed)) {
+  }
+  self->num_allocations.fetch_add(1, std::memory_order_relaxed);
+
   args->data = data;
+  args->host_pointer = data;
   return nullptr;
 }
 
-hetrt_error_t* Free(DLDevice device, void* data) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  std::free(data);
+hetrt_error_t* Free(hetrt_free_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_free_args_t, kind);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckKind(args->kind)) return error;
+  if (args->data == nullptr) return nullptr;  // like free(NULL)
+  AllocHeader* header = HeaderOf(args->data);
+  hetrt_instance_t* self = args->self;
+  if (header->tag != kAllocTag || header->owner != self) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "cpu plugin: free of %p, which this instance did not allocate or already freed",
+                     args->data);
+  }
+  header->tag = 0;
+  self->bytes_in_use.fetch_sub(header->nbytes, std::memory_order_relaxed);
+  self->num_allocations.fetch_sub(1, std::memory_order_relaxed);
+  std::free(static_cast<std::byte*>(args->data) - header->offset);
+  return nullptr;
+}
+
+hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_can_copy_args_t, can_copy);
+  // Never an error: the core asks about every pair and stages the rest.
+  args->can_copy = IsOurDevice(args->src_device) && IsOurDevice(args->dst_device) ? 1 : 0;
   return nullptr;
 }
 
 hetrt_error_t* Copy(hetrt_copy_args_t* args) {
-  if (args == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null args");
+  HETRT_CPU_CHECK_CALL(args, hetrt_copy_args_t, flags);
   if (hetrt_error_t* error = CheckDevice(args->src_device)) return error;
   if (hetrt_error_t* error = CheckDevice(args->dst_device)) return error;
-  if (hetrt_error_t* error = CheckStream(args->stream)) return error;
+  if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   if (args->nbytes == 0) return nullptr;
   if (args->src == nullptr || args->dst == nullptr) {
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: copy of %llu bytes with a null pointer",
                      static_cast<unsigned long long>(args->nbytes));
   }
-  // memmove: an in-place reshuffle within one buffer is a legal request too.
+  // Blocking or not, the bytes have arrived on return. memmove: an in-place
+  // reshuffle within one buffer is a legal request too.
   std::memmove(static_cast<std::byte*>(args->dst) + args->dst_offset,
                static_cast<const std::byte*>(args->src) + args->src_offset, args->nbytes);
   return nullptr;
 }
 
-hetrt_error_t* StreamCreate(DLDevice device, hetrt_stream_t** out) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  if (out == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null out");
-  *out = nullptr;
+// The calling thread's current streams, one entry per instance that has one.
+// Keyed by instance id, not address, so a new instance at a reused address
+// starts from the default stream.
+struct CurrentStream {
+  uint64_t instance_id;
+  hetrt_stream_t* stream;
+};
+thread_local std::vector<CurrentStream> t_current_streams;
+
+std::vector<CurrentStream>::iterator FindCurrent(const hetrt_instance_t* self) {
+  return std::find_if(t_current_streams.begin(), t_current_streams.end(),
+                      [self](const CurrentStream& entry) { return entry.instance_id == self->id; });
+}
+
+hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_create_args_t, stream);
+  args->stream = nullptr;
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  args->stream = new hetrt_stream_t{args->self};
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(DLDevice device, hetrt_stream_t* stream) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  return CheckStream(stream);
-}
-
-hetrt_error_t* Synchronize(DLDevice device, hetrt_stream_t* stream) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  return CheckStream(stream);
-}
-
-hetrt_error_t* EventCreate(DLDevice device, hetrt_event_t** out) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  if (out == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null out");
-  *out = new (std::nothrow) hetrt_event_t{};
-  if (*out == nullptr) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: out of memory");
-  return nullptr;
-}
-
-hetrt_error_t* EventDestroy(DLDevice device, hetrt_event_t* event) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  delete event;
-  return nullptr;
-}
-
-hetrt_error_t* EventRecord(DLDevice device, hetrt_event_t* event, hetrt_stream_t* stream) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  if (hetrt_error_t* error = CheckStream(stream)) return error;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null event");
-  event->recorded_at = std::chrono::steady_clock::now();
-  event->recorded = true;
-  return nullptr;
-}
-
-hetrt_error_t* EventElapsedMs(DLDevice device, hetrt_event_t* start, hetrt_event_t* end,
-                              double* out_ms) {
-  if (hetrt_error_t* error = CheckDevice(device)) return error;
-  if (start == nullptr || end == nullptr || out_ms == nullptr) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null event or out_ms");
+hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t, stream);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (args->stream == nullptr) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: the default stream cannot be destroyed");
   }
-  if (!start->recorded || !end->recorded) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
-                     "cpu plugin: elapsed time asked of an event never recorded");
+  if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
+  // Only this thread's slot can be reset; other threads must not use it again.
+  auto current = FindCurrent(args->self);
+  if (current != t_current_streams.end() && current->stream == args->stream) {
+    t_current_streams.erase(current);
   }
-  *out_ms = std::chrono::duration<double, std::milli>(end->recorded_at - start->recorded_at).count();
+  delete args->stream;
   return nullptr;
 }
 
-// Hot path: no error objects, a message through set_last_error instead.
-void* WorkspaceAlloc(DLDevice device, uint64_t nbytes) {
-  if (!IsOurDevice(device)) {
-    ReportLastError("cpu plugin: workspace_alloc for a device that is not (type 1, id 0)");
+hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t, stream);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  return CheckStream(args->self, args->stream);
+}
+
+hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_wait_event_args_t, event);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
+  return CheckEvent(args->self, args->event);  // the event's work is already done
+}
+
+hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t, previous);
+  args->previous = nullptr;
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
+  auto current = FindCurrent(args->self);
+  if (current == t_current_streams.end()) {
+    // push_back may throw; nothing has changed yet then.
+    if (args->stream != nullptr) t_current_streams.push_back({args->self->id, args->stream});
     return nullptr;
   }
-  void* data = ThreadWorkspace().Allocate(nbytes);
-  if (data == nullptr) {
-    char message[96];
-    std::snprintf(message, sizeof(message), "cpu plugin: cannot allocate %llu bytes of workspace",
-                  static_cast<unsigned long long>(nbytes));
-    ReportLastError(message);
+  args->previous = current->stream;
+  if (args->stream == nullptr) {
+    t_current_streams.erase(current);  // back to the default stream
+  } else {
+    current->stream = args->stream;
   }
-  return data;
+  return nullptr;
 }
 
-int32_t WorkspaceFree(DLDevice device, void* data) {
-  if (!IsOurDevice(device)) {
-    ReportLastError("cpu plugin: workspace_free for a device that is not (type 1, id 0)");
-    return -1;
-  }
-  if (!ThreadWorkspace().Free(data)) {
-    ReportLastError(
-        "cpu plugin: workspace_free of a pointer this thread's workspace_alloc did not hand "
-        "out, or already freed");
-    return -1;
-  }
-  return 0;
+hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t, stream);
+  args->stream = nullptr;
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  auto current = FindCurrent(args->self);
+  if (current != t_current_streams.end()) args->stream = current->stream;
+  return nullptr;
+}
+
+hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_create_args_t, event);
+  args->event = nullptr;
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  // Every event keeps its time: HETRT_EVENT_TIMING costs the CPU nothing.
+  args->event = new hetrt_event_t{args->self, args->flags};
+  return nullptr;
+}
+
+hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, event);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
+  delete args->event;
+  return nullptr;
+}
+
+hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_record_args_t, stream);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
+  if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
+  args->event->recorded_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  return nullptr;
+}
+
+// Query and synchronize: everything recorded on the CPU is already complete.
+hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, complete);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
+  args->complete = 1;
+  return nullptr;
+}
+
+hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, event);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  return CheckEvent(args->self, args->event);
+}
+
+// The recorded time of `event`, or FAILED_PRECONDITION before any record.
+hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* event,
+                          uint64_t* ns) {
+  if (hetrt_error_t* error = CheckEvent(self, event)) return error;
+  *ns = event->recorded_ns.load(std::memory_order_relaxed);
+  if (*ns != 0) return nullptr;
+  return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+                   "cpu plugin: time asked of event %p, which was never recorded",
+                   static_cast<const void*>(event));
+}
+
+hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_elapsed_args_t, milliseconds);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  if (hetrt_error_t* error = RecordedNs(args->self, args->start, &start_ns)) return error;
+  if (hetrt_error_t* error = RecordedNs(args->self, args->end, &end_ns)) return error;
+  // Signed: `end` may have been recorded first.
+  args->milliseconds = static_cast<double>(static_cast<int64_t>(end_ns - start_ns)) / 1e6;
+  return nullptr;
+}
+
+hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_timestamp_args_t, device_ns);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  return RecordedNs(args->self, args->event, &args->device_ns);
+}
+
+hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_clock_args_t, uncertainty_ns);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  // The device clock is the host clock.
+  args->device_ns = args->host_ns = MonotonicNs();
+  args->uncertainty_ns = 0;
+  return nullptr;
+}
+
+// Hot path: a failure builds an error value, success touches no heap once the
+// thread's stack is warm. The stacks are per thread and shared by instances.
+hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t, data);
+  args->data = nullptr;
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  args->data = ThreadWorkspace().Allocate(args->nbytes);
+  if (args->data != nullptr) return nullptr;
+  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+                   "cpu plugin: cannot allocate %llu bytes of workspace",
+                   static_cast<unsigned long long>(args->nbytes));
+}
+
+hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t, data);
+  if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (ThreadWorkspace().Free(args->data)) return nullptr;
+  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                   "cpu plugin: workspace_free of %p, which this thread's workspace_alloc did not "
+                   "hand out, or already freed",
+                   args->data);
+}
+
+hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_set_device_args_t, device);
+  return CheckDevice(args->device);  // one CPU device: nothing to select
 }
 
 constexpr hetrt_device_api_t kDeviceApi{
     .struct_size = sizeof(hetrt_device_api_t),
-    .device_count = DeviceCount,
-    .device_name = DeviceName,
-    .allocate = Allocate,
-    .free = Free,
-    .copy = Copy,
-    .stream_create = StreamCreate,
-    .stream_destroy = StreamDestroy,
-    .synchronize = Synchronize,
-    .event_create = EventCreate,
-    .event_destroy = EventDestroy,
-    .event_record = EventRecord,
-    .event_elapsed_ms = EventElapsedMs,
-    .workspace_alloc = WorkspaceAlloc,
-    .workspace_free = WorkspaceFree,
-    .set_device = nullptr,  // one CPU device: nothing to select
+    .device_count = Guarded<DeviceCount>,
+    .device_attribute = Guarded<DeviceAttribute>,
+    .memory_stats = Guarded<MemoryStats>,
+    .allocate = Guarded<Allocate>,
+    .free = Guarded<Free>,
+    .can_copy = Guarded<CanCopy>,
+    .copy = Guarded<Copy>,
+    .stream_create = Guarded<StreamCreate>,
+    .stream_destroy = Guarded<StreamDestroy>,
+    .stream_synchronize = Guarded<StreamSynchronize>,
+    .stream_wait_event = Guarded<StreamWaitEvent>,
+    .stream_set_current = Guarded<StreamSetCurrent>,
+    .stream_get_current = Guarded<StreamGetCurrent>,
+    .event_create = Guarded<EventCreate>,
+    .event_destroy = Guarded<EventDestroy>,
+    .event_record = Guarded<EventRecord>,
+    .event_query = Guarded<EventQuery>,
+    .event_synchronize = Guarded<EventSynchronize>,
+    .event_elapsed_ms = Guarded<EventElapsedMs>,
+    .event_timestamp = Guarded<EventTimestamp>,
+    .device_clock = Guarded<DeviceClock>,
+    .workspace_alloc = Guarded<WorkspaceAlloc>,
+    .workspace_free = Guarded<WorkspaceFree>,
+    .set_device = Guarded<SetDevice>,
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The device table for the host CPU (kDLCPU, one device): aligned host memory,
-// memcpy, and synchronous streams with timestamp events.
+// The device table for the host CPU (kDLCPU, one device): aligned host memory
+// with per-instance statistics, memmove, synchronous streams, timestamp events.
 #pragma once
 
 #include "hetrt/plugin_abi.h"

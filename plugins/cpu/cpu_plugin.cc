@@ -1,24 +1,34 @@
-// The CPU plugin's entry symbol and lifecycle: initialize, options, shutdown.
+// The CPU plugin's entry symbol and instance lifecycle: create, options, destroy.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <memory>
 
 #include "cpu_device.h"
 #include "cpu_info.h"
+#include "cpu_instance.h"
 #include "hetrt/plugin_abi.h"
-#include "host_services.h"
 #include "parallel_api.h"
 #include "plugin_error.h"
 
 namespace hetrt::cpu {
+
+void Log(const hetrt_instance_t* self, hetrt_log_level_t level, const char* message) {
+  const hetrt_host_api_t* host = self->host;
+  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, log) && host->log != nullptr) {
+    host->log(level, "cpu", message);
+  }
+}
+
 namespace {
 
 constexpr int32_t kDeviceTypes[] = {kDLCPU};
 
-bool g_initialized = false;
+std::atomic<uint64_t> g_next_instance_id{1};
 
 // The whole of `text` must be a decimal integer in [1, kMaxThreads].
 bool ParseThreadCount(const char* text, int32_t* count) {
@@ -30,42 +40,7 @@ bool ParseThreadCount(const char* text, int32_t* count) {
   return true;
 }
 
-hetrt_error_t* Initialize(const hetrt_host_api_t* host) {
-  if (host == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null host api");
-  if (host->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
-                     "cpu plugin: host ABI major %d, plugin ABI major %d",
-                     static_cast<int>(host->abi_major), HETRT_PLUGIN_ABI_MAJOR);
-  }
-  if (g_initialized) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "cpu plugin: initialized twice");
-  }
-  int32_t num_threads = std::min(AvailableCoreCount(), kMaxThreads);
-  const char* from_environment = std::getenv("HETRT_NUM_THREADS");
-  if (from_environment != nullptr && !ParseThreadCount(from_environment, &num_threads)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: HETRT_NUM_THREADS=\"%s\" is not an integer in [1, %d]",
-                     from_environment, static_cast<int>(kMaxThreads));
-  }
-  if (hetrt_error_t* error = StartThreadPool(num_threads)) return error;
-  SetHost(host);
-  g_initialized = true;
-  char message[64];
-  std::snprintf(message, sizeof(message), "cpu plugin: %d threads", static_cast<int>(num_threads));
-  Log(HETRT_LOG_DEBUG, message);
-  return nullptr;
-}
-
-void Shutdown() {
-  StopThreadPool();
-  SetHost(nullptr);
-  g_initialized = false;
-}
-
-hetrt_error_t* SetOption(const char* key, const char* value) {
-  if (!g_initialized) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "cpu plugin: set_option before initialize");
-  }
+hetrt_error_t* ApplyOption(hetrt_instance_t* self, const char* key, const char* value) {
   if (key == nullptr || value == nullptr) {
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: set_option with a null key or value");
   }
@@ -81,8 +56,71 @@ hetrt_error_t* SetOption(const char* key, const char* value) {
                      "cpu plugin: num_threads=\"%s\" is not an integer in [1, %d]", value,
                      static_cast<int>(kMaxThreads));
   }
-  if (num_threads == ThreadPoolSize()) return nullptr;
-  return StartThreadPool(num_threads);
+  return StartThreadPool(self, num_threads);
+}
+
+void DestroyInstance(hetrt_instance_t* self) {
+  self->tag.store(0);  // refuse new calls before the pool goes
+  StopThreadPool(self);
+  delete self;
+}
+
+hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
+  if (!HETRT_ARGS_HAS(args, hetrt_instance_create_args_t, instance)) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "cpu plugin: hetrt_instance_create_args_t is null or smaller than in ABI 2.0");
+  }
+  args->instance = nullptr;
+  const hetrt_host_api_t* host = args->host;
+  if (!HETRT_STRUCT_HAS(host, hetrt_host_api_t, abi_minor)) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null or truncated host api");
+  }
+  if (host->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+                     "cpu plugin: host ABI major %d, plugin ABI major %d",
+                     static_cast<int>(host->abi_major), HETRT_PLUGIN_ABI_MAJOR);
+  }
+  if (args->num_options > 0 && args->options == nullptr) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %zu options but a null array",
+                     args->num_options);
+  }
+  int32_t num_threads = std::min(AvailableCoreCount(), kMaxThreads);
+  const char* from_environment = std::getenv("HETRT_NUM_THREADS");
+  if (from_environment != nullptr && !ParseThreadCount(from_environment, &num_threads)) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "cpu plugin: HETRT_NUM_THREADS=\"%s\" is not an integer in [1, %d]",
+                     from_environment, static_cast<int>(kMaxThreads));
+  }
+
+  // Owned by the unique_ptr until it is handed out, so every failure path
+  // (including a throw caught by Guarded) stops the pool and frees it.
+  auto deleter = [](hetrt_instance_t* self) { DestroyInstance(self); };
+  std::unique_ptr<hetrt_instance_t, decltype(deleter)> self(new hetrt_instance_t, deleter);
+  self->id = g_next_instance_id.fetch_add(1);
+  self->host = host;
+  self->cpu_model = CpuModelName();
+  if (hetrt_error_t* error = StartThreadPool(self.get(), num_threads)) return error;
+  for (size_t i = 0; i < args->num_options; ++i) {
+    const hetrt_option_t& option = args->options[i];
+    if (hetrt_error_t* error = ApplyOption(self.get(), option.key, option.value)) return error;
+  }
+  char message[64];
+  std::snprintf(message, sizeof(message), "cpu plugin: %d threads",
+                static_cast<int>(self->num_threads.load()));
+  Log(self.get(), HETRT_LOG_DEBUG, message);
+  args->instance = self.release();
+  return nullptr;
+}
+
+hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_instance_destroy_args_t, self);
+  DestroyInstance(args->self);
+  return nullptr;
+}
+
+hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
+  HETRT_CPU_CHECK_CALL(args, hetrt_set_option_args_t, value);
+  return ApplyOption(args->self, args->key, args->value);
 }
 
 }  // namespace
@@ -95,19 +133,17 @@ extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(vo
       .abi_major = HETRT_PLUGIN_ABI_MAJOR,
       .abi_minor = HETRT_PLUGIN_ABI_MINOR,
       .name = "cpu",
-      .version = "0.1.0",
+      .version = "0.2.0",
       .error_message = ErrorMessage,
-      .error_code = ErrorCode,
       .error_destroy = ErrorDestroy,
-      .initialize = Initialize,
-      .shutdown = Shutdown,
-      .set_option = SetOption,
+      .instance_create = Guarded<InstanceCreate>,
+      .instance_destroy = Guarded<InstanceDestroy>,
+      .set_option = Guarded<SetOption>,
+      .global_functions = nullptr,
       .device_types = kDeviceTypes,
       .num_device_types = std::size(kDeviceTypes),
       .type_keys = nullptr,
       .num_type_keys = 0,
-      .global_functions = nullptr,
-      .num_global_functions = 0,
       .device = CpuDeviceApi(),
       .module = nullptr,
       .parallel = ParallelApi(),

@@ -34,16 +34,18 @@ hetrt_error_t* MakeError(hetrt_status_code_t code, const char* format, ...) noex
   return error;
 }
 
-const char* ErrorMessage(const hetrt_error_t* error) {
-  return error != nullptr ? error->message.c_str() : "";
+// Both "never fail": with unusable args there is nowhere to report anything.
+hetrt_error_t* ErrorMessage(hetrt_error_message_args_t* args) noexcept {
+  if (!HETRT_ARGS_HAS(args, hetrt_error_message_args_t, code)) return nullptr;
+  args->message = args->error != nullptr ? args->error->message.c_str() : "";
+  args->code = args->error != nullptr ? args->error->code : HETRT_STATUS_OK;
+  return nullptr;
 }
 
-hetrt_status_code_t ErrorCode(const hetrt_error_t* error) {
-  return error != nullptr ? error->code : HETRT_STATUS_OK;
-}
-
-void ErrorDestroy(hetrt_error_t* error) {
-  if (error != OutOfMemoryError()) delete error;
+hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) noexcept {
+  if (!HETRT_ARGS_HAS(args, hetrt_error_destroy_args_t, error)) return nullptr;
+  if (args->error != OutOfMemoryError()) delete args->error;
+  return nullptr;
 }
 
 }  // namespace hetrt::cpu

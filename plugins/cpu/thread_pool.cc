@@ -4,7 +4,6 @@
 
 #include <string>
 
-#include "host_services.h"
 #include "spin_wait.h"
 
 namespace hetrt::cpu {
@@ -13,11 +12,11 @@ namespace {
 int32_t RunSerially(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
   // No barrier: tasks that run one after another cannot wait for each other.
   hetrt_parallel_group_env_t env{nullptr, num_task};
-  int32_t status = 0;
+  int32_t failed_task = -1;
   for (int32_t task_id = 0; task_id < num_task; ++task_id) {
-    if (lambda(task_id, &env, cdata) != 0) status = -1;
+    if (lambda(task_id, &env, cdata) != 0 && failed_task < 0) failed_task = task_id;
   }
-  return status;
+  return failed_task;
 }
 
 }  // namespace
@@ -48,17 +47,13 @@ void ThreadPool::StopWorkers() {
 }
 
 int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
-  if (num_task < 0) {
-    ReportLastError("cpu plugin: parallel launch with a negative num_task");
-    return -1;
-  }
   const bool use_workers = num_task != 1 && !workers_.empty() &&
                            !launch_in_progress_.exchange(true, std::memory_order_acquire);
   if (!use_workers) return RunSerially(lambda, cdata, num_task == 0 ? 1 : num_task);
 
   const int32_t task_count = num_task == 0 ? num_threads_ : num_task;
   job_ = Job{lambda, cdata, task_count, task_count <= num_threads_ ? &barrier_ : nullptr};
-  task_failed_.store(false, std::memory_order_relaxed);
+  failed_task_.store(-1, std::memory_order_relaxed);
   // Every worker reports back, even one with no task in this job: only then may
   // the next launch overwrite job_.
   workers_running_.store(static_cast<int32_t>(workers_.size()), std::memory_order_relaxed);
@@ -68,9 +63,9 @@ int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t 
   RunShareOfTasks(0);
   SpinThenWait(workers_running_, [](int32_t running) { return running == 0; });
 
-  const bool failed = task_failed_.load(std::memory_order_relaxed);
+  const int32_t failed_task = failed_task_.load(std::memory_order_relaxed);
   launch_in_progress_.store(false, std::memory_order_release);
-  return failed ? -1 : 0;
+  return failed_task;
 }
 
 void ThreadPool::WorkerLoop(int32_t thread_index) {
@@ -93,25 +88,21 @@ void ThreadPool::RunShareOfTasks(int32_t thread_index) {
   // 64-bit so that stepping past a num_task near INT32_MAX cannot overflow.
   for (int64_t task_id = thread_index; task_id < job.num_task; task_id += num_threads_) {
     if (job.lambda(static_cast<int32_t>(task_id), &env, job.cdata) != 0) {
-      task_failed_.store(true, std::memory_order_relaxed);
+      // Any failing task will do; workers_running_ orders this before the read.
+      failed_task_.store(static_cast<int32_t>(task_id), std::memory_order_relaxed);
     }
   }
 }
 
-int32_t ThreadPool::Barrier(hetrt_parallel_group_env_t* env) {
-  if (env == nullptr) {
-    ReportLastError("cpu plugin: parallel barrier called without the task's env");
-    return -1;
-  }
-  if (env->num_task <= 1) return 0;
+const char* ThreadPool::Barrier(hetrt_parallel_group_env_t* env) {
+  if (env == nullptr) return "cpu plugin: parallel barrier called without the task's env";
+  if (env->num_task <= 1) return nullptr;
   if (env->sync_handle == nullptr) {
-    ReportLastError(
-        "cpu plugin: parallel barrier in a launch whose tasks do not all run at once "
-        "(num_task above the thread count, or a nested launch run serially)");
-    return -1;
+    return "cpu plugin: parallel barrier in a launch whose tasks do not all run at once "
+           "(num_task above the thread count, or a nested launch run serially)";
   }
   static_cast<TaskBarrier*>(env->sync_handle)->ArriveAndWait(env->num_task);
-  return 0;
+  return nullptr;
 }
 
 }  // namespace hetrt::cpu

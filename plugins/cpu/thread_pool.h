@@ -30,16 +30,17 @@ class ThreadPool {
   int32_t num_threads() const { return num_threads_; }
 
   // Runs lambda(task_id, env, cdata) for every task_id in [0, num_task); 0 means
-  // one task per thread. Thread t runs task ids t, t + num_threads, ... (round
-  // robin), the calling thread being thread 0, so env->sync_handle (the barrier)
-  // is only set when num_task <= num_threads. A launch that cannot get the pool
-  // (nested inside a task, or concurrent with another thread's launch) runs its
-  // tasks serially on the calling thread instead of waiting. Returns non-zero
-  // when a task did.
+  // one task per thread; num_task must not be negative. Thread t runs task ids
+  // t, t + num_threads, ... (round robin), the calling thread being thread 0, so
+  // env->sync_handle (the barrier) is only set when num_task <= num_threads. A
+  // launch that cannot get the pool (nested inside a task, or concurrent with
+  // another thread's launch) runs its tasks serially on the calling thread
+  // instead of waiting. Returns the id of a task that returned non-zero, or -1.
   int32_t Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task);
 
-  // parallel.barrier: `env` is the one the task received.
-  static int32_t Barrier(hetrt_parallel_group_env_t* env);
+  // parallel.barrier: `env` is the one the task received. nullptr on success,
+  // else a static message saying why the barrier cannot be used.
+  static const char* Barrier(hetrt_parallel_group_env_t* env);
 
  private:
   struct Job {
@@ -67,7 +68,7 @@ class ThreadPool {
 
   // Written by workers as they finish.
   alignas(64) std::atomic<int32_t> workers_running_{0};
-  std::atomic<bool> task_failed_{false};
+  std::atomic<int32_t> failed_task_{-1};
 
   TaskBarrier barrier_;
 };

@@ -1,14 +1,79 @@
 #include "opencl_device.h"
 
-#include <chrono>
-#include <cstring>
-#include <mutex>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_set>
 #include <vector>
+
+// An event: a marker enqueued at record time (NULL until then). Its profiling
+// end time is the timestamp; its status carries the error of the work before it.
+struct hetrt_event {
+  hetrt::opencl::Device* device = nullptr;  // of the queue it was last recorded on
+  cl_event marker = nullptr;
+};
 
 namespace hetrt::opencl {
 namespace {
 
-thread_local int t_current_device = 0;
+// ---- Thread-local current device and stream, keyed by instance serial. ----
+// Fixed arrays scanned linearly: the kernel launcher reads them on every call.
+// Serial 0 marks a free slot.
+
+constexpr int kSlots = 16;
+struct DeviceSlot {
+  uint64_t serial;
+  int device_id;
+};
+struct StreamSlot {
+  uint64_t serial;
+  int device_id;
+  hetrt_stream* stream;
+};
+thread_local DeviceSlot t_devices[kSlots];
+thread_local StreamSlot t_streams[kSlots];
+
+// Serials of live instances: consulted only when a thread's table is full, to
+// reclaim the slots of instances destroyed since.
+std::mutex& LiveMutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<uint64_t>& Live() {
+  static std::unordered_set<uint64_t> live;
+  return live;
+}
+
+template <class Slot, class Match>
+Slot* FindSlot(Slot (&table)[kSlots], Match match) {
+  for (Slot& s : table)
+    if (s.serial != 0 && match(s)) return &s;
+  return nullptr;
+}
+
+// The existing slot matching, else a free one (reclaiming dead instances' slots
+// when there is none); NULL when the table is full of live entries.
+template <class Slot, class Match>
+Slot* ClaimSlot(Slot (&table)[kSlots], Match match) {
+  if (Slot* s = FindSlot(table, match)) return s;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Slot& s : table)
+      if (s.serial == 0) return &s;
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    for (Slot& s : table)
+      if (!Live().count(s.serial)) s = Slot{};
+  }
+  return nullptr;
+}
+
+hetrt_error_t* TableFull() {
+  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+                   "this thread has a current OpenCL device/stream set in " + std::to_string(kSlots) +
+                       " (instance, device) pairs already; reset some to the default first");
+}
+
+// ---- Helpers ----
 
 std::string DeviceString(cl_device_id d, cl_device_info what) {
   size_t size = 0;
@@ -28,212 +93,624 @@ std::string PlatformString(cl_platform_id p, cl_platform_info what) {
   return s;
 }
 
-hetrt_error_t* CheckDevice(DLDevice device, Device** out) {
+template <class T>
+T DeviceValue(cl_device_id d, cl_device_info what) {
+  T v{};
+  if (clGetDeviceInfo(d, what, sizeof v, &v, nullptr) != CL_SUCCESS) return T{};
+  return v;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+hetrt_error_t* CheckDevice(hetrt_instance* inst, DLDevice device, Device** out) {
   if (device.device_type != kDLOpenCL)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not an OpenCL device (type " + std::to_string(device.device_type) + ")");
-  Device* d = Devices::Get().at(device.device_id);
+  Device* d = inst->at(device.device_id);
   if (d == nullptr)
     return MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device.device_id) + " (" +
-                                                 std::to_string(Devices::Get().count()) + " found)");
+                                                 std::to_string(inst->count()) + " found)");
   *out = d;
   return nullptr;
 }
 
-cl_command_queue QueueOf(Device* d, hetrt_stream_t* stream) {
-  return stream ? reinterpret_cast<cl_command_queue>(stream) : d->queue;
+// The queue of `stream` on `d` (NULL: d's default queue).
+hetrt_error_t* QueueOf(Device* d, hetrt_stream* stream, cl_command_queue* out) {
+  if (stream != nullptr && stream->device != d)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the stream belongs to another OpenCL device than " + d->name);
+  *out = stream ? stream->queue : d->queue;
+  return nullptr;
 }
+
+void CountAllocation(Device* d, uint64_t nbytes) {
+  const uint64_t now = d->bytes_in_use.fetch_add(nbytes) + nbytes;
+  d->num_allocations.fetch_add(1);
+  uint64_t peak = d->peak_bytes.load();
+  while (now > peak && !d->peak_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void CountFree(Device* d, uint64_t nbytes) {
+  d->bytes_in_use.fetch_sub(nbytes);
+  d->num_allocations.fetch_sub(1);
+}
+
+// A CL_MEM_ALLOC_HOST_PTR buffer mapped once for the life of the allocation.
+hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* mem, void** host) {
+  cl_int status = CL_SUCCESS;
+  *mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &status);
+  if (status != CL_SUCCESS) return ClError("clCreateBuffer", status);
+  *host = clEnqueueMapBuffer(d->queue, *mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, nullptr, nullptr, &status);
+  if (status != CL_SUCCESS) {
+    clReleaseMemObject(*mem);
+    return ClError("clEnqueueMapBuffer", status);
+  }
+  if (alignment > 1 && reinterpret_cast<uintptr_t>(*host) % alignment != 0) {
+    clEnqueueUnmapMemObject(d->queue, *mem, *host, 0, nullptr, nullptr);
+    clReleaseMemObject(*mem);
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the OpenCL driver maps host memory at an address not aligned to " +
+                                                        std::to_string(alignment) + " bytes");
+  }
+  return nullptr;
+}
+
+// ---- Device table ----
 
 hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   if (args->device_type != kDLOpenCL)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the OpenCL plugin serves device type 4 only");
-  args->count = Devices::Get().count();
-  args->unavailable_reason = args->count == 0 ? Devices::Get().unavailable_reason().c_str() : nullptr;
+  args->count = args->self->count();
+  args->unavailable_reason = args->count == 0 ? args->self->unavailable_reason().c_str() : nullptr;
   return nullptr;
 }
 
-hetrt_error_t* DeviceName(DLDevice device, char* buffer, size_t size) {
+hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
-  std::string name = d->name + ", driver " + d->version;
-  if (size > 0) {
-    name.resize(std::min(name.size(), size - 1));
-    std::memcpy(buffer, name.c_str(), name.size() + 1);
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  switch (args->attribute) {
+    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->global_mem); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = static_cast<int64_t>(d->local_mem); return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000; return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
+    default:
+      return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
+                                                   std::to_string(static_cast<int>(args->attribute)));
   }
+}
+
+hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  args->bytes_in_use = d->bytes_in_use.load();
+  args->peak_bytes_in_use = d->peak_bytes.load();
+  args->bytes_limit = d->global_mem;
+  args->num_allocations = d->num_allocations.load();
   return nullptr;
 }
 
 hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
+  hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->device, &d)) return e;
-  cl_int status = CL_SUCCESS;
+  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
   // OpenCL refuses zero-sized buffers; a 1-byte one keeps every tensor addressable.
-  cl_mem mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE, args->nbytes ? args->nbytes : 1, nullptr, &status);
-  if (status != CL_SUCCESS) return ClError("clCreateBuffer", status);
-  args->data = new BufferDescriptor{mem, static_cast<size_t>(args->nbytes), args->device.device_id};
+  const size_t size = args->nbytes ? static_cast<size_t>(args->nbytes) : 1;
+  cl_int status = CL_SUCCESS;
+  switch (args->kind) {
+    case HETRT_MEMORY_DEVICE: {
+      auto desc = std::make_unique<BufferDescriptor>();
+      desc->buffer = clCreateBuffer(d->context, CL_MEM_READ_WRITE, size, nullptr, &status);
+      if (status != CL_SUCCESS) return ClError("clCreateBuffer", status);
+      desc->size = static_cast<size_t>(args->nbytes);
+      desc->device_id = args->device.device_id;
+      args->data = desc.release();
+      args->host_pointer = nullptr;
+      break;
+    }
+    case HETRT_MEMORY_HOST_VISIBLE: {
+      if (!d->host_unified)
+        return MakeError(HETRT_STATUS_UNIMPLEMENTED, "HOST_VISIBLE memory needs a device with host-unified memory; " +
+                                                         d->name + " has CL_DEVICE_HOST_UNIFIED_MEMORY false");
+      auto desc = std::make_unique<BufferDescriptor>();
+      if (hetrt_error_t* e = CreateMapped(d, size, args->alignment, &desc->buffer, &desc->host)) return e;
+      desc->size = static_cast<size_t>(args->nbytes);
+      desc->device_id = args->device.device_id;
+      args->host_pointer = desc->host;
+      args->data = desc.release();
+      break;
+    }
+    case HETRT_MEMORY_HOST_PINNED: {
+      cl_mem mem = nullptr;
+      void* host = nullptr;
+      if (hetrt_error_t* e = CreateMapped(d, size, args->alignment, &mem, &host)) return e;
+      try {
+        std::lock_guard<std::mutex> lock(inst->pinned_mutex);
+        inst->pinned.emplace(host, hetrt_instance::Pinned{mem, args->device.device_id, args->nbytes});
+      } catch (...) {
+        clEnqueueUnmapMemObject(d->queue, mem, host, 0, nullptr, nullptr);
+        clReleaseMemObject(mem);
+        throw;
+      }
+      args->data = args->host_pointer = host;
+      break;
+    }
+    default:
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                       "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
+  }
+  CountAllocation(d, args->nbytes);
   return nullptr;
 }
 
-hetrt_error_t* Free(DLDevice, void* data) {
-  auto* desc = static_cast<BufferDescriptor*>(data);
-  if (desc == nullptr) return nullptr;
-  cl_int status = clReleaseMemObject(desc->buffer);
+hetrt_error_t* Free(hetrt_free_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
+  if (args->data == nullptr) return nullptr;
+  cl_int status = CL_SUCCESS;
+  if (args->kind == HETRT_MEMORY_HOST_PINNED) {
+    hetrt_instance::Pinned p{};
+    {
+      std::lock_guard<std::mutex> lock(inst->pinned_mutex);
+      auto it = inst->pinned.find(args->data);
+      if (it == inst->pinned.end())
+        return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not HOST_PINNED memory of this OpenCL instance");
+      p = it->second;
+      inst->pinned.erase(it);
+    }
+    Device* owner = inst->at(p.device_id);
+    status = clEnqueueUnmapMemObject(owner->queue, p.buffer, args->data, 0, nullptr, nullptr);
+    const cl_int released = clReleaseMemObject(p.buffer);
+    CountFree(owner, p.nbytes);
+    if (status != CL_SUCCESS) return ClError("clEnqueueUnmapMemObject", status);
+    return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
+  }
+  auto* desc = static_cast<BufferDescriptor*>(args->data);
+  Device* owner = inst->at(desc->device_id);
+  if (owner == nullptr) owner = d;
+  // Releasing is safe right after: the buffer goes once queued commands are done.
+  if (desc->host) status = clEnqueueUnmapMemObject(owner->queue, desc->buffer, desc->host, 0, nullptr, nullptr);
+  const cl_int released = clReleaseMemObject(desc->buffer);
+  CountFree(owner, desc->size);
   delete desc;
-  return status == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", status);
+  if (status != CL_SUCCESS) return ClError("clEnqueueUnmapMemObject", status);
+  return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
 }
 
-hetrt_error_t* CheckRange(const BufferDescriptor* desc, uint64_t offset, uint64_t nbytes, const char* side) {
-  if (desc == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL OpenCL ") + side + " buffer");
+hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
+  hetrt_instance* inst = args->self;
+  auto ours = [&](DLDevice x) { return x.device_type == kDLOpenCL && inst->at(x.device_id) != nullptr; };
+  auto host = [](DLDevice x) { return x.device_type == kDLCPU; };
+  const DLDevice s = args->src_device, t = args->dst_device;
+  args->can_copy = (ours(s) && (ours(t) || host(t))) || (host(s) && ours(t));
+  return nullptr;
+}
+
+// One side of a copy: an OpenCL buffer, or host bytes (a CPU pointer, or this
+// instance's HOST_PINNED memory even when labelled with the OpenCL device).
+struct Side {
+  BufferDescriptor* buffer = nullptr;
+  uint8_t* host = nullptr;
+};
+
+hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* ptr, uint64_t offset, uint64_t nbytes,
+                           const char* which, Side* out) {
+  if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
+  if (device.device_type == kDLCPU) {
+    out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(ptr)) + offset;
+    return nullptr;
+  }
+  if (device.device_type != kDLOpenCL)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither an OpenCL nor a CPU device");
+  {
+    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
+    if (auto it = inst->pinned.find(const_cast<void*>(ptr)); it != inst->pinned.end()) {
+      if (offset > it->second.nbytes || nbytes > it->second.nbytes - offset)
+        return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range exceeds the pinned buffer");
+      out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(ptr)) + offset;
+      return nullptr;
+    }
+  }
+  auto* desc = const_cast<BufferDescriptor*>(static_cast<const BufferDescriptor*>(ptr));
   if (offset > desc->size || nbytes > desc->size - offset)
-    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + side + " range [" + std::to_string(offset) +
+    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(offset) +
                                                     ", +" + std::to_string(nbytes) + ") exceeds the " +
                                                     std::to_string(desc->size) + "-byte buffer");
+  out->buffer = desc;
   return nullptr;
 }
 
 hetrt_error_t* Copy(hetrt_copy_args_t* a) {
-  const bool src_cl = a->src_device.device_type == kDLOpenCL;
-  const bool dst_cl = a->dst_device.device_type == kDLOpenCL;
-  const auto* src = static_cast<const BufferDescriptor*>(a->src);
-  auto* dst = static_cast<BufferDescriptor*>(a->dst);
-  if (src_cl) if (hetrt_error_t* e = CheckRange(src, a->src_offset, a->nbytes, "source")) return e;
-  if (dst_cl) if (hetrt_error_t* e = CheckRange(dst, a->dst_offset, a->nbytes, "destination")) return e;
+  hetrt_instance* inst = a->self;
+  Side src, dst;
+  if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
+  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst)) return e;
+  if (!src.buffer && !dst.buffer)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL buffer");
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(src_cl ? a->src_device : a->dst_device, &d)) return e;
-  cl_command_queue q = QueueOf(d, a->stream);
+  if (hetrt_error_t* e = CheckDevice(inst, src.buffer ? a->src_device : a->dst_device, &d)) return e;
+  cl_command_queue q = nullptr;
+  if (hetrt_error_t* e = QueueOf(d, a->stream, &q)) return e;
+  const cl_bool blocking = (a->flags & HETRT_COPY_BLOCKING) ? CL_TRUE : CL_FALSE;
   cl_int status = CL_SUCCESS;
-  if (src_cl && dst_cl) {
+  if (a->nbytes == 0) {  // OpenCL refuses empty transfers; still honour the ordering promise
+    status = blocking ? clFinish(q) : CL_SUCCESS;
+    return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
+  }
+  if (src.buffer && dst.buffer) {
     Device* dd = nullptr;
-    if (hetrt_error_t* e = CheckDevice(a->dst_device, &dd)) return e;
+    if (hetrt_error_t* e = CheckDevice(inst, a->dst_device, &dd)) return e;
     if (dd->context == d->context) {
-      status = clEnqueueCopyBuffer(q, src->buffer, dst->buffer, a->src_offset, a->dst_offset, a->nbytes, 0, nullptr, nullptr);
-      if (status == CL_SUCCESS) status = clFinish(q);
-      return status == CL_SUCCESS ? nullptr : ClError("clEnqueueCopyBuffer", status);
+      status = clEnqueueCopyBuffer(q, src.buffer->buffer, dst.buffer->buffer, a->src_offset, a->dst_offset, a->nbytes, 0,
+                                   nullptr, nullptr);
+      if (status != CL_SUCCESS) return ClError("clEnqueueCopyBuffer", status);
+      status = blocking ? clFinish(q) : CL_SUCCESS;
+      return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
     }
-    // Different platforms share no context: stage through host memory.
+    // Different platforms share no context: stage through host memory, blocking.
     std::vector<uint8_t> staging(a->nbytes);
-    status = clEnqueueReadBuffer(q, src->buffer, CL_TRUE, a->src_offset, a->nbytes, staging.data(), 0, nullptr, nullptr);
+    status = clEnqueueReadBuffer(q, src.buffer->buffer, CL_TRUE, a->src_offset, a->nbytes, staging.data(), 0, nullptr,
+                                 nullptr);
     if (status != CL_SUCCESS) return ClError("clEnqueueReadBuffer", status);
-    status = clEnqueueWriteBuffer(dd->queue, dst->buffer, CL_TRUE, a->dst_offset, a->nbytes, staging.data(), 0, nullptr, nullptr);
+    status = clEnqueueWriteBuffer(dd->queue, dst.buffer->buffer, CL_TRUE, a->dst_offset, a->nbytes, staging.data(), 0,
+                                  nullptr, nullptr);
     return status == CL_SUCCESS ? nullptr : ClError("clEnqueueWriteBuffer", status);
   }
-  if (dst_cl) {
-    status = clEnqueueWriteBuffer(q, dst->buffer, CL_TRUE, a->dst_offset, a->nbytes,
-                                  static_cast<const uint8_t*>(a->src) + a->src_offset, 0, nullptr, nullptr);
+  if (dst.buffer) {
+    status = clEnqueueWriteBuffer(q, dst.buffer->buffer, blocking, a->dst_offset, a->nbytes, src.host, 0, nullptr, nullptr);
     return status == CL_SUCCESS ? nullptr : ClError("clEnqueueWriteBuffer", status);
   }
-  if (src_cl) {
-    status = clEnqueueReadBuffer(q, src->buffer, CL_TRUE, a->src_offset, a->nbytes,
-                                 static_cast<uint8_t*>(a->dst) + a->dst_offset, 0, nullptr, nullptr);
-    return status == CL_SUCCESS ? nullptr : ClError("clEnqueueReadBuffer", status);
-  }
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL device");
+  status = clEnqueueReadBuffer(q, src.buffer->buffer, blocking, a->src_offset, a->nbytes, dst.host, 0, nullptr, nullptr);
+  return status == CL_SUCCESS ? nullptr : ClError("clEnqueueReadBuffer", status);
 }
 
-hetrt_error_t* StreamCreate(DLDevice device, hetrt_stream_t** out) {
+// ---- Streams ----
+
+hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  // A COPY stream is just another in-order queue: OpenCL exposes no copy engines.
+  auto stream = std::make_unique<hetrt_stream>();
   cl_int status = CL_SUCCESS;
-  cl_command_queue q = clCreateCommandQueue(d->context, d->id, CL_QUEUE_PROFILING_ENABLE, &status);
+  stream->queue = clCreateCommandQueue(d->context, d->id, CL_QUEUE_PROFILING_ENABLE, &status);
   if (status != CL_SUCCESS) return ClError("clCreateCommandQueue", status);
-  *out = reinterpret_cast<hetrt_stream_t*>(q);
+  stream->device = d;
+  args->stream = stream.release();
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(DLDevice, hetrt_stream_t* stream) {
-  if (stream) clReleaseCommandQueue(reinterpret_cast<cl_command_queue>(stream));
-  return nullptr;
+hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+  hetrt_stream* stream = args->stream;
+  if (stream == nullptr) return nullptr;  // the default stream belongs to the device
+  // Forget it as this thread's current stream (other threads must reset theirs).
+  for (StreamSlot& s : t_streams)
+    if (s.stream == stream) s = StreamSlot{};
+  const cl_int status = clReleaseCommandQueue(stream->queue);
+  delete stream;
+  return status == CL_SUCCESS ? nullptr : ClError("clReleaseCommandQueue", status);
 }
 
-hetrt_error_t* Synchronize(DLDevice device, hetrt_stream_t* stream) {
+hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
-  cl_int status = clFinish(QueueOf(d, stream));
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  cl_command_queue q = nullptr;
+  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  const cl_int status = clFinish(q);
   return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
 }
 
-// An event is a marker on a queue; its profiling end time is the timestamp.
-struct Event {
-  cl_event marker = nullptr;
-};
-
-hetrt_error_t* EventCreate(DLDevice device, hetrt_event_t** out) {
+hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
-  *out = reinterpret_cast<hetrt_event_t*>(new Event());
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  cl_command_queue q = nullptr;
+  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  hetrt_event* event = args->event;
+  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  if (event->marker == nullptr) return nullptr;  // never recorded: complete
+  if (event->device->context != d->context)
+    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "an OpenCL queue cannot wait for an event of another context "
+                                                 "(another platform or instance): " +
+                                                     event->device->name + " -> " + d->name);
+  const cl_int status = clEnqueueBarrierWithWaitList(q, 1, &event->marker, nullptr);
+  return status == CL_SUCCESS ? nullptr : ClError("clEnqueueBarrierWithWaitList", status);
+}
+
+hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+  const hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  cl_command_queue q = nullptr;
+  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  const int id = args->device.device_id;
+  auto match = [&](const StreamSlot& s) { return s.serial == inst->serial && s.device_id == id; };
+  if (args->stream == nullptr) {  // back to the default queue: no slot needed
+    StreamSlot* slot = FindSlot(t_streams, match);
+    args->previous = slot ? slot->stream : nullptr;
+    if (slot) *slot = StreamSlot{};
+    return nullptr;
+  }
+  StreamSlot* slot = ClaimSlot(t_streams, match);
+  if (slot == nullptr) return TableFull();
+  args->previous = slot->serial ? slot->stream : nullptr;
+  *slot = StreamSlot{inst->serial, id, args->stream};
   return nullptr;
 }
 
-hetrt_error_t* EventDestroy(DLDevice, hetrt_event_t* event) {
-  auto* e = reinterpret_cast<Event*>(event);
+hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  args->stream = CurrentStream(args->self, args->device.device_id);
+  return nullptr;
+}
+
+// ---- Events ----
+
+hetrt_error_t* EventFailed(cl_int status) {
+  return MakeError(HETRT_STATUS_INTERNAL, std::string("OpenCL work before the event failed: ") + ClErrorName(status) +
+                                              " (" + std::to_string(status) + ")");
+}
+
+// Waits for a recorded event and returns the error of the work it follows.
+hetrt_error_t* WaitEvent(hetrt_event* e) {
+  const cl_int waited = clWaitForEvents(1, &e->marker);
+  cl_int status = CL_SUCCESS;
+  const cl_int info =
+      clGetEventInfo(e->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  if (info != CL_SUCCESS) return ClError("clGetEventInfo", info);
+  if (status < 0) return EventFailed(status);
+  return waited == CL_SUCCESS ? nullptr : ClError("clWaitForEvents", waited);
+}
+
+hetrt_error_t* MarkerEnd(hetrt_event* e, cl_ulong* out) {
+  const cl_int status = clGetEventProfilingInfo(e->marker, CL_PROFILING_COMMAND_END, sizeof *out, out, nullptr);
+  return status == CL_SUCCESS ? nullptr : ClError("clGetEventProfilingInfo", status);
+}
+
+hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  // Every queue profiles, so HETRT_EVENT_TIMING needs nothing extra.
+  args->event = new hetrt_event{d, nullptr};
+  return nullptr;
+}
+
+hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+  hetrt_event* e = args->event;
   if (e && e->marker) clReleaseEvent(e->marker);
   delete e;
   return nullptr;
 }
 
-hetrt_error_t* EventRecord(DLDevice device, hetrt_event_t* event, hetrt_stream_t* stream) {
+hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
-  auto* e = reinterpret_cast<Event*>(event);
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  cl_command_queue q = nullptr;
+  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  cl_event marker = nullptr;
+  const cl_int status = clEnqueueMarkerWithWaitList(q, 0, nullptr, &marker);
+  if (status != CL_SUCCESS) return ClError("clEnqueueMarkerWithWaitList", status);
+  hetrt_event* e = args->event;
   if (e->marker) clReleaseEvent(e->marker);
-  e->marker = nullptr;
-  cl_int status = clEnqueueMarkerWithWaitList(QueueOf(d, stream), 0, nullptr, &e->marker);
-  return status == CL_SUCCESS ? nullptr : ClError("clEnqueueMarkerWithWaitList", status);
-}
-
-hetrt_error_t* EventElapsed(DLDevice, hetrt_event_t* start, hetrt_event_t* end, double* out_ms) {
-  auto* s = reinterpret_cast<Event*>(start);
-  auto* e = reinterpret_cast<Event*>(end);
-  if (!s || !e || !s->marker || !e->marker)
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "event_elapsed_ms needs two recorded events");
-  cl_event both[2] = {s->marker, e->marker};
-  cl_int status = clWaitForEvents(2, both);
-  if (status != CL_SUCCESS) return ClError("clWaitForEvents", status);
-  cl_ulong t0 = 0, t1 = 0;
-  status = clGetEventProfilingInfo(s->marker, CL_PROFILING_COMMAND_END, sizeof t0, &t0, nullptr);
-  if (status == CL_SUCCESS) status = clGetEventProfilingInfo(e->marker, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
-  if (status != CL_SUCCESS) return ClError("clGetEventProfilingInfo", status);
-  *out_ms = static_cast<double>(t1 - t0) / 1e6;
+  e->marker = marker;
+  e->device = d;
   return nullptr;
 }
 
-void* WorkspaceAlloc(DLDevice device, uint64_t nbytes) {
-  hetrt_allocate_args_t args{};
-  args.struct_size = sizeof(args);
-  args.device = device;
-  args.nbytes = nbytes;
-  args.alignment = 64;
-  if (hetrt_error_t* e = Allocate(&args)) {
-    ReportError("OpenCL workspace: " + e->message);
-    delete e;
-    return nullptr;
-  }
-  return args.data;
+hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+  hetrt_event* e = args->event;
+  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  args->complete = 1;
+  if (e->marker == nullptr) return nullptr;  // never recorded: complete
+  cl_int status = CL_SUCCESS;
+  const cl_int info = clGetEventInfo(e->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  if (info != CL_SUCCESS) return ClError("clGetEventInfo", info);
+  if (status < 0) return EventFailed(status);
+  args->complete = status == CL_COMPLETE;
+  return nullptr;
 }
 
-int32_t WorkspaceFree(DLDevice device, void* data) {
-  if (hetrt_error_t* e = Free(device, data)) {
-    ReportError("OpenCL workspace: " + e->message);
-    delete e;
-    return -1;
-  }
-  return 0;
+hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+  hetrt_event* e = args->event;
+  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  args->complete = 1;
+  return e->marker ? WaitEvent(e) : nullptr;
 }
 
-hetrt_error_t* SetDevice(DLDevice device) {
+hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
+  hetrt_event* s = args->start;
+  hetrt_event* e = args->end;
+  if (!s || !e || !s->marker || !e->marker)
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "event_elapsed_ms needs two recorded events");
+  if (hetrt_error_t* err = WaitEvent(s)) return err;
+  if (hetrt_error_t* err = WaitEvent(e)) return err;
+  cl_ulong t0 = 0, t1 = 0;
+  if (hetrt_error_t* err = MarkerEnd(s, &t0)) return err;
+  if (hetrt_error_t* err = MarkerEnd(e, &t1)) return err;
+  args->milliseconds = static_cast<double>(static_cast<int64_t>(t1 - t0)) / 1e6;
+  return nullptr;
+}
+
+hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
+  hetrt_event* e = args->event;
+  if (!e || !e->marker) return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "event_timestamp needs a recorded event");
+  if (hetrt_error_t* err = WaitEvent(e)) return err;
+  cl_ulong t = 0;
+  if (hetrt_error_t* err = MarkerEnd(e, &t)) return err;
+  args->device_ns = t;
+  return nullptr;
+}
+
+// The device stamps a marker's QUEUED time during the enqueue call, so it lies
+// between host readings taken just before and just after: keep the tightest of
+// a few samples. Runs on a queue of its own so it never waits behind user work.
+hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(device, &d)) return e;
-  SetCurrentDevice(device.device_id);
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  uint64_t best_window = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    cl_event marker = nullptr;
+    const uint64_t t0 = MonotonicNs();
+    cl_int status = clEnqueueMarkerWithWaitList(d->clock_queue, 0, nullptr, &marker);
+    const uint64_t t1 = MonotonicNs();
+    if (status != CL_SUCCESS) return ClError("clEnqueueMarkerWithWaitList", status);
+    cl_ulong queued = 0;
+    status = clWaitForEvents(1, &marker);
+    if (status == CL_SUCCESS)
+      status = clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued, nullptr);
+    clReleaseEvent(marker);
+    if (status != CL_SUCCESS) return ClError("clGetEventProfilingInfo", status);
+    if (t1 - t0 < best_window) {
+      best_window = t1 - t0;
+      args->host_ns = t0 + (t1 - t0) / 2;
+      args->device_ns = queued;
+      args->uncertainty_ns = (t1 - t0 + 1) / 2;
+    }
+  }
+  return nullptr;
+}
+
+// ---- Workspace pool ----
+
+// Power-of-two size classes, at least 256 bytes; 64 means too large.
+int SizeClass(uint64_t nbytes) { return nbytes <= 256 ? 8 : 64 - __builtin_clzll(nbytes - 1); }
+
+hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  const int c = SizeClass(args->nbytes);
+  if (c >= 64) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "OpenCL workspace of " + std::to_string(args->nbytes) + " bytes");
+  WorkspacePool& pool = d->workspace;
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto& list = pool.free_lists[static_cast<size_t>(c)];
+    if (!list.empty()) {
+      args->data = list.back();
+      list.pop_back();
+      return nullptr;
+    }
+  }
+  auto desc = std::make_unique<BufferDescriptor>();
+  desc->size = size_t{1} << c;
+  desc->device_id = args->device.device_id;
+  cl_int status = CL_SUCCESS;
+  desc->buffer = clCreateBuffer(d->context, CL_MEM_READ_WRITE, desc->size, nullptr, &status);
+  if (status != CL_SUCCESS) return ClError("clCreateBuffer (workspace)", status);
+  try {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.all.push_back(desc.get());
+  } catch (...) {
+    clReleaseMemObject(desc->buffer);
+    throw;
+  }
+  args->data = desc.release();
+  return nullptr;
+}
+
+hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  auto* desc = static_cast<BufferDescriptor*>(args->data);
+  if (desc == nullptr) return nullptr;
+  const int c = SizeClass(desc->size);
+  if (c >= 64 || desc->size != size_t{1} << c || desc->device_id != args->device.device_id)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not an OpenCL workspace buffer of this device");
+  std::lock_guard<std::mutex> lock(d->workspace.mutex);
+  d->workspace.free_lists[static_cast<size_t>(c)].push_back(desc);  // the pool still owns it via `all`
+  return nullptr;
+}
+
+hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
+  const hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  DeviceSlot* slot = ClaimSlot(t_devices, [&](const DeviceSlot& s) { return s.serial == inst->serial; });
+  if (slot == nullptr) return TableFull();
+  *slot = DeviceSlot{inst->serial, args->device.device_id};
   return nullptr;
 }
 
 }  // namespace
 
-Devices& Devices::Get() {
-  static Devices devices;
-  return devices;
+int CurrentDevice(const hetrt_instance* inst) {
+  for (const DeviceSlot& s : t_devices)
+    if (s.serial == inst->serial) return s.device_id;
+  return 0;
 }
 
-Devices::Devices() {
+hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
+  for (const StreamSlot& s : t_streams)
+    if (s.serial == inst->serial && s.device_id == device_id) return s.stream;
+  return nullptr;
+}
+
+uint64_t RegisterInstance() {
+  static std::atomic<uint64_t> next{1};
+  const uint64_t serial = next.fetch_add(1);
+  std::lock_guard<std::mutex> lock(LiveMutex());
+  Live().insert(serial);
+  return serial;
+}
+
+void UnregisterInstance(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(LiveMutex());
+  Live().erase(serial);
+}
+
+const hetrt_device_api_t kDeviceApi = {
+    sizeof(hetrt_device_api_t),
+    Entry<DeviceCount>::Call,
+    Entry<DeviceAttribute>::Call,
+    Entry<MemoryStats>::Call,
+    Entry<Allocate>::Call,
+    Entry<Free>::Call,
+    Entry<CanCopy>::Call,
+    Entry<Copy>::Call,
+    Entry<StreamCreate>::Call,
+    Entry<StreamDestroy>::Call,
+    Entry<StreamSynchronize>::Call,
+    Entry<StreamWaitEvent>::Call,
+    Entry<StreamSetCurrent>::Call,
+    Entry<StreamGetCurrent>::Call,
+    Entry<EventCreate>::Call,
+    Entry<EventDestroy>::Call,
+    Entry<EventRecord>::Call,
+    Entry<EventQuery>::Call,
+    Entry<EventSynchronize>::Call,
+    Entry<EventElapsed>::Call,
+    Entry<EventTimestamp>::Call,
+    Entry<DeviceClock>::Call,
+    Entry<WorkspaceAlloc>::Call,
+    Entry<WorkspaceFree>::Call,
+    Entry<SetDevice>::Call,
+};
+
+}  // namespace hetrt::opencl
+
+// ---- Instance: discovery and teardown ----
+
+int hetrt_instance::count() {
+  std::call_once(discovered_, [this] { Discover(); });
+  return static_cast<int>(devices_.size());
+}
+
+void hetrt_instance::ReportError(const char* message) const noexcept {
+  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message);
+}
+
+void hetrt_instance::Discover() {
+  using hetrt::opencl::Device;
+  using hetrt::opencl::DeviceString;
+  using hetrt::opencl::DeviceValue;
+  using hetrt::opencl::PlatformString;
   cl_uint num_platforms = 0;
   cl_int status = clGetPlatformIDs(0, nullptr, &num_platforms);
   if (status == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (status == CL_SUCCESS && num_platforms == 0)) {
@@ -241,7 +718,7 @@ Devices::Devices() {
     return;
   }
   if (status != CL_SUCCESS) {
-    reason_ = std::string("clGetPlatformIDs failed: ") + ClErrorName(status);
+    reason_ = std::string("clGetPlatformIDs failed: ") + hetrt::opencl::ClErrorName(status);
     return;
   }
   std::vector<cl_platform_id> platforms(num_platforms);
@@ -259,29 +736,55 @@ Devices::Devices() {
     cl_context ctx = clCreateContext(props, n, ids.data(), nullptr, nullptr, &status);
     if (status != CL_SUCCESS) {
       reason_ += std::string(reason_.empty() ? "" : "; ") + "clCreateContext failed on " +
-                 PlatformString(p, CL_PLATFORM_NAME) + ": " + ClErrorName(status);
+                 PlatformString(p, CL_PLATFORM_NAME) + ": " + hetrt::opencl::ClErrorName(status);
       continue;
     }
     contexts_.push_back(ctx);
     for (cl_device_id id : ids) {
-      cl_command_queue q = clCreateCommandQueue(ctx, id, CL_QUEUE_PROFILING_ENABLE, &status);
+      auto d = std::make_unique<Device>();
+      d->queue = clCreateCommandQueue(ctx, id, CL_QUEUE_PROFILING_ENABLE, &status);
       if (status != CL_SUCCESS) continue;
-      devices_.push_back({p, id, ctx, q, DeviceString(id, CL_DEVICE_NAME) + " (" + PlatformString(p, CL_PLATFORM_NAME) + ")",
-                          DeviceString(id, CL_DRIVER_VERSION)});
+      d->clock_queue = clCreateCommandQueue(ctx, id, CL_QUEUE_PROFILING_ENABLE, &status);
+      if (status != CL_SUCCESS) {
+        clReleaseCommandQueue(d->queue);
+        continue;
+      }
+      d->platform = p;
+      d->id = id;
+      d->context = ctx;
+      d->name = DeviceString(id, CL_DEVICE_NAME) + " (" + PlatformString(p, CL_PLATFORM_NAME) + ")";
+      d->version = DeviceString(id, CL_DRIVER_VERSION);
+      d->display_name = d->name + ", driver " + d->version;
+      d->device_version = DeviceString(id, CL_DEVICE_VERSION);
+      d->host_unified = DeviceValue<cl_bool>(id, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
+      d->global_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+      d->local_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
+      d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
+      d->max_clock_mhz = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
+      devices_.push_back(std::move(d));
     }
   }
   if (devices_.empty() && reason_.empty())
     reason_ = "OpenCL platform(s) " + empty_platforms + " report no devices";
 }
 
-int CurrentDevice() { return t_current_device; }
-void SetCurrentDevice(int id) { t_current_device = id; }
-
-const hetrt_device_api_t kDeviceApi = {
-    sizeof(hetrt_device_api_t), DeviceCount, DeviceName,   Allocate,      Free,
-    Copy,                       StreamCreate, StreamDestroy, Synchronize, EventCreate,
-    EventDestroy,               EventRecord,  EventElapsed,  WorkspaceAlloc, WorkspaceFree,
-    SetDevice,
-};
-
-}  // namespace hetrt::opencl
+// Reclaims what the core left (pinned memory, workspace buffers), then the
+// queues and contexts; root devices and platforms need no release.
+hetrt_instance::~hetrt_instance() {
+  for (auto& [host_ptr, p] : pinned) {
+    clEnqueueUnmapMemObject(devices_[static_cast<size_t>(p.device_id)]->queue, p.buffer, host_ptr, 0, nullptr, nullptr);
+    clReleaseMemObject(p.buffer);
+  }
+  for (auto& d : devices_) {
+    clFinish(d->queue);
+    for (hetrt::opencl::BufferDescriptor* b : d->workspace.all) {
+      clReleaseMemObject(b->buffer);
+      delete b;
+    }
+    clReleaseCommandQueue(d->clock_queue);
+    clReleaseCommandQueue(d->queue);
+  }
+  for (cl_context c : contexts_) clReleaseContext(c);
+  hetrt::opencl::UnregisterInstance(serial);
+}

@@ -1,42 +1,105 @@
-// OpenCL platforms and devices through the ICD loader: discovery (once),
-// a context per platform, an in-order profiling queue per device, memory,
-// copies, streams and events.
+// OpenCL platforms and devices through the ICD loader, all owned by an
+// instance: discovery (once, on first use), a context per platform, an
+// in-order profiling queue per device, memory, copies, streams and events.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "opencl_common.h"
 
 namespace hetrt::opencl {
 
+// Workspace buffers of one device, reused across calls: one free list per
+// power-of-two size class.
+struct WorkspacePool {
+  std::mutex mutex;
+  std::array<std::vector<BufferDescriptor*>, 64> free_lists;
+  std::vector<BufferDescriptor*> all;  // every buffer the pool created, released at instance_destroy
+};
+
 struct Device {
   cl_platform_id platform = nullptr;
   cl_device_id id = nullptr;
   cl_context context = nullptr;
-  cl_command_queue queue = nullptr;
+  cl_command_queue queue = nullptr;        // the default stream
+  cl_command_queue clock_queue = nullptr;  // device_clock samples here, never behind user work
   std::string name;     // "pthread-skylake (Portable Computing Language)"
   std::string version;  // driver version, part of the program cache key
+  // Attributes, read once at discovery.
+  std::string display_name;  // "<name>, driver <version>"
+  std::string device_version;
+  bool host_unified = false;
+  cl_ulong global_mem = 0, local_mem = 0;
+  size_t max_work_group = 0;
+  cl_uint compute_units = 0, max_clock_mhz = 0;
+  // memory_stats: allocate() minus free() of this instance.
+  std::atomic<uint64_t> bytes_in_use{0}, peak_bytes{0}, num_allocations{0};
+  WorkspacePool workspace;
 };
 
-class Devices {
- public:
+}  // namespace hetrt::opencl
+
+// One instance of the plugin: everything it discovers and creates.
+struct hetrt_instance {
+  const hetrt_host_api_t* host = nullptr;
+  uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+
   // Discovers on first use; never fails: no device gives an empty list + reason.
-  static Devices& Get();
-  int count() const { return static_cast<int>(devices_.size()); }
-  const std::string& unavailable_reason() const { return reason_; }
-  Device* at(int id) { return id >= 0 && id < count() ? &devices_[static_cast<size_t>(id)] : nullptr; }
+  int count();
+  hetrt::opencl::Device* at(int id) {
+    return id >= 0 && id < count() ? devices_[static_cast<size_t>(id)].get() : nullptr;
+  }
+  const std::string& unavailable_reason() {
+    count();
+    return reason_;
+  }
+  // Reports a packed function's failure through the host's set_last_error.
+  void ReportError(const char* message) const noexcept;
+  void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
+
+  // HOST_PINNED allocations: host pointer -> mapped buffer.
+  struct Pinned {
+    cl_mem buffer;
+    int device_id;
+    uint64_t nbytes;
+  };
+  std::mutex pinned_mutex;
+  std::unordered_map<void*, Pinned> pinned;
+
+  ~hetrt_instance();
 
  private:
-  Devices();
-  std::vector<Device> devices_;
+  void Discover();
+  std::once_flag discovered_;
+  std::vector<std::unique_ptr<hetrt::opencl::Device>> devices_;
   std::vector<cl_context> contexts_;
   std::string reason_;
 };
 
-// The calling thread's current device (set by __tvm_set_device).
-int CurrentDevice();
-void SetCurrentDevice(int id);
+// A stream: an in-order profiling queue of one device.
+struct hetrt_stream {
+  cl_command_queue queue = nullptr;
+  hetrt::opencl::Device* device = nullptr;
+};
+
+namespace hetrt::opencl {
+
+// The calling thread's current device of `inst` (set_device; 0 by default) and
+// its current stream on a device (stream_set_current; NULL: the default
+// queue). Kernel-launch hot path: no allocation, no lock.
+int CurrentDevice(const hetrt_instance* inst);
+hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id);
+
+// Instance bookkeeping for the thread-local tables (slots of dead instances are
+// reclaimed when a table fills up).
+uint64_t RegisterInstance();
+void UnregisterInstance(uint64_t serial);
 
 // The device table of the plugin.
 extern const hetrt_device_api_t kDeviceApi;

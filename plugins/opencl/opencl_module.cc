@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "opencl_device.h"
 
+struct hetrt_plugin_module;
 
 namespace hetrt::opencl {
 namespace {
@@ -71,25 +73,30 @@ bool ParseTag(const std::string& tag, int* slot) {
   return false;
 }
 
-class Module;
-
 // One kernel of a module, the `resource` of its packed function.
 struct Kernel {
-  Module* module = nullptr;
+  hetrt_plugin_module* module = nullptr;
   std::string name;
   FunctionInfo info;
   std::mutex mutex;                  // clSetKernelArg + enqueue are one step
   std::map<int, cl_kernel> per_device;
 };
 
-class Module {
- public:
+}  // namespace
+}  // namespace hetrt::opencl
+
+// A loaded module: its kernels and, per device of its instance, a program.
+struct hetrt_plugin_module {
+  using Kernel = hetrt::opencl::Kernel;
+  using Device = hetrt::opencl::Device;
+
+  hetrt_instance* inst = nullptr;
   std::string source;
   std::vector<uint8_t> blob;  // the bytes this module was loaded from (save)
   std::map<std::string, std::unique_ptr<Kernel>> kernels;
   std::vector<const char*> names;
 
-  ~Module() {
+  ~hetrt_plugin_module() {
     for (auto& [name, k] : kernels)
       for (auto& [dev, kernel] : k->per_device) clReleaseKernel(kernel);
     for (auto& [dev, program] : programs_) clReleaseProgram(program);
@@ -103,8 +110,9 @@ class Module {
       *out = it->second;
       return nullptr;
     }
-    Device* d = Devices::Get().at(device_id);
-    if (d == nullptr) return MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device_id));
+    Device* d = inst->at(device_id);
+    if (d == nullptr)
+      return hetrt::opencl::MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device_id));
     const std::string cache_file = CacheFile(*d);
     cl_program program = cache_file.empty() ? nullptr : LoadCached(*d, cache_file);
     if (program == nullptr) {
@@ -112,14 +120,14 @@ class Module {
       const size_t length = source.size();
       cl_int status = CL_SUCCESS;
       program = clCreateProgramWithSource(d->context, 1, &text, &length, &status);
-      if (status != CL_SUCCESS) return ClError("clCreateProgramWithSource", status);
+      if (status != CL_SUCCESS) return hetrt::opencl::ClError("clCreateProgramWithSource", status);
       status = clBuildProgram(program, 1, &d->id, "", nullptr, nullptr);
       if (status != CL_SUCCESS) {
         std::string log = BuildLog(program, d->id);
         clReleaseProgram(program);
-        return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                         "building the OpenCL program for kernel '" + for_kernel + "' on " + d->name + " failed (" +
-                             ClErrorName(status) + "):\n" + log);
+        return hetrt::opencl::MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                                        "building the OpenCL program for kernel '" + for_kernel + "' on " + d->name +
+                                            " failed (" + hetrt::opencl::ClErrorName(status) + "):\n" + log);
       }
       if (!cache_file.empty()) SaveCached(program, cache_file);
     }
@@ -189,11 +197,14 @@ class Module {
   std::map<int, cl_program> programs_;
 };
 
+namespace hetrt::opencl {
+namespace {
+
 // ---- The packed function TVM host code calls: kernel args, then launch extents. ----
 
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
-                     void* resource) {
-  auto* k = static_cast<Kernel*>(resource);
+int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args) {
+  hetrt_instance* inst = k->module->inst;
+  auto ReportError = [inst](const std::string& message) { inst->ReportError(message); };
   const auto num_params = static_cast<int32_t>(k->info.arg_types.size());
   const auto num_tags = static_cast<int32_t>(k->info.launch_slots.size());
   const int32_t expected = num_params + num_tags + (k->info.dynamic_shared_memory ? 1 : 0);
@@ -203,8 +214,8 @@ int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetr
                 " launch extents), got " + std::to_string(num_args));
     return -1;
   }
-  const int device_id = CurrentDevice();
-  Device* device = Devices::Get().at(device_id);
+  const int device_id = CurrentDevice(inst);
+  Device* device = inst->at(device_id);
   if (device == nullptr) {
     ReportError("OpenCL kernel '" + k->name + "': no OpenCL device " + std::to_string(device_id));
     return -1;
@@ -267,8 +278,10 @@ int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetr
     global[d] = work[d] * work[3 + d];
     local[d] = work[3 + d];
   }
-  cl_int status = clEnqueueNDRangeKernel(device->queue, kernel, static_cast<cl_uint>(k->info.work_dim), nullptr,
-                                         global, local, 0, nullptr, nullptr);
+  const hetrt_stream* stream = CurrentStream(inst, device_id);
+  cl_int status = clEnqueueNDRangeKernel(stream ? stream->queue : device->queue, kernel,
+                                         static_cast<cl_uint>(k->info.work_dim), nullptr, global, local, 0, nullptr,
+                                         nullptr);
   if (status != CL_SUCCESS) {
     ReportError("OpenCL kernel '" + k->name + "': clEnqueueNDRangeKernel failed: " + ClErrorName(status));
     return -1;
@@ -276,16 +289,35 @@ int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetr
   return 0;
 }
 
+// The packed function TVM host code calls; no exception leaves it.
+int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
+                     void* resource) {
+  auto* k = static_cast<Kernel*>(resource);
+  try {
+    return Launch(k, args, codes, num_args);
+  } catch (const std::exception& e) {
+    k->module->inst->ReportError(e.what());  // no std::string: may be reporting bad_alloc
+  } catch (...) {
+    k->module->inst->ReportError("OpenCL kernel launch: unknown exception");
+  }
+  return -1;
+}
+
 // ---- Module table ----
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "OpenCL module blob: " + why); };
+  if (args->type_key && std::strcmp(args->type_key, "opencl") != 0)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("the OpenCL plugin loads type_key 'opencl', not '") +
+                                                        args->type_key + "'");
+  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
   Reader r(args->data, args->size);
   std::string fmt;
   if (!r.Str(&fmt)) return bad("truncated format string");
   if (fmt != "cl")
     return MakeError(HETRT_STATUS_UNIMPLEMENTED, "OpenCL module format '" + fmt + "' (hetrt loads 'cl' source)");
-  auto module = std::make_unique<Module>();
+  auto module = std::make_unique<hetrt_plugin_module>();
+  module->inst = args->self;
   uint64_t count = 0;
   if (!r.Count(&count, 32)) return bad("function count does not fit the blob");
   for (uint64_t i = 0; i < count; ++i) {
@@ -323,38 +355,48 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   for (auto& [name, k] : module->kernels) module->names.push_back(name.c_str());
   module->blob.assign(args->data, args->data + r.offset());
   args->consumed = r.offset();
-  args->module = reinterpret_cast<hetrt_plugin_module_t*>(module.release());
+  args->module = module.release();
   return nullptr;
 }
 
-Module* Unwrap(hetrt_plugin_module_t* m) { return reinterpret_cast<Module*>(m); }
+hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
+  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL OpenCL module");
+}
 
-hetrt_error_t* GetFunction(hetrt_plugin_module_t* m, const char* name, hetrt_packed_func_t* out, int32_t* found) {
-  auto it = Unwrap(m)->kernels.find(name);
-  *found = it != Unwrap(m)->kernels.end();
-  if (*found) *out = {&LaunchKernel, it->second.get()};
+hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
+  auto it = args->module->kernels.find(args->name);
+  args->found = it != args->module->kernels.end();
+  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second.get()} : hetrt_packed_func_t{};
   return nullptr;
 }
 
-size_t ListFunctions(hetrt_plugin_module_t* m, const char** names, size_t capacity) {
-  const auto& all = Unwrap(m)->names;
-  for (size_t i = 0; i < all.size() && i < capacity; ++i) names[i] = all[i];
-  return all.size();
+hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  const auto& all = args->module->names;
+  for (size_t i = 0; i < all.size() && i < args->capacity && args->names; ++i) args->names[i] = all[i];
+  args->count = all.size();
+  return nullptr;
 }
 
 hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  const Module* m = Unwrap(args->module);
-  args->data = m->blob.data();
-  args->size = m->blob.size();
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  args->data = args->module->blob.data();
+  args->size = args->module->blob.size();
   return nullptr;
 }
 
-void Destroy(hetrt_plugin_module_t* m) { delete Unwrap(m); }
+hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
+  delete args->module;
+  return nullptr;
+}
 
 }  // namespace
 
 const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t), Load, GetFunction, ListFunctions, Save, Destroy,
+    sizeof(hetrt_module_api_t),   Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
+    Entry<Save>::Call,            Entry<Destroy>::Call,
 };
 
 }  // namespace hetrt::opencl

@@ -1,20 +1,37 @@
 // The OpenCL plugin: devices through any ICD (PoCL in tests), modules of
 // type_key "opencl". Knows the core only through the plugin ABI header.
 #include <cstring>
+#include <new>
 
 #include "opencl_device.h"
 #include "opencl_module.h"
 
 namespace hetrt::opencl {
 
-const hetrt_host_api_t* g_host = nullptr;
-
-void ReportError(const std::string& message) {
-  if (g_host && g_host->set_last_error) g_host->set_last_error(message.c_str());
-}
+hetrt_error kOutOfMemory{HETRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory in the OpenCL plugin"};
 
 hetrt_error_t* MakeError(hetrt_status_code_t code, std::string message) {
   return new hetrt_error{code, std::move(message)};
+}
+
+hetrt_error_t* CurrentExceptionError() noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return &kOutOfMemory;
+  } catch (const std::exception& e) {
+    try {
+      return MakeError(HETRT_STATUS_INTERNAL, std::string("OpenCL plugin: ") + e.what());
+    } catch (...) {
+      return &kOutOfMemory;
+    }
+  } catch (...) {
+    try {
+      return MakeError(HETRT_STATUS_INTERNAL, "OpenCL plugin: unknown exception");
+    } catch (...) {
+      return &kOutOfMemory;
+    }
+  }
 }
 
 const char* ClErrorName(cl_int status) {
@@ -37,6 +54,10 @@ const char* ClErrorName(cl_int status) {
     HETRT_CL_ERROR(CL_INVALID_WORK_ITEM_SIZE) HETRT_CL_ERROR(CL_INVALID_GLOBAL_OFFSET)
     HETRT_CL_ERROR(CL_INVALID_EVENT) HETRT_CL_ERROR(CL_INVALID_BUFFER_SIZE)
     HETRT_CL_ERROR(CL_INVALID_GLOBAL_WORK_SIZE) HETRT_CL_ERROR(CL_INVALID_OPERATION)
+    HETRT_CL_ERROR(CL_PROFILING_INFO_NOT_AVAILABLE) HETRT_CL_ERROR(CL_MAP_FAILURE)
+    HETRT_CL_ERROR(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) HETRT_CL_ERROR(CL_INVALID_PLATFORM)
+    HETRT_CL_ERROR(CL_INVALID_QUEUE_PROPERTIES) HETRT_CL_ERROR(CL_INVALID_HOST_PTR)
+    HETRT_CL_ERROR(CL_INVALID_EVENT_WAIT_LIST)
 #undef HETRT_CL_ERROR
     default:
       return "CL error";
@@ -50,21 +71,45 @@ hetrt_error_t* ClError(const char* call, cl_int status) {
 
 namespace {
 
-const char* ErrorMessage(const hetrt_error_t* e) { return e->message.c_str(); }
-hetrt_status_code_t ErrorCode(const hetrt_error_t* e) { return e->code; }
-void ErrorDestroy(hetrt_error_t* e) { delete e; }
-
-hetrt_error_t* Initialize(const hetrt_host_api_t* host) {
-  g_host = host;
-  return nullptr;  // devices are discovered on first use
+// error_message / error_destroy never fail; a malformed args struct is ignored.
+hetrt_error_t* ErrorMessage(hetrt_error_message_args_t* args) {
+  if (!HETRT_ARGS_HAS(args, hetrt_error_message_args_t, code)) return nullptr;
+  if (args->error == nullptr) {
+    args->message = "";
+    args->code = HETRT_STATUS_OK;
+    return nullptr;
+  }
+  args->message = args->error->message.c_str();
+  args->code = args->error->code;
+  return nullptr;
 }
 
-// Contexts and queues live until the process ends: the plugin may be
-// initialized again (by another registry) and must then still see its devices.
-void Shutdown() {}
+hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) {
+  if (HETRT_ARGS_HAS(args, hetrt_error_destroy_args_t, error) && args->error != &kOutOfMemory) delete args->error;
+  return nullptr;
+}
 
-hetrt_error_t* SetOption(const char* key, const char*) {
-  return MakeError(HETRT_STATUS_NOT_FOUND, std::string("the OpenCL plugin has no option '") + key + "'");
+hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
+  return MakeError(HETRT_STATUS_NOT_FOUND,
+                   std::string("the OpenCL plugin has no option '") + (args->key ? args->key : "(null)") + "'");
+}
+
+// Devices are discovered on first use, not here: creating an instance is cheap.
+hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
+  auto inst = std::make_unique<hetrt_instance>();
+  inst->host = args->host;
+  inst->serial = RegisterInstance();
+  for (size_t i = 0; i < args->num_options && args->options; ++i) {
+    hetrt_set_option_args_t set{sizeof set, nullptr, inst.get(), args->options[i].key, args->options[i].value};
+    if (hetrt_error_t* e = SetOption(&set)) return e;
+  }
+  args->instance = inst.release();
+  return nullptr;
+}
+
+hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
+  delete args->self;
+  return nullptr;
 }
 
 const int32_t kDeviceTypes[] = {kDLOpenCL};
@@ -75,19 +120,17 @@ const hetrt_plugin_api_t kApi = {
     HETRT_PLUGIN_ABI_MAJOR,
     HETRT_PLUGIN_ABI_MINOR,
     "opencl",
-    "0.1.0",
+    "0.2.0",
     ErrorMessage,
-    ErrorCode,
     ErrorDestroy,
-    Initialize,
-    Shutdown,
-    SetOption,
+    Entry<InstanceCreate>::Call,
+    Entry<InstanceDestroy>::Call,
+    Entry<SetOption>::Call,
+    nullptr,  // no global functions
     kDeviceTypes,
     1,
     kTypeKeys,
     1,
-    nullptr,
-    0,
     &kDeviceApi,
     &kModuleApi,
     nullptr,

@@ -1,6 +1,14 @@
 // The graph executor: storage per storage_id per device, placement per
-// device_index, call frames prepared once, and a run loop that allocates
-// nothing, locks nothing and looks nothing up by name.
+// device_index, call frames and copy plans prepared once, and a run loop that
+// allocates nothing, locks nothing and looks nothing up by name.
+//
+// Asynchronous by default: each device's nodes go to a stream of the
+// executor's own, copies to a copy stream (or, between the host and a device
+// that shares host memory, a host memcpy through the device buffer's host
+// address), and a node waits only for events of the nodes it depends on in
+// other lanes. The host thread issues everything in a precomputed order and
+// runs CPU nodes itself; it blocks only where a CPU node reads device results,
+// and at Synchronize / GetOutput.
 #pragma once
 
 #include <memory>
@@ -26,6 +34,11 @@ class GraphExecutor final : public Executor {
     // Params bound at creation (by name, graph inputs only). Host params on a
     // CPU entry are used in place, not copied; the executor never writes into them.
     SharedParams params;
+    // Today's TVM order: one node at a time, every copy blocking.
+    bool sequential = false;
+    // Copies always through the plugin's copy call, even to and from devices
+    // that share host memory (for comparison with the shared-memory path).
+    bool staged_copies = false;
   };
 
   // `lib` provides the operator functions (looked up with its imports).
@@ -58,15 +71,30 @@ class GraphExecutor final : public Executor {
   Status Run() override;
   Status Synchronize() override;
 
-  struct NodeTime {
-    uint32_t node_id;
-    DLDevice device;    // where the node's output lives
-    double device_ms;   // device time from plugin events; wall time for CPU nodes
+  // One node of a profiled run, on the host clock (CLOCK_MONOTONIC ns).
+  struct NodeTrace {
+    uint32_t node_id = 0;
+    DLDevice device{kDLCPU, 0};  // where the node's output lives
+    uint32_t lane = 0;           // index into RunProfile::lanes
+    uint64_t submit_ns = 0;      // when the host began issuing it
+    uint64_t start_ns = 0;       // when it ran (device times mapped onto the host clock)
+    uint64_t end_ns = 0;
+    uint64_t wait_ns = 0;        // time its lane sat blocked on another lane first
+    uint64_t bytes = 0;          // copies: bytes moved
+    std::vector<uint32_t> waited_for;  // node ids in other lanes it had to follow
+    double ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }
   };
-  // Run() that also times every node: CPU nodes with the wall clock, device
-  // nodes with events recorded on their device around the node. Slower than
-  // Run() (it synchronizes); for benchmarks and `hetrt bench`, never the hot path.
-  Status RunProfiled(std::vector<NodeTime>* times);
+  struct RunProfile {
+    std::vector<std::string> lanes;  // "host", "opencl:0 compute", "opencl:0 copy", ...
+    std::vector<NodeTrace> nodes;    // in issue order
+    uint64_t run_start_ns = 0, run_end_ns = 0;  // Run() entry to the end of the last work
+    uint64_t clock_uncertainty_ns = 0;  // worst device-clock mapping error
+  };
+  // Run() with every node timed at its true place in time: host nodes by the
+  // host clock, device nodes by timing events around them on their stream,
+  // mapped onto the host clock with the plugin's device clock. Slower than
+  // Run() (extra events, a final synchronize); for `hetrt bench`, never the hot path.
+  Status RunProfiled(RunProfile* profile);
   Result<Tensor> GetOutput(int index) const override;
   // Copies output `index` into `out` (any device).
   Status CopyOutputTo(int index, Tensor& out) const;
@@ -79,6 +107,15 @@ class GraphExecutor final : public Executor {
 
  private:
   struct OpCall;
+  struct Step;
+  struct Lane;
+  template <bool kProfile>
+  Status RunSteps(RunProfile* profile);
+  Status ExecuteStep(const Step& step);
+  Status PlanSteps();
+  Status CreateLanes();
+  Status FinishPendingRun() const;
+  Status WaitForEvent(const Step& producer) const;
   GraphExecutor() = default;
   Status PlanStorage();
   Status BindParams(const std::vector<NamedTensor>& params, bool allow_in_place);
@@ -110,6 +147,13 @@ class GraphExecutor final : public Executor {
   std::vector<std::unique_ptr<DLTensor>> flat_tensors_;
   std::vector<std::unique_ptr<int64_t>> flat_shapes_;
   std::vector<std::pair<uint32_t, Tensor>> output_copies_;  // outputs that alias an input
+  // Asynchronous machinery: lanes (host + device streams), steps in issue order.
+  std::vector<void*> storage_host_;  // per sid: host address of device storage, or NULL
+  std::vector<Lane> lanes_;
+  std::vector<Step> steps_;          // one per call, same index as calls_
+  std::vector<uint32_t> order_;      // issue order of steps_
+  bool host_only_ = true;            // every step is a CPU kernel: the plain loop
+  mutable bool pending_ = false;     // device work of the last run may still be running
 };
 
 }  // namespace hetrt

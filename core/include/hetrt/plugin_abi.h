@@ -1,15 +1,27 @@
-/* hetrt plugin ABI, version 1.
+/* hetrt plugin ABI, version 2.
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
  * shared object that exports one symbol, HETRT_PLUGIN_ENTRY_SYMBOL, returning a
- * hetrt_plugin_api_t. Everything crosses as plain C: tables that begin with
- * struct_size, errors as values, no C++ types and no exceptions.
+ * hetrt_plugin_api_t: a static table of function pointers and declarations.
+ * The core then creates one *instance* of the plugin per registry
+ * (instance_create) and passes it as `self` to every call, so two registries
+ * hold two independent instances of one shared object.
  *
- * Versioning: the core refuses a plugin whose abi_major differs from its own and
- * accepts any abi_minor. Minor versions only append fields to the end of a table;
- * a reader checks struct_size (HETRT_STRUCT_HAS) before touching a field that a
- * smaller, older table may lack, and treats a missing function pointer as "not
- * supported".
+ * Rules (docs/plugin-abi.md has the full text):
+ * - Enumerations cross as int32_t fields (their C enum types only name the
+ *   values): a newer minor may send a value an older plugin does not know.
+ * - Every call takes exactly one args struct that starts with struct_size and
+ *   extension_start (HETRT_ARGS_HEADER). The caller zero-initialises the struct
+ *   and sets struct_size = sizeof(its version of the struct); a plugin reads a
+ *   field only when HETRT_ARGS_HAS says the caller's struct holds it.
+ *   Packed functions (kernels) keep TVM's six-argument C convention instead:
+ *   compiled code calls them directly.
+ * - Every call returns NULL on success or an error the plugin owns until the
+ *   core passes it to error_destroy. No C++ exception ever crosses the boundary.
+ * - Versioning: the core refuses a plugin whose abi_major differs from its own
+ *   and accepts any abi_minor. A minor version only appends fields to the end
+ *   of a table or an args struct, and adds extension types; a NULL function
+ *   pointer means "not supported".
  */
 #ifndef HETRT_PLUGIN_ABI_H_
 #define HETRT_PLUGIN_ABI_H_
@@ -23,9 +35,10 @@
 extern "C" {
 #endif
 
-#define HETRT_PLUGIN_ABI_MAJOR 1
-#define HETRT_PLUGIN_ABI_MINOR 1
-/* Stable across ABI majors so that a mismatch can be detected and reported. */
+#define HETRT_PLUGIN_ABI_MAJOR 2
+#define HETRT_PLUGIN_ABI_MINOR 0
+/* Stable across ABI majors so that a mismatch can be detected and reported:
+ * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
 
 #if defined(_WIN32)
@@ -34,18 +47,34 @@ extern "C" {
 #define HETRT_PLUGIN_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* True when a table of `size` bytes is large enough to hold `field`. */
-#define HETRT_STRUCT_HAS(table, type, field)          \
-  ((table) != NULL && (table)->struct_size >=          \
-                          offsetof(type, field) + sizeof(((type*)0)->field))
+/* True when a table or args struct is large enough to hold `field`. */
+#define HETRT_STRUCT_HAS(ptr, type, field) \
+  ((ptr) != NULL &&                        \
+   (ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+#define HETRT_ARGS_HAS(args, type, field) HETRT_STRUCT_HAS(args, type, field)
+
+/* ---------------------------------------------------------------------------
+ * Extensions: a singly linked chain of structs that start with this header,
+ * hung off any args struct (PJRT's PJRT_Extension_Base). A callee skips types
+ * it does not know. Types below 0x10000 are hetrt's; plugins may define their
+ * own private types above it.
+ * ------------------------------------------------------------------------- */
+typedef struct hetrt_extension_base {
+  size_t struct_size;
+  int32_t type;
+  struct hetrt_extension_base* next;
+} hetrt_extension_base_t;
+
+#define HETRT_ARGS_HEADER \
+  size_t struct_size;     \
+  hetrt_extension_base_t* extension_start
 
 /* ---------------------------------------------------------------------------
  * Values and packed functions.
  *
- * Deliberately layout-identical to the packed-function convention that TVM
- * compiled code uses (8-byte value union, int32 type codes, the six-argument C
- * signature), so that a kernel handle can be called by generated host code with
- * no translation step on the hot path.
+ * Layout-identical to the packed-function convention TVM-compiled code uses
+ * (8-byte value union, int32 type codes, the six-argument C signature), so a
+ * kernel handle is called by generated host code with no translation step.
  * ------------------------------------------------------------------------- */
 typedef union hetrt_value {
   int64_t v_int64;
@@ -76,17 +105,16 @@ typedef int32_t (*hetrt_packed_cfunc_t)(hetrt_value_t* args, int32_t* type_codes
                                         int32_t* ret_type_code, void* resource);
 
 /* A callable: a C function plus the state it was created with. Owned by the
- * module (or plugin) that handed it out; valid until that module is destroyed. */
+ * module or instance that handed it out; valid until that one is destroyed. */
 typedef struct hetrt_packed_func {
   hetrt_packed_cfunc_t call;
   void* resource;
 } hetrt_packed_func_t;
 
 /* ---------------------------------------------------------------------------
- * Errors. A plugin function returns NULL on success, or an error object that
- * the plugin owns until the core passes it to hetrt_plugin_api_t.error_destroy.
+ * Errors: plugin-owned values. Each plugin defines `struct hetrt_error` as it
+ * likes (global namespace in C++).
  * ------------------------------------------------------------------------- */
-/* Each plugin defines `struct hetrt_error` (global namespace in C++) as it likes. */
 typedef enum hetrt_status_code {
   HETRT_STATUS_OK = 0,
   HETRT_STATUS_INVALID_ARGUMENT = 1,
@@ -102,8 +130,29 @@ typedef enum hetrt_status_code {
 
 typedef struct hetrt_error hetrt_error_t;
 
+typedef struct hetrt_error_message_args {
+  HETRT_ARGS_HEADER;
+  const hetrt_error_t* error;
+  const char* message; /* out: owned by the error, NUL-terminated, never NULL */
+  int32_t code;        /* out: a hetrt_status_code_t */
+} hetrt_error_message_args_t;
+
+typedef struct hetrt_error_destroy_args {
+  HETRT_ARGS_HEADER;
+  hetrt_error_t* error;
+} hetrt_error_destroy_args_t;
+
 /* ---------------------------------------------------------------------------
- * Services the core offers a plugin, passed to initialize().
+ * Opaque handles, all owned by the plugin instance that created them.
+ * ------------------------------------------------------------------------- */
+typedef struct hetrt_instance hetrt_instance_t;
+typedef struct hetrt_stream hetrt_stream_t; /* NULL = the device's default stream */
+typedef struct hetrt_event hetrt_event_t;
+typedef struct hetrt_plugin_module hetrt_plugin_module_t;
+
+/* ---------------------------------------------------------------------------
+ * Services the core lends an instance (valid until instance_destroy returns).
+ * Core-side callbacks cannot fail and may be called from any thread.
  * ------------------------------------------------------------------------- */
 typedef enum hetrt_log_level {
   HETRT_LOG_DEBUG = 0,
@@ -122,31 +171,162 @@ typedef struct hetrt_host_api {
 } hetrt_host_api_t;
 
 /* ---------------------------------------------------------------------------
- * Device table: memory, copies, streams, events.
- * Device memory is named by the opaque `data` pointer that allocate() returned:
- * that is what lands in DLTensor.data and what kernels receive.
+ * Instance lifecycle and options.
  * ------------------------------------------------------------------------- */
-typedef struct hetrt_stream hetrt_stream_t; /* NULL = the device's default stream */
-typedef struct hetrt_event hetrt_event_t;
+typedef struct hetrt_option {
+  const char* key;
+  const char* value;
+} hetrt_option_t;
+
+typedef struct hetrt_instance_create_args {
+  HETRT_ARGS_HEADER;
+  const hetrt_host_api_t* host;
+  const hetrt_option_t* options; /* applied as by set_option; may be NULL */
+  size_t num_options;
+  hetrt_instance_t* instance; /* out */
+} hetrt_instance_create_args_t;
+
+/* Releases everything the instance created (devices, contexts, queues, thread
+ * pools). Modules, streams, events and memory of the instance must already be
+ * destroyed or freed; a plugin may reclaim what is left. */
+typedef struct hetrt_instance_destroy_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+} hetrt_instance_destroy_args_t;
+
+/* An unknown key is NOT_FOUND (so an option can be offered to every plugin);
+ * a bad value is INVALID_ARGUMENT. */
+typedef struct hetrt_set_option_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* key;
+  const char* value;
+} hetrt_set_option_args_t;
+
+/* Global packed functions the instance offers, e.g. for host code that looks
+ * a name up with TVMBackendGetFuncFromEnv. The array is instance-owned. */
+typedef struct hetrt_global_function {
+  const char* name;
+  hetrt_packed_func_t func;
+} hetrt_global_function_t;
+
+typedef struct hetrt_global_functions_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const hetrt_global_function_t* functions; /* out */
+  size_t num_functions;                     /* out */
+} hetrt_global_functions_args_t;
+
+/* ---------------------------------------------------------------------------
+ * Device table: devices, memory, copies, streams, events, clocks.
+ *
+ * Device memory is named by the opaque `data` pointer allocate() returned:
+ * that is what lands in DLTensor.data and what kernels receive. Streams are
+ * in-order queues of one device; events mark a point in a stream.
+ * Threading: every call may come from any thread; the plugin serialises what
+ * its driver needs serialised. A stream is used by one thread at a time.
+ * ------------------------------------------------------------------------- */
 
 /* Asking for a device type the plugin did not declare is INVALID_ARGUMENT. */
 typedef struct hetrt_device_count_args {
-  size_t struct_size;
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
   int32_t device_type;            /* in: a DLDeviceType this plugin declared */
   int32_t count;                  /* out */
-  const char* unavailable_reason; /* out: why count is 0 (plugin-owned, static) */
+  const char* unavailable_reason; /* out: why count is 0 (instance-owned) */
 } hetrt_device_count_args_t;
 
-typedef struct hetrt_allocate_args {
-  size_t struct_size;
+/* Device attributes (TVM's DeviceAttrKind, IREE's query_i64). Integer
+ * attributes fill `value`, string ones `string` (instance-owned). A plugin
+ * that does not know an attribute for a device returns NOT_FOUND. */
+typedef enum hetrt_device_attribute {
+  HETRT_DEVICE_ATTR_NAME = 0,               /* string, e.g. "NVIDIA H100 80GB HBM3" */
+  HETRT_DEVICE_ATTR_DRIVER_VERSION = 1,     /* string */
+  HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY = 2, /* 1: device memory *is* host memory */
+  HETRT_DEVICE_ATTR_TOTAL_MEMORY = 3,       /* bytes */
+  HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK = 4,
+  HETRT_DEVICE_ATTR_WARP_SIZE = 5,
+  HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 6, /* bytes */
+  HETRT_DEVICE_ATTR_COMPUTE_VERSION = 7,    /* string, e.g. "9.0" */
+  HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT = 8,
+  HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ = 9,
+  HETRT_DEVICE_ATTR_COPY_STREAMS = 10, /* 1: separate copy streams overlap compute */
+} hetrt_device_attribute_t;
+
+typedef struct hetrt_device_attribute_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
   DLDevice device;
-  uint64_t nbytes;
+  int32_t attribute;  /* a hetrt_device_attribute_t; newer minors add values */
+  int64_t value;      /* out: integer attributes */
+  /* out: string attributes, instance-owned, valid until the next set_option
+   * or instance_destroy */
+  const char* string;
+} hetrt_device_attribute_args_t;
+
+typedef struct hetrt_memory_stats_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  uint64_t bytes_in_use;      /* out: bytes requested by live allocate()s, this instance */
+  uint64_t peak_bytes_in_use; /* out */
+  uint64_t bytes_limit;       /* out: 0 when unknown */
+  uint64_t num_allocations;   /* out: live allocations */
+} hetrt_memory_stats_args_t;
+
+typedef enum hetrt_memory_kind {
+  /* Device-local memory; `data` is only meaningful to this plugin. */
+  HETRT_MEMORY_DEVICE = 0,
+  /* Device memory the host can address too: host_pointer is filled, and host
+   * reads/writes through it are coherent with the device at event boundaries
+   * (after event_synchronize of the last device work, before the next device
+   * work is enqueued). Refused (UNIMPLEMENTED) when the device cannot. */
+  HETRT_MEMORY_HOST_VISIBLE = 1,
+  /* Page-locked host memory for fast asynchronous copies; `data` and
+   * host_pointer are the same host address, usable as a CPU tensor. */
+  HETRT_MEMORY_HOST_PINNED = 2,
+} hetrt_memory_kind_t;
+
+typedef struct hetrt_allocate_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  uint64_t nbytes;  /* 0 is valid and yields a distinct, freeable handle */
   uint64_t alignment; /* a power of two; plugins may raise it (CPU: to at least 64) */
+  int32_t kind;       /* a hetrt_memory_kind_t */
   void* data;         /* out */
+  void* host_pointer; /* out: the host address of the bytes, or NULL */
 } hetrt_allocate_args_t;
 
+typedef struct hetrt_free_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  void* data;
+  int32_t kind; /* as allocated */
+} hetrt_free_args_t;
+
+/* Whether copy() can move bytes from src_device to dst_device directly. A
+ * plugin answers for pairs where at least one side is its own device; the
+ * core routes other pairs through host staging. */
+typedef struct hetrt_can_copy_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice src_device;
+  DLDevice dst_device;
+  int32_t can_copy; /* out: 1 or 0 */
+} hetrt_can_copy_args_t;
+
+typedef enum hetrt_copy_flags {
+  /* Return only once the bytes have arrived (and the stream's earlier work is
+   * done). Without it the copy is ordered on `stream` and host memory it
+   * reads or writes must stay valid and untouched until the stream passes it. */
+  HETRT_COPY_BLOCKING = 1,
+} hetrt_copy_flags_t;
+
 typedef struct hetrt_copy_args {
-  size_t struct_size;
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
   const void* src;
   uint64_t src_offset;
   DLDevice src_device;
@@ -154,48 +334,178 @@ typedef struct hetrt_copy_args {
   uint64_t dst_offset;
   DLDevice dst_device;
   uint64_t nbytes;
+  /* A stream of the plugin's device side (src's when both are its own); NULL:
+   * that device's default stream. */
   hetrt_stream_t* stream;
+  uint32_t flags; /* hetrt_copy_flags_t */
 } hetrt_copy_args_t;
+
+typedef enum hetrt_stream_kind {
+  HETRT_STREAM_COMPUTE = 0,
+  HETRT_STREAM_COPY = 1, /* a hint: the plugin may give it a copy engine */
+} hetrt_stream_kind_t;
+
+typedef struct hetrt_stream_create_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  int32_t kind;           /* a hetrt_stream_kind_t */
+  hetrt_stream_t* stream; /* out */
+} hetrt_stream_create_args_t;
+
+/* stream_destroy, stream_synchronize (host blocks until the stream's work is
+ * done; returns the first error of that work). */
+typedef struct hetrt_stream_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_stream_t* stream;
+} hetrt_stream_args_t;
+
+/* Work enqueued on `stream` after this call starts only after `event`'s work
+ * completed. The event comes from the same instance (any device of it; a
+ * plugin that cannot wait across its devices returns UNIMPLEMENTED). An event
+ * never recorded is complete. The host does not block. */
+typedef struct hetrt_stream_wait_event_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_stream_t* stream;
+  hetrt_event_t* event;
+} hetrt_stream_wait_event_args_t;
+
+/* The calling thread's current stream for `device` (TVM's TVMSetStream):
+ * kernels that packed functions of this instance launch from this thread on
+ * that device go there. Initially NULL (the default stream). A stream must not
+ * be destroyed while it is current on any thread. */
+typedef struct hetrt_stream_current_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_stream_t* stream;   /* in for set; out for get */
+  hetrt_stream_t* previous; /* out for set */
+} hetrt_stream_current_args_t;
+
+typedef enum hetrt_event_flags {
+  HETRT_EVENT_TIMING = 1, /* event_timestamp / event_elapsed_ms will be asked */
+} hetrt_event_flags_t;
+
+typedef struct hetrt_event_create_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  uint32_t flags; /* hetrt_event_flags_t */
+  hetrt_event_t* event; /* out */
+} hetrt_event_create_args_t;
+
+/* Records `event` at the current end of `stream`; re-recording replaces the
+ * previous point. */
+typedef struct hetrt_event_record_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_event_t* event;
+  hetrt_stream_t* stream;
+} hetrt_event_record_args_t;
+
+/* event_destroy; event_synchronize: the host blocks until the event's work is
+ * done and gets that work's first error (the event carries it); event_query:
+ * never blocks, sets `complete`, returns the error once the work failed. */
+typedef struct hetrt_event_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_event_t* event;
+  int32_t complete; /* out (event_query) */
+} hetrt_event_args_t;
+
+/* Milliseconds between two recorded timing events (waits for both). */
+typedef struct hetrt_event_elapsed_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_event_t* start;
+  hetrt_event_t* end;
+  double milliseconds; /* out */
+} hetrt_event_elapsed_args_t;
+
+/* Device-clock time (ns) at which the work before a recorded timing event was
+ * complete (waits for it). */
+typedef struct hetrt_event_timestamp_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  hetrt_event_t* event;
+  uint64_t device_ns; /* out */
+} hetrt_event_timestamp_args_t;
+
+/* One reading of the device clock and the host clock (CLOCK_MONOTONIC, ns)
+ * taken as close together as the plugin can; |error| <= uncertainty_ns. The
+ * core maps event timestamps onto the host clock with it. */
+typedef struct hetrt_device_clock_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  uint64_t device_ns;      /* out */
+  uint64_t host_ns;        /* out */
+  uint64_t uncertainty_ns; /* out */
+} hetrt_device_clock_args_t;
+
+/* Scratch memory for compiled kernels (TVMBackendAllocWorkspace): a per-thread
+ * stack on the CPU, a pool on devices. Called on the hot path. */
+typedef struct hetrt_workspace_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+  uint64_t nbytes; /* alloc */
+  void* data;      /* out for alloc, in for free */
+} hetrt_workspace_args_t;
+
+/* Makes `device` the calling thread's current device of its type, the one
+ * kernels launched from this thread run on. The core's global
+ * "__tvm_set_device" (called by TVM host code before device kernels)
+ * dispatches here by device type. */
+typedef struct hetrt_set_device_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;
+} hetrt_set_device_args_t;
 
 typedef struct hetrt_device_api {
   size_t struct_size;
   hetrt_error_t* (*device_count)(hetrt_device_count_args_t* args);
-  /* Human-readable device name, e.g. "Intel Xeon (8 threads)"; truncated to fit. */
-  hetrt_error_t* (*device_name)(DLDevice device, char* buffer, size_t buffer_size);
+  hetrt_error_t* (*device_attribute)(hetrt_device_attribute_args_t* args);
+  hetrt_error_t* (*memory_stats)(hetrt_memory_stats_args_t* args);
   hetrt_error_t* (*allocate)(hetrt_allocate_args_t* args);
-  hetrt_error_t* (*free)(DLDevice device, void* data);
-  /* One side is a device of this plugin; the other is the same plugin's device
-   * or a CPU device (host memory). Completes before returning when stream is
-   * NULL; otherwise ordered on the stream. */
+  hetrt_error_t* (*free)(hetrt_free_args_t* args);
+  hetrt_error_t* (*can_copy)(hetrt_can_copy_args_t* args);
   hetrt_error_t* (*copy)(hetrt_copy_args_t* args);
-  hetrt_error_t* (*stream_create)(DLDevice device, hetrt_stream_t** out);
-  hetrt_error_t* (*stream_destroy)(DLDevice device, hetrt_stream_t* stream);
-  hetrt_error_t* (*synchronize)(DLDevice device, hetrt_stream_t* stream);
-  hetrt_error_t* (*event_create)(DLDevice device, hetrt_event_t** out);
-  hetrt_error_t* (*event_destroy)(DLDevice device, hetrt_event_t* event);
-  hetrt_error_t* (*event_record)(DLDevice device, hetrt_event_t* event, hetrt_stream_t* stream);
-  /* Milliseconds between two recorded events (waits for both). */
-  hetrt_error_t* (*event_elapsed_ms)(DLDevice device, hetrt_event_t* start,
-                                     hetrt_event_t* end, double* out_ms);
-  /* Scratch memory for compiled kernels (TVMBackendAllocWorkspace). Hot path:
-   * no error object; NULL means failure, reported through set_last_error. */
-  void* (*workspace_alloc)(DLDevice device, uint64_t nbytes);
-  int32_t (*workspace_free)(DLDevice device, void* data);
-  /* v1.1: makes `device` the calling thread's current device of its type, the
-   * one kernels launched from this thread run on. The core's global
-   * "__tvm_set_device" (called by TVM host code before device kernels)
-   * dispatches here by device type. NULL when a plugin has one device only. */
-  hetrt_error_t* (*set_device)(DLDevice device);
+  hetrt_error_t* (*stream_create)(hetrt_stream_create_args_t* args);
+  hetrt_error_t* (*stream_destroy)(hetrt_stream_args_t* args);
+  hetrt_error_t* (*stream_synchronize)(hetrt_stream_args_t* args);
+  hetrt_error_t* (*stream_wait_event)(hetrt_stream_wait_event_args_t* args);
+  hetrt_error_t* (*stream_set_current)(hetrt_stream_current_args_t* args);
+  hetrt_error_t* (*stream_get_current)(hetrt_stream_current_args_t* args);
+  hetrt_error_t* (*event_create)(hetrt_event_create_args_t* args);
+  hetrt_error_t* (*event_destroy)(hetrt_event_args_t* args);
+  hetrt_error_t* (*event_record)(hetrt_event_record_args_t* args);
+  hetrt_error_t* (*event_query)(hetrt_event_args_t* args);
+  hetrt_error_t* (*event_synchronize)(hetrt_event_args_t* args);
+  hetrt_error_t* (*event_elapsed_ms)(hetrt_event_elapsed_args_t* args);
+  hetrt_error_t* (*event_timestamp)(hetrt_event_timestamp_args_t* args);
+  hetrt_error_t* (*device_clock)(hetrt_device_clock_args_t* args);
+  hetrt_error_t* (*workspace_alloc)(hetrt_workspace_args_t* args);
+  hetrt_error_t* (*workspace_free)(hetrt_workspace_args_t* args);
+  hetrt_error_t* (*set_device)(hetrt_set_device_args_t* args);
 } hetrt_device_api_t;
 
 /* ---------------------------------------------------------------------------
  * Module table: load the blob of a type_key (from __tvm_dev_mblob), look
  * functions up, save it back (for the exporter).
  * ------------------------------------------------------------------------- */
-typedef struct hetrt_plugin_module hetrt_plugin_module_t;
-
 typedef struct hetrt_module_load_args {
-  size_t struct_size;
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
   const char* type_key;
   /* The rest of the blob stream, starting at this module's bytes; borrowed for
    * the duration of the call. The stream has no per-module length, so the
@@ -206,25 +516,45 @@ typedef struct hetrt_module_load_args {
   uint64_t consumed;             /* out: bytes of `data` that belong to this module */
 } hetrt_module_load_args_t;
 
+/* found = 0 (and no error) when the module has no such function. The
+ * function stays valid until the module is destroyed. */
+typedef struct hetrt_module_get_function_args {
+  HETRT_ARGS_HEADER;
+  hetrt_plugin_module_t* module;
+  const char* name;
+  hetrt_packed_func_t function; /* out */
+  int32_t found;                /* out */
+} hetrt_module_get_function_args_t;
+
+/* Writes up to `capacity` names (module-owned) and sets the total count. */
+typedef struct hetrt_module_list_functions_args {
+  HETRT_ARGS_HEADER;
+  hetrt_plugin_module_t* module;
+  const char** names;
+  size_t capacity;
+  size_t count; /* out */
+} hetrt_module_list_functions_args_t;
+
+/* The bytes load() would read back (TVM's SaveToBinary layout). */
 typedef struct hetrt_module_save_args {
-  size_t struct_size;
+  HETRT_ARGS_HEADER;
   hetrt_plugin_module_t* module;
   const uint8_t* data; /* out: owned by the module, valid until it is destroyed */
   uint64_t size;       /* out */
 } hetrt_module_save_args_t;
 
+typedef struct hetrt_module_destroy_args {
+  HETRT_ARGS_HEADER;
+  hetrt_plugin_module_t* module;
+} hetrt_module_destroy_args_t;
+
 typedef struct hetrt_module_api {
   size_t struct_size;
   hetrt_error_t* (*load)(hetrt_module_load_args_t* args);
-  /* *found = 0 and NULL returned when the module has no such function. */
-  hetrt_error_t* (*get_function)(hetrt_plugin_module_t* module, const char* name,
-                                 hetrt_packed_func_t* out, int32_t* found);
-  /* Names of the functions the module defines; returns the total count and
-   * writes up to `capacity` names (module-owned strings). */
-  size_t (*list_functions)(hetrt_plugin_module_t* module, const char** names,
-                           size_t capacity);
+  hetrt_error_t* (*get_function)(hetrt_module_get_function_args_t* args);
+  hetrt_error_t* (*list_functions)(hetrt_module_list_functions_args_t* args);
   hetrt_error_t* (*save)(hetrt_module_save_args_t* args);
-  void (*destroy)(hetrt_plugin_module_t* module);
+  hetrt_error_t* (*destroy)(hetrt_module_destroy_args_t* args);
 } hetrt_module_api_t;
 
 /* ---------------------------------------------------------------------------
@@ -239,28 +569,47 @@ typedef struct hetrt_parallel_group_env {
 typedef int32_t (*hetrt_parallel_lambda_t)(int32_t task_id,
                                            hetrt_parallel_group_env_t* env, void* cdata);
 
+/* Runs lambda(task_id, env, cdata) for task_id in [0, num_task), the calling
+ * thread taking part; num_task 0 means one task per pool thread. May be called
+ * from several threads at once and from inside a task: a launch that cannot
+ * get the pool runs its tasks serially on the caller. When a task returns
+ * non-zero, `failed_task` names it and the call returns NULL: the task has
+ * reported its message through set_last_error, as TVM code does. */
+typedef struct hetrt_parallel_launch_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  hetrt_parallel_lambda_t lambda;
+  void* cdata;
+  int32_t num_task;
+  int32_t failed_task; /* out: -1 when every task returned 0 */
+} hetrt_parallel_launch_args_t;
+
+/* Valid only when every task of the launch has its own thread; otherwise
+ * returns an error instead of hanging. */
+typedef struct hetrt_parallel_barrier_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  int32_t task_id;
+  hetrt_parallel_group_env_t* env;
+} hetrt_parallel_barrier_args_t;
+
+typedef struct hetrt_parallel_num_threads_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  int32_t num_threads; /* out */
+} hetrt_parallel_num_threads_args_t;
+
 typedef struct hetrt_parallel_api {
   size_t struct_size;
-  /* Runs lambda(task_id, env, cdata) for task_id in [0, env->num_task), the
-   * calling thread taking part. num_task 0 means one task per pool thread.
-   * Returns 0, or non-zero when a task returned non-zero. May be called from
-   * several threads at once and from inside a task: a launch that cannot get
-   * the pool runs its tasks serially on the caller. */
-  int32_t (*launch)(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task);
-  /* Valid only when every task of the launch has its own thread; otherwise
-   * returns non-zero with a message instead of hanging. */
-  int32_t (*barrier)(int32_t task_id, hetrt_parallel_group_env_t* env);
-  int32_t (*num_threads)(void);
+  hetrt_error_t* (*launch)(hetrt_parallel_launch_args_t* args);
+  hetrt_error_t* (*barrier)(hetrt_parallel_barrier_args_t* args);
+  hetrt_error_t* (*num_threads)(hetrt_parallel_num_threads_args_t* args);
 } hetrt_parallel_api_t;
 
 /* ---------------------------------------------------------------------------
- * The plugin table returned by the entry symbol.
+ * The plugin table returned by the entry symbol: static for the life of the
+ * shared object; everything stateful hangs off an instance.
  * ------------------------------------------------------------------------- */
-typedef struct hetrt_global_function {
-  const char* name; /* e.g. "__tvm_set_device" */
-  hetrt_packed_func_t func;
-} hetrt_global_function_t;
-
 typedef struct hetrt_plugin_api {
   size_t struct_size;
   uint16_t abi_major;
@@ -268,24 +617,18 @@ typedef struct hetrt_plugin_api {
   const char* name;    /* short, unique: "cpu", "opencl" */
   const char* version; /* the plugin's own version */
 
-  const char* (*error_message)(const hetrt_error_t* error);
-  hetrt_status_code_t (*error_code)(const hetrt_error_t* error);
-  void (*error_destroy)(hetrt_error_t* error);
+  hetrt_error_t* (*error_message)(hetrt_error_message_args_t* args); /* never fails */
+  hetrt_error_t* (*error_destroy)(hetrt_error_destroy_args_t* args); /* never fails */
 
-  /* Called once before anything else; host stays valid until shutdown. */
-  hetrt_error_t* (*initialize)(const hetrt_host_api_t* host);
-  void (*shutdown)(void);
-  /* Runtime configuration, e.g. ("num_threads", "4"). An unknown key is
-   * NOT_FOUND (so an option can be offered to every plugin); a bad value is
-   * INVALID_ARGUMENT. */
-  hetrt_error_t* (*set_option)(const char* key, const char* value);
+  hetrt_error_t* (*instance_create)(hetrt_instance_create_args_t* args);
+  hetrt_error_t* (*instance_destroy)(hetrt_instance_destroy_args_t* args);
+  hetrt_error_t* (*set_option)(hetrt_set_option_args_t* args);
+  hetrt_error_t* (*global_functions)(hetrt_global_functions_args_t* args); /* may be NULL */
 
   const int32_t* device_types; /* DLDeviceType values served */
   size_t num_device_types;
   const char* const* type_keys; /* module type_keys this plugin loads */
   size_t num_type_keys;
-  const hetrt_global_function_t* global_functions;
-  size_t num_global_functions;
 
   const hetrt_device_api_t* device;     /* NULL when num_device_types == 0 */
   const hetrt_module_api_t* module;     /* NULL when num_type_keys == 0 */
@@ -293,6 +636,16 @@ typedef struct hetrt_plugin_api {
 } hetrt_plugin_api_t;
 
 typedef const hetrt_plugin_api_t* (*hetrt_plugin_get_api_fn)(void);
+
+/* What every ABI major shares at the start of its table: enough to read the
+ * version of a plugin built for another major and refuse it by name. */
+typedef struct hetrt_plugin_api_prefix {
+  size_t struct_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  const char* name;
+  const char* version;
+} hetrt_plugin_api_prefix_t;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,11 +1,13 @@
 // Plugin host: finds backend plugins (shared objects exporting
-// HETRT_PLUGIN_ENTRY_SYMBOL), negotiates the ABI version, and answers "who
-// provides type_key X / device type Y" with errors that name what was searched.
+// HETRT_PLUGIN_ENTRY_SYMBOL), negotiates the ABI version, creates one instance
+// of each per registry, and answers "who provides type_key X / device type Y"
+// with errors that name what was searched.
 #pragma once
 
+#include <array>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,9 +18,26 @@
 
 namespace hetrt {
 
+// A zeroed ABI args struct with its struct_size set.
+template <typename Args>
+Args AbiArgs() {
+  Args args{};
+  args.struct_size = sizeof(Args);
+  return args;
+}
+
+struct DeviceMemoryStats {
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_bytes_in_use = 0;
+  uint64_t bytes_limit = 0;
+  uint64_t num_allocations = 0;
+};
+
+// One instance of one plugin: the ABI table plus the instance handle every
+// call takes. Destroying it destroys the instance.
 class Plugin {
  public:
-  Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api);
+  Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api, hetrt_instance_t* instance);
   ~Plugin();
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
@@ -27,6 +46,7 @@ class Plugin {
   std::string name() const { return api_->name ? api_->name : "?"; }
   std::string version() const { return api_->version ? api_->version : "?"; }
   const hetrt_plugin_api_t* api() const { return api_; }
+  hetrt_instance_t* instance() const { return instance_; }
   const hetrt_device_api_t* device_api() const;
   const hetrt_module_api_t* module_api() const;
   const hetrt_parallel_api_t* parallel_api() const;
@@ -37,6 +57,8 @@ class Plugin {
 
   // Turns a plugin error into a Status naming the plugin, and frees the error.
   Status Consume(hetrt_error_t* error) const;
+  // The message of a plugin error (the error stays alive).
+  std::string ErrorMessage(const hetrt_error_t* error) const;
 
   struct DeviceCount {
     int32_t count = 0;
@@ -44,16 +66,25 @@ class Plugin {
   };
   Result<DeviceCount> CountDevices(int32_t device_type) const;
   std::string DeviceName(DLDevice device) const;
-  // The allocator of one device (owned by the plugin object).
-  Allocator& DeviceAllocator(DLDevice device);
+  // NOT_FOUND when the plugin does not know the attribute for the device.
+  Result<int64_t> AttributeInt(DLDevice device, hetrt_device_attribute_t attribute) const;
+  Result<std::string> AttributeString(DLDevice device, hetrt_device_attribute_t attribute) const;
+  // Whether the device's memory is host memory (HOST_UNIFIED_MEMORY == 1).
+  bool SharesHostMemory(DLDevice device) const;
+  Result<DeviceMemoryStats> MemoryStats(DLDevice device) const;
+  // Whether copy() moves bytes between the two devices directly.
+  bool CanCopy(DLDevice src, DLDevice dst) const;
+  // The allocator of one device and memory kind (owned by the plugin object).
+  Allocator& DeviceAllocator(DLDevice device, hetrt_memory_kind_t kind = HETRT_MEMORY_DEVICE);
   Status SetOption(const std::string& key, const std::string& value) const;
 
  private:
   std::string path_;
   void* dl_handle_;
   const hetrt_plugin_api_t* api_;
+  hetrt_instance_t* instance_;
   std::mutex allocators_mutex_;  // executors are created from any thread
-  std::map<std::pair<int32_t, int32_t>, std::unique_ptr<Allocator>> allocators_;
+  std::map<std::tuple<int32_t, int32_t, int32_t>, std::unique_ptr<Allocator>> allocators_;
 };
 
 // A plugin that was found but not used, or a search folder that was missing.
@@ -93,17 +124,27 @@ class PluginRegistry {
   Result<Plugin*> ForDeviceType(int32_t device_type) const;
   // The plugin of a device, checked to exist (device_id < count).
   Result<Plugin*> ForDevice(DLDevice device) const;
+  // An array lookup, for hot paths: NULL when no plugin serves the type.
+  Plugin* PluginOfDeviceType(int32_t device_type) const {
+    return device_type >= 0 && device_type < kMaxDeviceType ? by_device_type_[device_type] : nullptr;
+  }
   // "searched: A, B; found: cpu 0.1.0 (devices: cpu), ..."
   std::string DescribeSearch() const;
 
-  // Copies nbytes between two tensors' memory (any devices), through the
-  // plugins' copy functions; staged through host memory between two plugins.
+  // The plugin whose copy() moves bytes from src to dst directly (the device
+  // side's plugin; the CPU plugin between two host buffers), or NULL when the
+  // copy must be staged through host memory.
+  Plugin* CopyProvider(DLDevice src, DLDevice dst) const;
+  // Copies nbytes between two tensors' memory (any devices), blocking, through
+  // the plugins' copy functions; staged through host memory between two plugins.
   Status CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device, void* dst,
                    uint64_t dst_offset, DLDevice dst_device, uint64_t nbytes) const;
   // Whole-tensor copy; shapes may differ, byte sizes must match.
   Status CopyTensor(const Tensor& src, Tensor& dst) const;
   // A host copy of any tensor.
   Result<Tensor> ToHost(const Tensor& src) const;
+
+  static constexpr int kMaxDeviceType = 64;
 
  private:
   PluginRegistry() = default;
@@ -112,6 +153,7 @@ class PluginRegistry {
   std::vector<std::string> search_paths_;
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<PluginProblem> problems_;
+  std::array<Plugin*, kMaxDeviceType> by_device_type_{};
 };
 
 }  // namespace hetrt

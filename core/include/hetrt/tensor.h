@@ -21,6 +21,9 @@ class Allocator {
   virtual DLDevice device() const = 0;
   virtual Result<void*> Allocate(uint64_t nbytes, uint64_t alignment) = 0;
   virtual void Free(void* data) = 0;
+  // The host address of memory this allocator handed out, when the host can
+  // address it (host memory, host-visible device memory); NULL otherwise.
+  virtual void* HostPointer(void* data) const { (void)data; return nullptr; }
 };
 
 // 64-byte aligned host memory (cpu:0), what TVM-compiled CPU code assumes.

@@ -1,0 +1,84 @@
+// The state of one plugin instance. Everything mutable lives here, so two
+// registries (two instances) of the same loaded plugin never share a pool,
+// statistics or a name.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "hetrt/plugin_abi.h"
+#include "plugin_error.h"
+#include "thread_pool.h"
+
+struct hetrt_instance {
+  // Cleared by instance_destroy, so a call that races with it (or a stray
+  // pointer) is refused rather than trusted. Best effort: not a lifetime guard.
+  static constexpr uint64_t kLiveTag = 0x68657472742d6370;  // "hetrt-cp"
+  std::atomic<uint64_t> tag{kLiveTag};
+  // Unique for the life of the process: keys the thread-local current streams,
+  // where a reused instance address must not inherit a stale stream.
+  uint64_t id = 0;
+  const hetrt_host_api_t* host = nullptr;
+
+  // Parallel launch. Launches may run on any thread while the pool is resized,
+  // so the pointer is swapped atomically and an old pool is deleted only once
+  // no launch that may have loaded it is left. Launches count themselves in the
+  // slot of the current epoch; a swap flips the epoch and waits only for the
+  // old slot to drain, so a thread that launches back to back cannot starve it.
+  alignas(64) std::atomic<hetrt::cpu::ThreadPool*> pool{nullptr};
+  std::atomic<uint32_t> pool_epoch{0};
+  std::atomic<int32_t> launches_in_flight[2] = {0, 0};
+  // The pool's size, readable without touching a pool that may be deleted.
+  std::atomic<int32_t> num_threads{0};
+  std::mutex resize_mutex;  // one resize at a time keeps pool, size and name in step
+
+  // memory_stats: bytes as requested by allocate.
+  alignas(64) std::atomic<uint64_t> bytes_in_use{0};
+  std::atomic<uint64_t> peak_bytes_in_use{0};
+  std::atomic<uint64_t> num_allocations{0};
+
+  // HETRT_DEVICE_ATTR_NAME, rebuilt when the thread count changes.
+  alignas(64) std::mutex name_mutex;
+  std::string cpu_model;
+  std::string name;
+};
+
+namespace hetrt::cpu {
+
+// Caps set_option and HETRT_NUM_THREADS against values that would only exhaust
+// the process's threads.
+inline constexpr int32_t kMaxThreads = 1024;
+
+inline bool IsLive(const hetrt_instance_t* self) {
+  return self != nullptr && self->tag.load(std::memory_order_relaxed) == hetrt_instance::kLiveTag;
+}
+
+// Every entry point starts here: the caller's struct must hold every ABI 2.0
+// field the plugin reads (up to `last`), and `self` must be a live instance.
+inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self,
+                                const char* type) {
+  if (!holds_fields) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "cpu plugin: %s is null or smaller than in ABI 2.0", type);
+  }
+  if (!IsLive(self)) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "cpu plugin: %s.self is not a live instance of this plugin", type);
+  }
+  return nullptr;
+}
+
+#define HETRT_CPU_CHECK_CALL(args, type, last)                                          \
+  do {                                                                                  \
+    const bool holds_ = HETRT_ARGS_HAS(args, type, last);                               \
+    if (hetrt_error_t* error_ =                                                         \
+            ::hetrt::cpu::CheckCall(holds_, holds_ ? (args)->self : nullptr, #type)) { \
+      return error_;                                                                    \
+    }                                                                                   \
+  } while (0)
+
+void Log(const hetrt_instance_t* self, hetrt_log_level_t level, const char* message);
+
+}  // namespace hetrt::cpu
