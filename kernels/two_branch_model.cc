@@ -26,7 +26,10 @@ Result<GraphBuilder::Built> BuildTwoBranchModel(int32_t accel, const TwoBranchSh
   GraphBuilder::Value branch_out[2];
   const int32_t devices[2] = {kDLCPU, accel};
   const char* names[2] = {"cpu", "accel"};
+  const bool wanted[2] = {shape.cpu_branch, shape.accel_branch};
+  if (!wanted[0] && !wanted[1]) return InvalidArgument("a two-branch model needs at least one branch");
   for (int br = 0; br < 2; ++br) {
+    if (!wanted[br]) continue;
     const int32_t device = devices[br];
     HETRT_ASSIGN_OR_RETURN(std::string dense, FunctionName(Op::kDense, device));
     HETRT_ASSIGN_OR_RETURN(std::string relu, FunctionName(Op::kRelu, device));
@@ -39,6 +42,10 @@ Result<GraphBuilder::Built> BuildTwoBranchModel(int32_t accel, const TwoBranchSh
       x = b.AddOp1(prefix + "_relu", relu, {x}, act, device);
     }
     branch_out[br] = x;
+  }
+  if (!wanted[0] || !wanted[1]) {
+    b.AddOutput(branch_out[wanted[0] ? 0 : 1]);
+    return b.Build();
   }
   HETRT_ASSIGN_OR_RETURN(std::string add, FunctionName(Op::kAdd, kDLCPU));
   b.AddOutput(b.AddOp1("join", add, {branch_out[0], branch_out[1]}, act, kDLCPU));

@@ -11,6 +11,9 @@ struct TwoBranchShape {
   int layers = 4;       // dense + relu pairs per branch
   int64_t rows = 16;    // batch rows
   int64_t width = 256;  // features in and out of every dense layer
+  // Leave one branch out to time the other alone (the output is then that branch's).
+  bool cpu_branch = true;
+  bool accel_branch = true;
 };
 
 // data [rows, width] -> CPU branch and `accel` branch (dense + relu each) ->

@@ -49,6 +49,9 @@ struct Device {
 struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
   uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+  // event_synchronize polls this long before sleeping in the driver (option
+  // "wait_poll_us"): a driver thread's wake-up costs tens of microseconds.
+  std::atomic<int64_t> wait_poll_us{50};
 
   // Discovers on first use; never fails: no device gives an empty list + reason.
   int count();

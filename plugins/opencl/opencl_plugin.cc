@@ -1,5 +1,6 @@
 // The OpenCL plugin: devices through any ICD (PoCL in tests), modules of
 // type_key "opencl". Knows the core only through the plugin ABI header.
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -90,8 +91,16 @@ hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) {
 }
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  return MakeError(HETRT_STATUS_NOT_FOUND,
-                   std::string("the OpenCL plugin has no option '") + (args->key ? args->key : "(null)") + "'");
+  const std::string key = args->key ? args->key : "(null)";
+  if (key != "wait_poll_us")
+    return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin has no option '" + key + "' (known: wait_poll_us)");
+  const std::string value = args->value ? args->value : "";
+  char* end = nullptr;
+  const long long us = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || us < 0 || us > 1000000)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "wait_poll_us='" + value + "' is not an integer in [0, 1000000]");
+  args->self->wait_poll_us.store(us);
+  return nullptr;
 }
 
 // Devices are discovered on first use, not here: creating an instance is cheap.

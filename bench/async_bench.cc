@@ -1,0 +1,191 @@
+// The asynchronous executor against today's behaviour, in one run on one
+// machine: every mode of the same model, timed back to back.
+//   mode 0: sequential + staged copies  (TVM's order, copies through the plugin)
+//   mode 1: sequential                  (shared-memory copies)
+//   mode 2: asynchronous + staged copies
+//   mode 3: asynchronous                (the default)
+// Each iteration is Run() + Synchronize() of every variant in turn (so all
+// see the same machine noise); counters give mean, p50, p99 and mean ratios.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "hetrt/graph_model.h"
+#include "kernel_set.h"
+#include "two_branch_model.h"
+
+namespace hetrt {
+namespace {
+
+constexpr DLDevice kCpu{kDLCPU, 0};
+constexpr DLDevice kCl{kDLOpenCL, 0};
+
+const char* ModeName(int mode) {
+  static const char* names[] = {"sequential+staged", "sequential", "async+staged", "async"};
+  return names[mode];
+}
+
+GraphExecutor::Options ModeOptions(int mode) {
+  GraphExecutor::Options options;
+  options.devices = {kCpu, kCl};
+  options.sequential = mode < 2;
+  options.staged_copies = mode % 2 == 0;
+  return options;
+}
+
+struct Stats {
+  double mean = 0, p50 = 0, p99 = 0;
+};
+Stats Summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  Stats st;
+  for (double x : us) st.mean += x;
+  st.mean /= static_cast<double>(std::max<size_t>(us.size(), 1));
+  st.p50 = us.empty() ? 0 : us[us.size() / 2];
+  st.p99 = us.empty() ? 0 : us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  return st;
+}
+
+Status TimedRun(GraphExecutor& ex, double* us) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = ex.Run();
+  if (s.ok()) s = ex.Synchronize();
+  *us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+// Each iteration runs every executor once, in a shuffled order, so all modes see the
+// same machine noise; counters give each one's mean / p50 / p99 in us and
+// its mean relative to the first executor (the baseline).
+void TimeInterleaved(benchmark::State& state, const std::vector<std::pair<std::string, GraphExecutor*>>& executors) {
+  std::vector<std::vector<double>> us(executors.size());
+  for (auto& [name, ex] : executors)
+    for (int i = 0; i < 5; ++i) (void)ex->Run(), (void)ex->Synchronize();  // programs built, caches warm
+  std::vector<size_t> order(executors.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::mt19937 rng(1);
+  for (auto _ : state) {
+    std::shuffle(order.begin(), order.end(), rng);  // no variant always follows the same one
+    for (size_t k : order) {
+      double t = 0;
+      if (Status s = TimedRun(*executors[k].second, &t); !s.ok()) return state.SkipWithError(s.message().c_str());
+      us[k].push_back(t);
+    }
+  }
+  const Stats base = Summarize(us[0]);
+  for (size_t k = 0; k < executors.size(); ++k) {
+    const Stats st = Summarize(us[k]);
+    const std::string& name = executors[k].first;
+    state.counters[name + "_mean_us"] = st.mean;
+    state.counters[name + "_p50_us"] = st.p50;
+    state.counters[name + "_p99_us"] = st.p99;
+    if (k > 0) state.counters[name + "_mean_ratio"] = st.mean / base.mean;
+  }
+}
+
+std::string Fixture(const std::string& name) {
+  const char* env = std::getenv("HETRT_FIXTURES");
+  return std::string(env && *env ? env : HETRT_DEFAULT_FIXTURES_DIR) + "/tvm-0.18/" + name;
+}
+
+void BM_HeteroOpenClSeed(benchmark::State& state) {
+  const std::string dir = Fixture("hetero_opencl_seed");
+  if (!std::filesystem::is_directory(dir)) return state.SkipWithError("fixture hetero_opencl_seed not found");
+  auto inputs = LoadParamDictFile(dir + "/inputs.params");
+  if (!inputs.ok()) return state.SkipWithError(inputs.status().message().c_str());
+  std::vector<GraphModel> models;
+  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  for (int mode = 0; mode < 4; ++mode) {
+    auto m = OpenGraphModel({dir + "/deploy.so"}, ModeOptions(mode));
+    if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
+    for (const auto& p : *inputs) (void)m->executor->SetInput(p.name, p.tensor);
+    models.push_back(std::move(m).value());
+    executors.emplace_back(ModeName(mode), models.back().executor.get());
+  }
+  TimeInterleaved(state, executors);
+}
+BENCHMARK(BM_HeteroOpenClSeed)->UseRealTime()->MinTime(4.0);
+
+// A graph that is one 4 KiB __copy: host -> OpenCL (direction 0) or back (1).
+std::string CopyGraphJson(int direction, int64_t floats) {
+  const int from = direction == 0 ? kDLCPU : kDLOpenCL, to = direction == 0 ? kDLOpenCL : kDLCPU;
+  const std::string n = std::to_string(floats);
+  return R"({"nodes": [{"op": "null", "name": "x", "inputs": []},
+    {"op": "tvm_op", "name": "__copy", "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1",
+     "flatten_data": "0"}, "inputs": [[0, 0, 0]]}],
+   "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
+   "attrs": {"shape": ["list_shape", [[)" + n + "], [" + n + R"(]]], "dltype": ["list_str", ["float32", "float32"]],
+             "storage_id": ["list_int", [0, 1]], "device_index": ["list_int", [)" +
+         std::to_string(from) + ", " + std::to_string(to) + "]]}}";
+}
+
+struct NoKernels final : Module {
+  NoKernels() : Module("library") {}
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override { return static_cast<const PackedFunc*>(nullptr); }
+};
+
+// range(0): direction. Staged (through the plugin) against shared-memory copies.
+void BM_Copy4KiB(benchmark::State& state) {
+  const int direction = static_cast<int>(state.range(0));
+  std::vector<std::unique_ptr<GraphExecutor>> owned;
+  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  Tensor x = Tensor::EmptyHost({1024}, {kDLFloat, 32, 1}).value();
+  std::fill_n(x.data_as<float>(), 1024, 1.f);
+  for (int mode : {0, 2, 1, 3}) {
+    auto ex = GraphExecutor::Create(CopyGraphJson(direction, 1024), std::make_shared<NoKernels>(), ModeOptions(mode));
+    if (!ex.ok()) return state.SkipWithError(ex.status().message().c_str());
+    if (Status s = (*ex)->SetInput(0, x); !s.ok()) return state.SkipWithError(s.message().c_str());
+    owned.push_back(std::move(ex).value());
+    executors.emplace_back(ModeName(mode), owned.back().get());
+  }
+  TimeInterleaved(state, executors);
+  state.SetLabel(direction == 0 ? "host->opencl" : "opencl->host");
+}
+BENCHMARK(BM_Copy4KiB)->Arg(0)->Arg(1)->UseRealTime()->MinTime(2.0);
+
+// The two-branch model (CPU branch || OpenCL branch, joined), and each branch alone.
+const std::string& TwoBranchLibrary(int which) {  // 0 both, 1 CPU branch, 2 OpenCL branch
+  static std::map<int, std::string> paths;
+  std::string& path = paths[which];
+  if (path.empty()) {
+    kernels::TwoBranchShape shape;
+    shape.accel_branch = which != 1;
+    shape.cpu_branch = which != 2;
+    auto built = kernels::BuildTwoBranchModel(kDLOpenCL, shape);
+    path = "/tmp/hetrt_two_branch_" + std::to_string(getpid()) + "_" + std::to_string(which) + ".so";
+    if (!built.ok() || !kernels::ExportGraph(built->graph_json, built->params, shape.accel_branch, path).ok()) path = "";
+  }
+  return path;
+}
+
+// Sequential, asynchronous, and each branch alone (asynchronous), interleaved.
+void BM_TwoBranch(benchmark::State& state) {
+  Tensor x = Tensor::EmptyHost({16, 256}, {kDLFloat, 32, 1}).value();
+  std::fill_n(x.data_as<float>(), x.num_elements(), 0.5f);
+  std::vector<GraphModel> models;
+  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  const std::pair<const char*, std::pair<int, int>> variants[] = {
+      {"sequential", {0, 1}}, {"async", {0, 3}}, {"cpu_branch_alone", {1, 3}}, {"opencl_branch_alone", {2, 3}}};
+  for (const auto& [name, which_mode] : variants) {
+    const std::string& lib = TwoBranchLibrary(which_mode.first);
+    if (lib.empty()) return state.SkipWithError("exporting the two-branch model failed");
+    auto m = OpenGraphModel({lib}, ModeOptions(which_mode.second));
+    if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
+    if (Status s = m->executor->SetInput("data", x); !s.ok()) return state.SkipWithError(s.message().c_str());
+    models.push_back(std::move(m).value());
+    executors.emplace_back(name, models.back().executor.get());
+  }
+  TimeInterleaved(state, executors);
+}
+BENCHMARK(BM_TwoBranch)->UseRealTime()->MinTime(4.0);
+
+}  // namespace
+}  // namespace hetrt
+
+BENCHMARK_MAIN();
