@@ -11,21 +11,31 @@ enum { kThreads = 64 };
 /* `kargs` holds the kernel arguments; the two launch extents are appended. */
 static int launch(const char* name, const char* kernel, void** cached, const DLTensor* on, hk_value_t* kargs,
                   int* kcodes, int nk, int64_t work) {
-  static void* set_device;
+  /* Function handles are looked up once and cached, as TVM's host code does;
+   * atomically here, since executors on several threads share the library. */
+  static void* cached_set_device;
   hk_value_t r;
   int rc;
   if (!__TVMBackendGetFuncFromEnv || !__TVMFuncCall) return hk_fail(name, "library not loaded by a runtime");
-  if (!set_device && __TVMBackendGetFuncFromEnv(__tvm_module_ctx, "__tvm_set_device", &set_device)) return -1;
+  void* set_device = __atomic_load_n(&cached_set_device, __ATOMIC_ACQUIRE);
+  if (!set_device) {
+    if (__TVMBackendGetFuncFromEnv(__tvm_module_ctx, "__tvm_set_device", &set_device)) return -1;
+    __atomic_store_n(&cached_set_device, set_device, __ATOMIC_RELEASE);
+  }
   hk_value_t dev[2];
   dev[0].v_int64 = kDLOpenCL;
   dev[1].v_int64 = on->device.device_id;
   int dev_codes[2] = {0, 0};
   if (__TVMFuncCall(set_device, dev, dev_codes, 2, &r, &rc)) return -1;
-  if (!*cached && __TVMBackendGetFuncFromEnv(__tvm_module_ctx, kernel, cached)) return -1;
+  void* fn = __atomic_load_n(cached, __ATOMIC_ACQUIRE);
+  if (!fn) {
+    if (__TVMBackendGetFuncFromEnv(__tvm_module_ctx, kernel, &fn)) return -1;
+    __atomic_store_n(cached, fn, __ATOMIC_RELEASE);
+  }
   kargs[nk].v_int64 = (work + kThreads - 1) / kThreads; /* blockIdx.x */
   kargs[nk + 1].v_int64 = kThreads;                     /* threadIdx.x */
   kcodes[nk] = kcodes[nk + 1] = 0;
-  return __TVMFuncCall(*cached, kargs, kcodes, nk + 2, &r, &rc);
+  return __TVMFuncCall(fn, kargs, kcodes, nk + 2, &r, &rc);
 }
 
 #define T(i) ((DLTensor*)args[i].v_handle)

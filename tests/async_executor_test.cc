@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "hetrt/factory_modules.h"
 #include "hetrt/graph_model.h"
 #include "hetrt/schedule_plan.h"
 #include "kernel_set.h"
@@ -279,9 +280,11 @@ TEST(AsyncExecutor, TwoExecutorsOnOneModuleRunOnTwoThreads) {
   GraphExecutor::Options options;
   options.devices = {kCpu, kCl};
   HETRT_ASSERT_OK_AND_ASSIGN(GraphModel first, OpenGraphModel({TwoBranchLibrary(kDLOpenCL)}, options));
-  auto* factory = first.root.get();
+  // A second executor from the same loaded module (one OpenCL module, one set of params).
+  auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(first.root.get());
   ASSERT_NE(factory, nullptr);
-  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel second, OpenGraphModel({TwoBranchLibrary(kDLOpenCL)}, options));
+  GraphModel second;
+  HETRT_ASSERT_OK_AND_ASSIGN(second.executor, factory->CreateExecutor(options));
   std::atomic<int> mismatches{0}, failures{0};
   auto work = [&](GraphExecutor* ex) {
     if (!ex->SetInput("data", TwoBranchInput()).ok()) return void(failures++);
@@ -297,6 +300,79 @@ TEST(AsyncExecutor, TwoExecutorsOnOneModuleRunOnTwoThreads) {
   b.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+struct NoKernels final : Module {
+  NoKernels() : Module("library") {}
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override { return static_cast<const PackedFunc*>(nullptr); }
+};
+
+// x (OpenCL) -> __copy -> CPU output: with copies through the plugin, the copy
+// runs on a device stream; Run() must still return with the CPU output final.
+TEST(AsyncExecutor, RunReturnsWithHostMemoryFinal) {
+  HETRT_REQUIRE_OPENCL();
+  const std::string json = R"({"nodes": [{"op": "null", "name": "x", "inputs": []},
+    {"op": "tvm_op", "name": "__copy", "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1",
+     "flatten_data": "0"}, "inputs": [[0, 0, 0]]}],
+   "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
+   "attrs": {"shape": ["list_shape", [[262144], [262144]]], "dltype": ["list_str", ["float32", "float32"]],
+             "storage_id": ["list_int", [0, 1]], "device_index": ["list_int", [4, 1]]}})";
+  for (bool staged : {true, false}) {
+    GraphExecutor::Options options;
+    options.devices = {kCpu, kCl};
+    options.staged_copies = staged;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto ex, GraphExecutor::Create(json, std::make_shared<NoKernels>(), options));
+    for (int round = 0; round < 5; ++round) {
+      HETRT_ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::EmptyHost({262144}, {kDLFloat, 32, 1}));
+      for (int64_t i = 0; i < x.num_elements(); ++i) x.data_as<float>()[i] = static_cast<float>(i + round);
+      HETRT_ASSERT_OK(ex->SetInput(0, x));
+      HETRT_ASSERT_OK(ex->Run());
+      const Tensor& out = ex->OutputTensor(0);  // a view of CPU storage, read without Synchronize
+      ASSERT_EQ(out.device().device_type, kDLCPU);
+      EXPECT_EQ(std::memcmp(out.data(), x.data(), x.nbytes()), 0) << (staged ? "staged" : "shared") << " round " << round;
+    }
+  }
+}
+
+// Outputs of the asynchronous executor are those of the sequential one, bit
+// for bit, on every TVM fixture this machine can run.
+TEST(AsyncExecutor, EveryFixtureGivesTheSequentialOutputsBitForBit) {
+  const auto models = testing::TvmFixtureModels();
+  if (models.empty()) GTEST_SKIP() << "no TVM fixtures under " << testing::FixturesRoot();
+  int compared = 0;
+  for (const std::string& model : models) {
+    const std::string dir = testing::TvmFixture(model);
+    if (!std::filesystem::exists(dir + "/deploy.so") || !std::filesystem::exists(dir + "/inputs.params")) continue;
+    SCOPED_TRACE(model);
+    std::vector<Tensor> outputs[2];
+    bool runnable = true;
+    for (int sequential = 0; sequential < 2 && runnable; ++sequential) {
+      GraphExecutor::Options options;
+      options.devices = {kCpu, kCl};
+      options.sequential = sequential;
+      auto m = OpenGraphModel({dir + "/deploy.so"}, options);
+      if (!m.ok()) {  // an AOT model, or a device this machine lacks (CUDA)
+        runnable = false;
+        break;
+      }
+      HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+      for (const auto& p : inputs)
+        if (m->executor->InputIndex(p.name) >= 0) HETRT_ASSERT_OK(m->executor->SetInput(p.name, p.tensor));
+      HETRT_ASSERT_OK(m->executor->Run());
+      for (int i = 0; i < m->executor->NumOutputs(); ++i) {
+        HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m->executor->GetOutput(i));
+        outputs[sequential].push_back(std::move(out));
+      }
+    }
+    if (!runnable) continue;
+    ASSERT_EQ(outputs[0].size(), outputs[1].size());
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+      ASSERT_EQ(outputs[0][i].nbytes(), outputs[1][i].nbytes());
+      EXPECT_EQ(std::memcmp(outputs[0][i].data(), outputs[1][i].data(), outputs[0][i].nbytes()), 0) << "output " << i;
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
 }
 
 TEST(AsyncExecutor, HeteroFixtureProfileNamesLanesAndCopies) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 #include "hetrt/dtype.h"
 #include "hetrt/schedule_plan.h"
@@ -52,7 +53,7 @@ struct GraphExecutor::Step {
   DLTensor* dst = nullptr;
   uint32_t src_sid = 0, dst_sid = 0;
   uint64_t nbytes = 0;
-  int32_t sync_lane = -1;  // sequential kHostCopy: finish this lane first
+  int32_t sync_lane = -1;  // sequential mode: finish this lane's work first
   Plugin* copier = nullptr;
   hetrt_copy_args_t copy_args{};
   Plugin* copier2 = nullptr;  // kStagedCopy: the destination side
@@ -125,7 +126,8 @@ Status SynchronizeStream(Plugin* plugin, DLDevice device, hetrt_stream_t* stream
 GraphExecutor::~GraphExecutor() {
   (void)FinishPendingRun();
   for (Step& step : steps_) {
-    const Lane& lane = lanes_.empty() ? Lane{} : lanes_[step.lane];
+    if (step.lane >= lanes_.size()) continue;
+    const Lane& lane = lanes_[step.lane];
     DestroyEvent(lane.plugin, lane.device, step.event);
     DestroyEvent(lane.plugin, lane.device, step.timing_start);
     DestroyEvent(lane.plugin, lane.device, step.timing_end);
@@ -493,14 +495,20 @@ Status GraphExecutor::PlanSteps() {
     Plugin* plugin = plugins_->PluginOfDeviceType(device.device_type);
     if (plugin == nullptr) return plugins_->ForDeviceType(device.device_type).status();
     const hetrt_device_api_t* dev = plugin->device_api();
-    if (dev->stream_create == nullptr || dev->stream_destroy == nullptr || dev->stream_synchronize == nullptr)
-      return Unimplemented("plugin '" + plugin->name() + "' has no streams");
+    if (dev->stream_synchronize == nullptr)
+      return Unimplemented("plugin '" + plugin->name() + "' cannot synchronize " + DeviceToString(device));
+    const bool own_streams = dev->stream_create && dev->stream_destroy && dev->stream_set_current;
+    if (!options_.sequential && !own_streams)
+      return Unimplemented("plugin '" + plugin->name() + "' lacks the streams an asynchronous run needs "
+                           "(stream_create, stream_destroy, stream_set_current; run with sequential execution)");
     auto args = AbiArgs<hetrt_stream_create_args_t>();
-    args.self = plugin->instance();
-    args.device = device;
-    args.kind = copy ? HETRT_STREAM_COPY : HETRT_STREAM_COMPUTE;
-    HETRT_RETURN_IF_ERROR(plugin->Consume(dev->stream_create(&args)).WithContext(
-        "creating a " + std::string(copy ? "copy" : "compute") + " stream on " + DeviceToString(device)));
+    if (own_streams) {  // else the device's default stream
+      args.self = plugin->instance();
+      args.device = device;
+      args.kind = copy ? HETRT_STREAM_COPY : HETRT_STREAM_COMPUTE;
+      HETRT_RETURN_IF_ERROR(plugin->Consume(dev->stream_create(&args)).WithContext(
+          "creating a " + std::string(copy ? "copy" : "compute") + " stream on " + DeviceToString(device)));
+    }
     Lane lane;
     lane.plugin = plugin;
     lane.device = device;
@@ -558,18 +566,30 @@ Status GraphExecutor::PlanSteps() {
     const bool dst_addressable = dst_host || storage_host_[step.dst_sid] != nullptr;
     Plugin* src_plugin = src_host ? nullptr : plugins_->PluginOfDeviceType(src.device_type);
     Plugin* dst_plugin = dst_host ? nullptr : plugins_->PluginOfDeviceType(dst.device_type);
-    if ((src_host || dst_host) && src_addressable && dst_addressable && !options_.staged_copies) {
+    Plugin* provider = plugins_->CopyProvider(src, dst);
+    if ((src_host && dst_host) ||
+        ((src_host || dst_host) && src_addressable && dst_addressable && !options_.staged_copies)) {
       step.kind = Step::Kind::kHostCopy;
       step.lane = kHostLane;
       if (options_.sequential && (!src_host || !dst_host)) {
         HETRT_ASSIGN_OR_RETURN(uint32_t l, lane_of(src_host ? dst : src, false));
         step.sync_lane = static_cast<int32_t>(l);
       }
-    } else if (Plugin* p = plugins_->CopyProvider(src, dst); p != nullptr && (src_host || dst_host || src_plugin == dst_plugin)) {
+      // Used if zero-copy binding later takes a side's host address away.
+      if (provider != nullptr) {
+        step.copier = provider;
+        step.copy_args = plugin_copy_args(provider, src, dst, Lane{}, true);
+      }
+    } else if (provider != nullptr && (src_host || dst_host || src_plugin == dst_plugin)) {
       step.kind = Step::Kind::kPluginCopy;
       HETRT_ASSIGN_OR_RETURN(step.lane, copy_lane(src_host ? dst : src));
-      step.copier = p;
-      step.copy_args = plugin_copy_args(p, src, dst, lanes_[step.lane], options_.sequential);
+      step.copier = provider;
+      step.copy_args = plugin_copy_args(provider, src, dst, lanes_[step.lane], options_.sequential);
+      if (options_.sequential && !src_host && !dst_host && !SameDevice(src, dst)) {
+        // Blocking on the source's stream; the destination's earlier work must end first.
+        HETRT_ASSIGN_OR_RETURN(uint32_t l, lane_of(dst, false));
+        step.sync_lane = static_cast<int32_t>(l);
+      }
     } else {
       // Two plugins: the source's plugin copies into pinned staging, the
       // destination's out of it, each on the compute stream of its device.
@@ -595,10 +615,26 @@ Status GraphExecutor::PlanSteps() {
     }
     ps.lane = step.lane;
   }
+  // A stream waits only for events of its own device (a plugin may not order
+  // work across its devices, e.g. two OpenCL platforms); other waits are the host's.
   std::vector<uint32_t> lane_group(lanes_.size(), 0);
-  for (uint32_t l = 1; l < lanes_.size(); ++l)
-    for (size_t p = 0; p < plugins_->plugins().size(); ++p)
-      if (plugins_->plugins()[p].get() == lanes_[l].plugin) lane_group[l] = static_cast<uint32_t>(p + 1);
+  for (uint32_t l = 1; l < lanes_.size(); ++l) {
+    lane_group[l] = l;
+    for (uint32_t k = 1; k < l; ++k)
+      if (SameDevice(lanes_[k].device, lanes_[l].device)) {
+        lane_group[l] = lane_group[k];
+        break;
+      }
+  }
+  for (const Lane& lane : lanes_) {
+    if (lane.plugin == nullptr) continue;
+    const hetrt_device_api_t* dev = lane.plugin->device_api();
+    if (!options_.sequential && (dev->event_create == nullptr || dev->event_destroy == nullptr ||
+                                 dev->event_record == nullptr || dev->event_synchronize == nullptr ||
+                                 dev->stream_wait_event == nullptr))
+      return Unimplemented("plugin '" + lane.plugin->name() + "' lacks the events an asynchronous run needs "
+                           "(run with sequential execution)");
+  }
   SchedulePlan plan = PlanSchedule(plan_steps, lane_group, options_.sequential || host_only_);
   order_ = std::move(plan.order);
   for (uint32_t i = 0; i < steps_.size(); ++i) {
@@ -615,26 +651,41 @@ Status GraphExecutor::PlanSteps() {
       step.event = *event;
     }
   }
-  for (const Lane& lane : lanes_) {
-    if (lane.plugin == nullptr) continue;
-    const hetrt_device_api_t* dev = lane.plugin->device_api();
-    if (!options_.sequential && (dev->event_create == nullptr || dev->event_record == nullptr ||
-                                 dev->event_synchronize == nullptr || dev->stream_wait_event == nullptr))
-      return Unimplemented("plugin '" + lane.plugin->name() + "' lacks the events an asynchronous run needs "
-                           "(run with sequential execution)");
+  // Run() ends with host memory final: copies on device streams that read or
+  // write host memory (inputs the caller may refill, CPU outputs) are waited for.
+  if (!options_.sequential) {
+    std::vector<int64_t> last_touching_host(lanes_.size(), -1);
+    for (uint32_t i : order_) {
+      const Step& step = steps_[i];
+      if (step.kind == Step::Kind::kPluginCopy && lanes_[step.lane].plugin != nullptr &&
+          (step.src->device.device_type == kDLCPU || step.dst->device.device_type == kDLCPU))
+        last_touching_host[step.lane] = i;
+    }
+    for (int64_t i : last_touching_host) {
+      if (i < 0) continue;
+      Step& step = steps_[static_cast<size_t>(i)];
+      if (step.event == nullptr) {
+        const Lane& lane = lanes_[step.lane];
+        HETRT_ASSIGN_OR_RETURN(step.event, CreateEvent(lane.plugin, lane.device, 0));
+      }
+      final_waits_.push_back(static_cast<uint32_t>(i));
+    }
   }
+  saved_streams_.assign(lanes_.size(), nullptr);
   return OkStatus();
 }
 
 Status GraphExecutor::FinishPendingRun() const {
-  if (!pending_) return OkStatus();
-  pending_ = false;
+  if (!pending_.load(std::memory_order_acquire)) return OkStatus();
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  if (!pending_.load(std::memory_order_relaxed)) return OkStatus();
   Status first;
   for (const Lane& lane : lanes_) {
     if (lane.plugin == nullptr) continue;
     Status s = SynchronizeStream(lane.plugin, lane.device, lane.stream);
-    if (first.ok() && !s.ok()) first = s.WithContext("finishing the work queued on " + lane.name);
+    if (first.ok() && !s.ok()) first = s.WithContext("device work of the last run failed on " + lane.name);
   }
+  pending_.store(false, std::memory_order_release);
   return first;
 }
 
@@ -667,14 +718,27 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
       const bool dst_host = step.dst->device.device_type == kDLCPU;
       const void* from = src_host ? step.src->data : storage_host_[step.src_sid];
       void* to = dst_host ? step.dst->data : storage_host_[step.dst_sid];
-      if (from == nullptr || to == nullptr) [[unlikely]]  // rebound to memory the host cannot address
-        return plugins_->CopyBytes(step.src->data, step.src->byte_offset, step.src->device, step.dst->data,
-                                   step.dst->byte_offset, step.dst->device, step.nbytes);
+      if (from == nullptr || to == nullptr) [[unlikely]] {  // rebound to memory the host cannot address
+        if (step.copier == nullptr)
+          return plugins_->CopyBytes(step.src->data, step.src->byte_offset, step.src->device, step.dst->data,
+                                     step.dst->byte_offset, step.dst->device, step.nbytes);
+        hetrt_copy_args_t args = step.copy_args;
+        args.src = step.src->data;
+        args.src_offset = step.src->byte_offset;
+        args.dst = step.dst->data;
+        args.dst_offset = step.dst->byte_offset;
+        args.nbytes = step.nbytes;
+        return step.copier->Consume(step.copier->device_api()->copy(&args));
+      }
       std::memcpy(static_cast<uint8_t*>(to) + (dst_host ? step.dst->byte_offset : 0),
                   static_cast<const uint8_t*>(from) + (src_host ? step.src->byte_offset : 0), step.nbytes);
       return OkStatus();
     }
     case Step::Kind::kPluginCopy: {
+      if (step.sync_lane >= 0) {
+        const Lane& lane = lanes_[static_cast<size_t>(step.sync_lane)];
+        HETRT_RETURN_IF_ERROR(SynchronizeStream(lane.plugin, lane.device, lane.stream));
+      }
       hetrt_copy_args_t args = step.copy_args;
       args.src = step.src->data;
       args.src_offset = step.src->byte_offset;
@@ -702,39 +766,42 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
 namespace {
 // Makes the executor's compute streams current on this thread for a run, so
 // kernels that TVM host code launches land there, and restores them after.
+// `saved` has a slot per lane (allocated at create time).
+template <typename Lanes>
 class CurrentStreams {
  public:
-  template <typename Lanes>
-  explicit CurrentStreams(const Lanes& lanes) {
-    for (const auto& lane : lanes) {
+  CurrentStreams(const Lanes& lanes, std::vector<hetrt_stream_t*>& saved) : lanes_(lanes), saved_(saved) {}
+  Status Set() {
+    for (; set_ < lanes_.size(); ++set_) {
+      const auto& lane = lanes_[set_];
       if (lane.plugin == nullptr || lane.copy || lane.plugin->device_api()->stream_set_current == nullptr) continue;
       auto args = AbiArgs<hetrt_stream_current_args_t>();
       args.self = lane.plugin->instance();
       args.device = lane.device;
       args.stream = lane.stream;
-      if (!lane.plugin->Consume(lane.plugin->device_api()->stream_set_current(&args)).ok()) continue;
-      if (count_ < kMax) saved_[count_++] = {lane.plugin, lane.device, args.previous};
+      Status s = lane.plugin->Consume(lane.plugin->device_api()->stream_set_current(&args));
+      if (!s.ok()) [[unlikely]]
+        return s.WithContext("making the executor's stream current on " + lane.name);
+      saved_[set_] = args.previous;
     }
+    return OkStatus();
   }
   ~CurrentStreams() {
-    for (size_t i = 0; i < count_; ++i) {
+    for (size_t i = 0; i < set_; ++i) {
+      const auto& lane = lanes_[i];
+      if (lane.plugin == nullptr || lane.copy || lane.plugin->device_api()->stream_set_current == nullptr) continue;
       auto args = AbiArgs<hetrt_stream_current_args_t>();
-      args.self = saved_[i].plugin->instance();
-      args.device = saved_[i].device;
-      args.stream = saved_[i].previous;
-      (void)saved_[i].plugin->Consume(saved_[i].plugin->device_api()->stream_set_current(&args));
+      args.self = lane.plugin->instance();
+      args.device = lane.device;
+      args.stream = saved_[i];
+      (void)lane.plugin->Consume(lane.plugin->device_api()->stream_set_current(&args));
     }
   }
 
  private:
-  struct Saved {
-    Plugin* plugin;
-    DLDevice device;
-    hetrt_stream_t* previous;
-  };
-  static constexpr size_t kMax = 16;
-  Saved saved_[kMax];
-  size_t count_ = 0;
+  const Lanes& lanes_;
+  std::vector<hetrt_stream_t*>& saved_;
+  size_t set_ = 0;
 };
 }  // namespace
 
@@ -764,8 +831,9 @@ Status GraphExecutor::Run() {
 
 template <bool kProfile>
 Status GraphExecutor::RunSteps(RunProfile* profile) {
-  CurrentStreams current(lanes_);
-  pending_ = lanes_.size() > 1;
+  CurrentStreams<std::vector<Lane>> current(lanes_, saved_streams_);
+  HETRT_RETURN_IF_ERROR(current.Set());
+  pending_.store(lanes_.size() > 1, std::memory_order_release);
   for (uint32_t index : order_) {
     const Step& step = steps_[index];
     const Lane& lane = lanes_[step.lane];
@@ -821,6 +889,11 @@ Status GraphExecutor::RunSteps(RunProfile* profile) {
         return NodeError(index, r);
     }
   }
+  for (uint32_t w : final_waits_) {
+    Status s = WaitForEvent(steps_[w]);
+    if (!s.ok()) [[unlikely]]
+      return NodeError(w, s);
+  }
   return OkStatus();
 }
 
@@ -830,6 +903,13 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
   if (lanes_.empty()) profile->lanes.push_back("host");
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   // Timing events around every device step, made once.
+  for (const Lane& lane : lanes_) {
+    if (lane.plugin == nullptr) continue;
+    const hetrt_device_api_t* dev = lane.plugin->device_api();
+    if (!dev->event_create || !dev->event_record || !dev->event_destroy || !dev->event_timestamp || !dev->device_clock)
+      return Unimplemented("plugin '" + lane.plugin->name() + "' cannot time device work (it needs events, "
+                           "event_timestamp and device_clock)");
+  }
   for (uint32_t i = 0; i < steps_.size(); ++i) {
     Step& step = steps_[i];
     const Lane& lane = lanes_[step.lane];
@@ -840,11 +920,7 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
   ClearLastError();
   profile->run_start_ns = HostNowNs();
   profile->nodes.reserve(steps_.size());
-  if (steps_.empty()) {
-    profile->run_end_ns = HostNowNs();
-    return OkStatus();
-  }
-  HETRT_RETURN_IF_ERROR(RunSteps<true>(profile));
+  if (!steps_.empty()) HETRT_RETURN_IF_ERROR(RunSteps<true>(profile));
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
   // Device timestamps onto the host clock: one clock reading per lane device.
@@ -854,8 +930,6 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
     auto args = AbiArgs<hetrt_device_clock_args_t>();
     args.self = lane.plugin->instance();
     args.device = lane.device;
-    if (lane.plugin->device_api()->device_clock == nullptr)
-      return Unimplemented("plugin '" + lane.plugin->name() + "' has no device clock");
     HETRT_RETURN_IF_ERROR(lane.plugin->Consume(lane.plugin->device_api()->device_clock(&args)));
     offset[l] = static_cast<int64_t>(args.host_ns) - static_cast<int64_t>(args.device_ns);
     profile->clock_uncertainty_ns = std::max(profile->clock_uncertainty_ns, args.uncertainty_ns);

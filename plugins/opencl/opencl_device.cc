@@ -395,9 +395,18 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   // Forget it as this thread's current stream (other threads must reset theirs).
   for (StreamSlot& s : t_streams)
     if (s.stream == stream) s = StreamSlot{};
-  const cl_int status = clReleaseCommandQueue(stream->queue);
+  // Its work done, workspace last freed on it is free for any queue.
+  const cl_int finished = clFinish(stream->queue);
+  if (stream->device != nullptr) {
+    std::lock_guard<std::mutex> lock(stream->device->workspace.mutex);
+    for (auto& list : stream->device->workspace.free_lists)
+      for (BufferDescriptor* b : list)
+        if (b->freed_on == stream->queue) b->freed_on = nullptr;
+  }
+  const cl_int released = clReleaseCommandQueue(stream->queue);
   delete stream;
-  return status == CL_SUCCESS ? nullptr : ClError("clReleaseCommandQueue", status);
+  if (finished != CL_SUCCESS) return ClError("clFinish (stream_destroy)", finished);
+  return released == CL_SUCCESS ? nullptr : ClError("clReleaseCommandQueue", released);
 }
 
 hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
@@ -601,11 +610,16 @@ hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
   const int c = SizeClass(args->nbytes);
   if (c >= 64) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "OpenCL workspace of " + std::to_string(args->nbytes) + " bytes");
   WorkspacePool& pool = d->workspace;
+  const hetrt_stream* current = CurrentStream(args->self, args->device.device_id);
+  const cl_command_queue queue = current ? current->queue : d->queue;
   {
     std::lock_guard<std::mutex> lock(pool.mutex);
     auto& list = pool.free_lists[static_cast<size_t>(c)];
-    if (!list.empty()) {
-      args->data = list.back();
+    for (size_t k = list.size(); k-- > 0;) {
+      // Freed on another live queue: its kernel may still be using it.
+      if (list[k]->freed_on != queue && list[k]->freed_on != nullptr) continue;
+      args->data = list[k];
+      list[k] = list.back();
       list.pop_back();
       return nullptr;
     }
@@ -635,6 +649,8 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
   const int c = SizeClass(desc->size);
   if (c >= 64 || desc->size != size_t{1} << c || desc->device_id != args->device.device_id)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not an OpenCL workspace buffer of this device");
+  const hetrt_stream* current = CurrentStream(args->self, args->device.device_id);
+  desc->freed_on = current ? current->queue : d->queue;
   std::lock_guard<std::mutex> lock(d->workspace.mutex);
   d->workspace.free_lists[static_cast<size_t>(c)].push_back(desc);  // the pool still owns it via `all`
   return nullptr;

@@ -11,7 +11,9 @@
 // and at Synchronize / GetOutput.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -153,7 +155,10 @@ class GraphExecutor final : public Executor {
   std::vector<Step> steps_;          // one per call, same index as calls_
   std::vector<uint32_t> order_;      // issue order of steps_
   bool host_only_ = true;            // every step is a CPU kernel: the plain loop
-  mutable bool pending_ = false;     // device work of the last run may still be running
+  std::vector<uint32_t> final_waits_;  // steps Run() waits for before it returns (host memory final)
+  std::vector<hetrt_stream_t*> saved_streams_;  // per lane: the stream that was current before a run
+  mutable std::atomic<bool> pending_{false};  // device work of the last run may still be running
+  mutable std::mutex pending_mutex_;
 };
 
 }  // namespace hetrt
