@@ -698,6 +698,20 @@ Status GraphExecutor::WaitForEvent(const Step& producer) const {
   return lane.plugin->Consume(lane.plugin->device_api()->event_synchronize(&args));
 }
 
+namespace {
+// The step's prepared copy() with this run's buffers (zero copy may rebind them).
+template <typename StepT>
+Status PluginCopy(const StepT& step) {
+  hetrt_copy_args_t args = step.copy_args;
+  args.src = step.src->data;
+  args.src_offset = step.src->byte_offset;
+  args.dst = step.dst->data;
+  args.dst_offset = step.dst->byte_offset;
+  args.nbytes = step.nbytes;
+  return step.copier->Consume(step.copier->device_api()->copy(&args));
+}
+}  // namespace
+
 Status GraphExecutor::ExecuteStep(const Step& step) {
   switch (step.kind) {
     case Step::Kind::kKernel: {
@@ -722,13 +736,7 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
         if (step.copier == nullptr)
           return plugins_->CopyBytes(step.src->data, step.src->byte_offset, step.src->device, step.dst->data,
                                      step.dst->byte_offset, step.dst->device, step.nbytes);
-        hetrt_copy_args_t args = step.copy_args;
-        args.src = step.src->data;
-        args.src_offset = step.src->byte_offset;
-        args.dst = step.dst->data;
-        args.dst_offset = step.dst->byte_offset;
-        args.nbytes = step.nbytes;
-        return step.copier->Consume(step.copier->device_api()->copy(&args));
+        return PluginCopy(step);
       }
       std::memcpy(static_cast<uint8_t*>(to) + (dst_host ? step.dst->byte_offset : 0),
                   static_cast<const uint8_t*>(from) + (src_host ? step.src->byte_offset : 0), step.nbytes);
@@ -739,13 +747,7 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
         const Lane& lane = lanes_[static_cast<size_t>(step.sync_lane)];
         HETRT_RETURN_IF_ERROR(SynchronizeStream(lane.plugin, lane.device, lane.stream));
       }
-      hetrt_copy_args_t args = step.copy_args;
-      args.src = step.src->data;
-      args.src_offset = step.src->byte_offset;
-      args.dst = step.dst->data;
-      args.dst_offset = step.dst->byte_offset;
-      args.nbytes = step.nbytes;
-      return step.copier->Consume(step.copier->device_api()->copy(&args));
+      return PluginCopy(step);
     }
     case Step::Kind::kStagedCopy: {
       hetrt_copy_args_t in = step.copy_args;
