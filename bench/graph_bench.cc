@@ -53,15 +53,17 @@ void SetThreads(int threads) {
 // The floor: the graph's kernels called in a plain loop with prepared
 // arguments, one buffer per entry, nothing else.
 struct DirectCalls {
-  struct Call {
+  struct Call {  // argument pointers resolved up front: the tightest loop there is
     hetrt_packed_cfunc_t fn;
-    uint32_t begin;
+    hetrt_value_t* args;
+    int32_t* codes;
     int32_t num_args;
   };
   std::vector<Tensor> entries;
   std::vector<hetrt_value_t> args;  // all calls' arguments, contiguous
   std::vector<int32_t> codes;
   std::vector<Call> calls;
+  std::vector<uint32_t> begins;
 
   static Result<DirectCalls> Prepare(const std::string& dir, Module& lib) {
     HETRT_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(dir + "/graph.json"));
@@ -81,14 +83,19 @@ struct DirectCalls {
       for (const auto& in : n.inputs) d.args.push_back({.v_handle = d.entries[g.entry_id(in)].dl()});
       for (uint32_t k = 0; k < n.num_outputs; ++k) d.args.push_back({.v_handle = d.entries[g.entry_id(nid, k)].dl()});
       d.codes.resize(d.args.size(), HETRT_TYPE_DLTENSOR);
-      d.calls.push_back({f->call, begin, static_cast<int32_t>(d.args.size() - begin)});
+      d.calls.push_back({f->call, nullptr, nullptr, static_cast<int32_t>(d.args.size() - begin)});
+      d.begins.push_back(begin);
+    }
+    for (size_t i = 0; i < d.calls.size(); ++i) {  // the vectors no longer move
+      d.calls[i].args = &d.args[d.begins[i]];
+      d.calls[i].codes = &d.codes[d.begins[i]];
     }
     return d;
   }
   void Run() {
     hetrt_value_t ret;
     int32_t ret_code;
-    for (const Call& c : calls) c.fn(&args[c.begin], &codes[c.begin], c.num_args, &ret, &ret_code, nullptr);
+    for (const Call& c : calls) c.fn(c.args, c.codes, c.num_args, &ret, &ret_code, nullptr);
   }
 };
 

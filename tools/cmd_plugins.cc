@@ -31,9 +31,18 @@ Command AddPluginsCommand(CLI::App& app) {
           std::printf(" - %s", count->unavailable_reason.empty() ? "no reason given"
                                                                  : count->unavailable_reason.c_str());
         std::printf("\n");
-        for (int32_t id = 0; id < count->count; ++id)
-          std::printf("      %s: %s\n", DeviceToString({static_cast<DLDeviceType>(type), id}).c_str(),
-                      plugin->DeviceName({static_cast<DLDeviceType>(type), id}).c_str());
+        for (int32_t id = 0; id < count->count; ++id) {
+          const DLDevice device{static_cast<DLDeviceType>(type), id};
+          std::printf("      %s: %s\n", DeviceToString(device).c_str(), plugin->DeviceName(device).c_str());
+          // What the asynchronous executor uses: shared memory turns copies into memcpys.
+          std::string traits;
+          if (plugin->SharesHostMemory(device)) traits += "shares host memory";
+          if (auto streams = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_COPY_STREAMS); streams.ok() && *streams == 1)
+            traits += std::string(traits.empty() ? "" : ", ") + "copy streams";
+          if (auto total = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_TOTAL_MEMORY); total.ok() && *total > 0)
+            traits += std::string(traits.empty() ? "" : ", ") + std::to_string(*total >> 20) + " MiB";
+          if (!traits.empty()) std::printf("        %s\n", traits.c_str());
+        }
       }
       auto keys = plugin->type_keys();
       if (!keys.empty()) {

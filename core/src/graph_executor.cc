@@ -537,6 +537,10 @@ Status GraphExecutor::PlanSteps() {
     return a;
   };
 
+  host_calls_.clear();
+  for (const OpCall& c : calls_)
+    if (c.kind == OpCall::Kind::kKernel)
+      host_calls_.push_back({c.fn, c.resource, &arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args});
   steps_.assign(calls_.size(), Step{});
   host_only_ = true;
   std::vector<ScheduleStep> plan_steps(calls_.size());
@@ -810,16 +814,15 @@ class CurrentStreams {
 Status GraphExecutor::Run() {
   ClearLastError();  // a kernel failing without a message must not show an old one
   if (host_only_) [[likely]] {
-    // Every node is a CPU kernel: the plain loop, at the direct-call floor.
+    // Every node is a CPU kernel: the plain loop over calls whose argument
+    // pointers were resolved at create time, at the direct-call floor.
     hetrt_value_t ret;
     int32_t ret_code;
-    const size_t n = calls_.size();
-    for (size_t i = 0; i < n; ++i) {
-      const OpCall& c = calls_[i];
-      if (c.fn(&arg_values_[c.args_begin], &arg_codes_[c.args_begin], c.num_args, &ret, &ret_code,
-               c.resource) != 0) [[unlikely]]
-        return NodeError(i, KernelError());
-    }
+    const HostCall* const begin = host_calls_.data();
+    const HostCall* const end = begin + host_calls_.size();
+    for (const HostCall* c = begin; c != end; ++c)
+      if (c->fn(c->args, c->codes, c->num_args, &ret, &ret_code, c->resource) != 0) [[unlikely]]
+        return NodeError(static_cast<size_t>(c - begin), KernelError());
   } else {
     HETRT_RETURN_IF_ERROR(FinishPendingRun());
     HETRT_RETURN_IF_ERROR(RunSteps<false>(nullptr));

@@ -155,6 +155,14 @@ class GraphExecutor final : public Executor {
   std::vector<Step> steps_;          // one per call, same index as calls_
   std::vector<uint32_t> order_;      // issue order of steps_
   bool host_only_ = true;            // every step is a CPU kernel: the plain loop
+  struct HostCall {  // the CPU-only run loop's record (same index as calls_ then)
+    hetrt_packed_cfunc_t fn;
+    void* resource;
+    hetrt_value_t* args;
+    int32_t* codes;
+    int32_t num_args;
+  };
+  std::vector<HostCall> host_calls_;
   std::vector<uint32_t> final_waits_;  // steps Run() waits for before it returns (host memory final)
   std::vector<hetrt_stream_t*> saved_streams_;  // per lane: the stream that was current before a run
   mutable std::atomic<bool> pending_{false};  // device work of the last run may still be running
