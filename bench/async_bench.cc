@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -52,41 +53,71 @@ Stats Summarize(std::vector<double> us) {
   return st;
 }
 
-Status TimedRun(GraphExecutor& ex, double* us) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Status s = ex.Run();
-  if (s.ok()) s = ex.Synchronize();
-  *us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  return s;
+using Variant = std::pair<std::string, std::function<Status()>>;
+
+Variant RunAndSync(std::string name, GraphExecutor* ex) {
+  return {std::move(name), [ex] {
+            Status s = ex->Run();
+            return s.ok() ? ex->Synchronize() : s;
+          }};
 }
 
-// Each iteration runs every executor once, in a shuffled order, so all modes see the
-// same machine noise; counters give each one's mean / p50 / p99 in us and
-// its mean relative to the first executor (the baseline).
-void TimeInterleaved(benchmark::State& state, const std::vector<std::pair<std::string, GraphExecutor*>>& executors) {
-  std::vector<std::vector<double>> us(executors.size());
-  for (auto& [name, ex] : executors)
-    for (int i = 0; i < 5; ++i) (void)ex->Run(), (void)ex->Synchronize();  // programs built, caches warm
-  std::vector<size_t> order(executors.size());
+// Each iteration runs every variant once, in a shuffled order, so all see the
+// same machine noise; counters give each one's mean / p50 / p99 in us and its
+// mean relative to the first variant (the baseline).
+void TimeInterleaved(benchmark::State& state, const std::vector<Variant>& variants) {
+  std::vector<std::vector<double>> us(variants.size());
+  for (const auto& [name, run] : variants)
+    for (int i = 0; i < 5; ++i) (void)run();  // programs built, caches warm
+  std::vector<size_t> order(variants.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::mt19937 rng(1);
   for (auto _ : state) {
     std::shuffle(order.begin(), order.end(), rng);  // no variant always follows the same one
     for (size_t k : order) {
-      double t = 0;
-      if (Status s = TimedRun(*executors[k].second, &t); !s.ok()) return state.SkipWithError(s.message().c_str());
-      us[k].push_back(t);
+      const auto t0 = std::chrono::steady_clock::now();
+      Status s = variants[k].second();
+      us[k].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      if (!s.ok()) return state.SkipWithError(s.message().c_str());
     }
   }
   const Stats base = Summarize(us[0]);
-  for (size_t k = 0; k < executors.size(); ++k) {
+  for (size_t k = 0; k < variants.size(); ++k) {
     const Stats st = Summarize(us[k]);
-    const std::string& name = executors[k].first;
+    const std::string& name = variants[k].first;
     state.counters[name + "_mean_us"] = st.mean;
     state.counters[name + "_p50_us"] = st.p50;
     state.counters[name + "_p99_us"] = st.p99;
     if (k > 0) state.counters[name + "_mean_ratio"] = st.mean / base.mean;
   }
+}
+
+// The floor for any executor on this device: record an event on a stream and
+// wait for it (one driver round trip, with the plugin's polling wait).
+Variant DeviceRoundTrip(Plugin* plugin, DLDevice device, hetrt_stream_t** stream, hetrt_event_t** event) {
+  auto create = AbiArgs<hetrt_stream_create_args_t>();
+  create.self = plugin->instance();
+  create.device = device;
+  (void)plugin->Consume(plugin->device_api()->stream_create(&create));
+  *stream = create.stream;
+  auto ev = AbiArgs<hetrt_event_create_args_t>();
+  ev.self = plugin->instance();
+  ev.device = device;
+  (void)plugin->Consume(plugin->device_api()->event_create(&ev));
+  *event = ev.event;
+  return {"device_round_trip", [=] {
+            auto record = AbiArgs<hetrt_event_record_args_t>();
+            record.self = plugin->instance();
+            record.device = device;
+            record.event = *event;
+            record.stream = *stream;
+            HETRT_RETURN_IF_ERROR(plugin->Consume(plugin->device_api()->event_record(&record)));
+            auto wait = AbiArgs<hetrt_event_args_t>();
+            wait.self = plugin->instance();
+            wait.device = device;
+            wait.event = *event;
+            return plugin->Consume(plugin->device_api()->event_synchronize(&wait));
+          }};
 }
 
 std::string Fixture(const std::string& name) {
@@ -100,15 +131,29 @@ void BM_HeteroOpenClSeed(benchmark::State& state) {
   auto inputs = LoadParamDictFile(dir + "/inputs.params");
   if (!inputs.ok()) return state.SkipWithError(inputs.status().message().c_str());
   std::vector<GraphModel> models;
-  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  std::vector<Variant> variants;
   for (int mode = 0; mode < 4; ++mode) {
     auto m = OpenGraphModel({dir + "/deploy.so"}, ModeOptions(mode));
     if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
     for (const auto& p : *inputs) (void)m->executor->SetInput(p.name, p.tensor);
     models.push_back(std::move(m).value());
-    executors.emplace_back(ModeName(mode), models.back().executor.get());
+    variants.push_back(RunAndSync(ModeName(mode), models.back().executor.get()));
   }
-  TimeInterleaved(state, executors);
+  Plugin* cl = PluginRegistry::Global().PluginOfDeviceType(kDLOpenCL);
+  hetrt_stream_t* stream = nullptr;
+  hetrt_event_t* event = nullptr;
+  variants.push_back(DeviceRoundTrip(cl, kCl, &stream, &event));
+  TimeInterleaved(state, variants);
+  auto ev = AbiArgs<hetrt_event_args_t>();
+  ev.self = cl->instance();
+  ev.device = kCl;
+  ev.event = event;
+  (void)cl->Consume(cl->device_api()->event_destroy(&ev));
+  auto st = AbiArgs<hetrt_stream_args_t>();
+  st.self = cl->instance();
+  st.device = kCl;
+  st.stream = stream;
+  (void)cl->Consume(cl->device_api()->stream_destroy(&st));
 }
 BENCHMARK(BM_HeteroOpenClSeed)->UseRealTime()->MinTime(4.0);
 
@@ -134,7 +179,7 @@ struct NoKernels final : Module {
 void BM_Copy4KiB(benchmark::State& state) {
   const int direction = static_cast<int>(state.range(0));
   std::vector<std::unique_ptr<GraphExecutor>> owned;
-  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  std::vector<Variant> executors;
   Tensor x = Tensor::EmptyHost({1024}, {kDLFloat, 32, 1}).value();
   std::fill_n(x.data_as<float>(), 1024, 1.f);
   for (int mode : {0, 2, 1, 3}) {
@@ -142,7 +187,7 @@ void BM_Copy4KiB(benchmark::State& state) {
     if (!ex.ok()) return state.SkipWithError(ex.status().message().c_str());
     if (Status s = (*ex)->SetInput(0, x); !s.ok()) return state.SkipWithError(s.message().c_str());
     owned.push_back(std::move(ex).value());
-    executors.emplace_back(ModeName(mode), owned.back().get());
+    executors.push_back(RunAndSync(ModeName(mode), owned.back().get()));
   }
   TimeInterleaved(state, executors);
   state.SetLabel(direction == 0 ? "host->opencl" : "opencl->host");
@@ -169,7 +214,7 @@ void BM_TwoBranch(benchmark::State& state) {
   Tensor x = Tensor::EmptyHost({16, 256}, {kDLFloat, 32, 1}).value();
   std::fill_n(x.data_as<float>(), x.num_elements(), 0.5f);
   std::vector<GraphModel> models;
-  std::vector<std::pair<std::string, GraphExecutor*>> executors;
+  std::vector<Variant> executors;
   const std::pair<const char*, std::pair<int, int>> variants[] = {
       {"sequential", {0, 1}}, {"async", {0, 3}}, {"cpu_branch_alone", {1, 3}}, {"opencl_branch_alone", {2, 3}}};
   for (const auto& [name, which_mode] : variants) {
@@ -179,7 +224,7 @@ void BM_TwoBranch(benchmark::State& state) {
     if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
     if (Status s = m->executor->SetInput("data", x); !s.ok()) return state.SkipWithError(s.message().c_str());
     models.push_back(std::move(m).value());
-    executors.emplace_back(name, models.back().executor.get());
+    executors.push_back(RunAndSync(name, models.back().executor.get()));
   }
   TimeInterleaved(state, executors);
 }
