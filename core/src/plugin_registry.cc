@@ -190,7 +190,7 @@ Result<Plugin::DeviceCount> Plugin::CountDevices(int32_t device_type) const {
 
 namespace {
 Result<hetrt_device_attribute_args_t> QueryAttribute(const Plugin& plugin, DLDevice device,
-                                                     hetrt_device_attribute_t attribute) {
+                                                     int32_t attribute) {
   const hetrt_device_api_t* dev = plugin.device_api();
   if (dev == nullptr || !HETRT_STRUCT_HAS(dev, hetrt_device_api_t, device_attribute) ||
       dev->device_attribute == nullptr)
@@ -204,12 +204,12 @@ Result<hetrt_device_attribute_args_t> QueryAttribute(const Plugin& plugin, DLDev
 }
 }  // namespace
 
-Result<int64_t> Plugin::AttributeInt(DLDevice device, hetrt_device_attribute_t attribute) const {
+Result<int64_t> Plugin::AttributeInt(DLDevice device, int32_t attribute) const {
   HETRT_ASSIGN_OR_RETURN(auto args, QueryAttribute(*this, device, attribute));
   return args.value;
 }
 
-Result<std::string> Plugin::AttributeString(DLDevice device, hetrt_device_attribute_t attribute) const {
+Result<std::string> Plugin::AttributeString(DLDevice device, int32_t attribute) const {
   HETRT_ASSIGN_OR_RETURN(auto args, QueryAttribute(*this, device, attribute));
   return std::string(args.string ? args.string : "");
 }

@@ -67,8 +67,8 @@ class Plugin {
   Result<DeviceCount> CountDevices(int32_t device_type) const;
   std::string DeviceName(DLDevice device) const;
   // NOT_FOUND when the plugin does not know the attribute for the device.
-  Result<int64_t> AttributeInt(DLDevice device, hetrt_device_attribute_t attribute) const;
-  Result<std::string> AttributeString(DLDevice device, hetrt_device_attribute_t attribute) const;
+  Result<int64_t> AttributeInt(DLDevice device, int32_t attribute) const;  // a hetrt_device_attribute_t
+  Result<std::string> AttributeString(DLDevice device, int32_t attribute) const;
   // Whether the device's memory is host memory (HOST_UNIFIED_MEMORY == 1).
   bool SharesHostMemory(DLDevice device) const;
   Result<DeviceMemoryStats> MemoryStats(DLDevice device) const;
