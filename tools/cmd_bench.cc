@@ -77,6 +77,7 @@ int Bench(const BenchArgs& args) {
   options.devices = std::move(devices).value();
   options.sequential = args.sequential;
   options.staged_copies = args.staged_copies;
+  WarnAboutUnusedPlugins();
   auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
   if (!model.ok()) return Fail(model.status().message());
   GraphExecutor& ex = *model->executor;
@@ -142,8 +143,8 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--params", args->params, "params file (with --graph)");
   cmd->add_option("--inputs", args->inputs, "param-dict file of inputs");
   cmd->add_option("--device", args->devices, "cpu[:N], opencl[:N], ...; repeatable")->take_all();
-  cmd->add_option("--repeat", args->repeat, "timed runs")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", args->repeat, "timed runs")->check(IntInRange("--repeat", 1, 100000000));
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(IntInRange("--warmup", 0, 100000000));
   cmd->add_option("--trace", args->trace, "write a Chrome trace JSON of one run");
   cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
   cmd->add_flag("--staged-copies", args->staged_copies,

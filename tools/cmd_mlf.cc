@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "hetrt/mlf.h"
+#include "hetrt/tensor.h"
 
 namespace hetrt::cli {
 
@@ -27,6 +28,16 @@ Command AddMlfCommand(CLI::App& app) {
       std::printf("  %-60s %6d %10llu %10llu %10llu\n", m.name.c_str(), m.device,
                   static_cast<unsigned long long>(m.workspace_bytes), static_cast<unsigned long long>(m.constants_bytes),
                   static_cast<unsigned long long>(m.io_bytes));
+    // main's inputs and outputs (version-7 metadata): shapes from src/<model>.relay.
+    for (const auto* list : {&md.inputs, &md.outputs}) {
+      if (list->empty()) continue;
+      std::printf("%s:\n", list == &md.inputs ? "inputs" : "outputs");
+      for (const MlfTensorInfo& t : *list)
+        std::printf("  %-30s %-10s %10llu bytes  %s\n", t.name.c_str(), t.dtype.c_str(),
+                    static_cast<unsigned long long>(t.bytes),
+                    t.shape.empty() ? ("shape unknown (no src/" + md.model_name + ".relay): run as a flat tensor").c_str()
+                                    : ShapeToString(t.shape).c_str());
+    }
     std::printf("files:\n");
     for (const auto& [name, data] : pkg->files()) std::printf("  %-60s %10zu\n", name.c_str(), data.size());
     return 0;

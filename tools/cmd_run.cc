@@ -49,6 +49,7 @@ int Run(const RunArgs& args) {
   options.devices = std::move(devices).value();
   options.sequential = args.sequential;
   options.staged_copies = args.staged_copies;
+  WarnAboutUnusedPlugins();
   if (args.threads > 0) {
     auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
     if (!cpu.ok()) return Fail(cpu.status().message());
@@ -175,8 +176,8 @@ Command AddRunCommand(CLI::App& app) {
   cmd->add_option("--input", args->input_files, "NAME=FILE.npy, repeatable");
   cmd->add_option("--device", args->devices, "cpu[:N], opencl[:N], ...; repeatable, in order")->take_all();
   cmd->add_option("--save-outputs", args->save_outputs, "write outputs as a param dict (output_0, ...)");
-  cmd->add_option("--repeat", args->repeat, "runs to time")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", args->repeat, "runs to time")->check(IntInRange("--repeat", 1, 100000000));
+  cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(IntInRange("--threads", 1, 1024));
   cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
   cmd->add_flag("--staged-copies", args->staged_copies,
                 "copies through the plugin even where a device shares host memory");

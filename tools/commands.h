@@ -23,6 +23,15 @@ Command AddMlfCommand(CLI::App& app);
 Command AddMicroCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
 
+// An integer option in [min, max] with a message that says so in words
+// ("--threads must be between 1 and 1024, got 0").
+CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max);
+
+// One warning line on stderr when the global registry could not use some
+// plugin path entry (a missing folder, a file that is not a plugin, an ABI
+// mismatch); `hetrt plugins` has the details.
+void WarnAboutUnusedPlugins();
+
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
 

@@ -3,12 +3,36 @@
 #include <map>
 
 #include "commands.h"
+#include "hetrt/plugin_registry.h"
 
 namespace hetrt::cli {
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hetrt: error: %s\n", message.c_str());
   return 1;
+}
+
+void WarnAboutUnusedPlugins() {
+  const auto& problems = PluginRegistry::Global().problems();
+  if (problems.empty()) return;
+  std::string line;
+  for (const auto& p : problems) {
+    const std::string reason = p.reason.size() > 80 ? p.reason.substr(0, 77) + "..." : p.reason;
+    line += (line.empty() ? "" : "; ") + p.path + ": " + reason;
+  }
+  std::fprintf(stderr, "hetrt: warning: plugin path entries not used: %s (see `hetrt plugins`)\n", line.c_str());
+}
+
+CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max) {
+  return CLI::Validator(
+      [option, min, max](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < min || value > max)
+          return option + " must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
+                 ", got '" + text + "'";
+        return {};
+      },
+      "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
 }
 
 Result<std::vector<DLDevice>> ParseDeviceList(const std::vector<std::string>& names,
@@ -44,6 +68,16 @@ int main(int argc, char** argv) {
   add(&AddMicroCommand);
   add(&AddBenchCommand);
   CLI11_PARSE(app, argc, argv);
-  for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
+  // The last line of defence: every error should already be a message, but an
+  // exception that escapes a command still ends as one, never as an abort.
+  try {
+    for (CLI::App* sub : app.get_subcommands()) return commands.at(sub)();
+  } catch (const std::bad_alloc&) {
+    return Fail("out of memory (an input asked for more than this machine has; this is a bug worth reporting)");
+  } catch (const std::exception& e) {
+    return Fail(std::string("unexpected error: ") + e.what());
+  } catch (...) {
+    return Fail("unexpected error");
+  }
   return 1;
 }

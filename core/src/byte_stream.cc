@@ -4,8 +4,13 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
 
 namespace hetrt {
 
@@ -50,15 +55,54 @@ Status ByteReader::Error(std::string_view field, std::string_view detail) const 
                   std::string(detail));
 }
 
-Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return NotFound("cannot open '" + path + "': " + std::strerror(errno));
-  const std::streamsize size = in.tellg();
-  if (size < 0) return DataLoss("cannot read the size of '" + path + "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    return DataLoss("short read from '" + path + "'");
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return (err == ENOENT ? NotFound("'" + path + "' does not exist")
+                          : InvalidArgument("cannot open '" + path + "': " + std::strerror(err)));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return InvalidArgument("cannot stat '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return InvalidArgument("'" + path + "' is a directory; a file was expected");
+  const bool regular = S_ISREG(st.st_mode);
+  if (regular && static_cast<uint64_t>(st.st_size) > max_bytes)
+    return ResourceExhausted("'" + path + "' is " + std::to_string(st.st_size) + " bytes; at most " +
+                             std::to_string(max_bytes) + " are read");
+  // A stream (pipe, /dev/zero) has no size to check first: a lower bound keeps
+  // an endless one from filling memory.
+  if (!regular) max_bytes = std::min<uint64_t>(max_bytes, kMaxStreamBytes);
+  std::vector<uint8_t> bytes;
+  try {
+    // A regular file's size is known; a pipe or device is read in chunks up to the bound.
+    bytes.resize(regular ? static_cast<size_t>(st.st_size) : size_t{1} << 16);
+    size_t used = 0;
+    for (;;) {
+      if (used == bytes.size()) {
+        if (regular) break;
+        if (bytes.size() >= max_bytes)
+          return ResourceExhausted("'" + path + "' holds more than " + std::to_string(max_bytes) + " bytes");
+        bytes.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, 2 * bytes.size())));
+      }
+      const ssize_t n = ::read(fd, bytes.data() + used, bytes.size() - used);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return DataLoss("reading '" + path + "' failed: " + std::strerror(errno));
+      }
+      if (n == 0) break;
+      used += static_cast<size_t>(n);
+    }
+    if (regular && used != bytes.size())
+      return DataLoss("short read from '" + path + "': " + std::to_string(used) + " of " +
+                      std::to_string(bytes.size()) + " bytes (did it change while being read?)");
+    bytes.resize(used);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory reading '" + path + "'");
+  }
   return bytes;
 }
 

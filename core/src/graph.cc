@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "hetrt/dtype.h"
+#include "hetrt/json_limits.h"
 #include "hetrt/tensor.h"
 
 namespace hetrt {
@@ -20,7 +21,13 @@ class GraphParser {
   explicit GraphParser(std::string source) : source_(std::move(source)) {}
 
   Result<Graph> Parse(std::string_view text) {
-    json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    HETRT_RETURN_IF_ERROR(CheckJsonLimits(text, source_));
+    json root;
+    try {
+      root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted(source_ + ": out of memory parsing " + std::to_string(text.size()) + " bytes of JSON");
+    }
     if (root.is_discarded()) return Error("", "not valid JSON");
     if (!root.is_object()) return Error("", "top level must be an object");
     static const char* kRequired[] = {"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr"};

@@ -13,6 +13,7 @@
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/graph.h"
+#include "hetrt/json_limits.h"
 #include "hetrt/params.h"
 
 namespace hetrt {
@@ -108,9 +109,88 @@ Status ParseMemory(const json& memory, const std::string& where, MlfMetadata* ou
   return OkStatus();
 }
 
+// "(1, 784), float32" -> shape and dtype; false when it is not that form.
+bool ParseRelayTensorType(std::string_view text, std::vector<int64_t>* shape, std::string* dtype) {
+  const size_t open = text.find('('), close = text.find(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return false;
+  shape->clear();
+  std::string_view dims = text.substr(open + 1, close - open - 1);
+  while (!dims.empty()) {
+    const size_t comma = dims.find(',');
+    std::string_view d = dims.substr(0, comma);
+    while (!d.empty() && d.front() == ' ') d.remove_prefix(1);
+    while (!d.empty() && d.back() == ' ') d.remove_suffix(1);
+    if (!d.empty()) {
+      int64_t v = 0;
+      for (char c : d) {
+        if (c < '0' || c > '9' || v > (int64_t{1} << 50)) return false;  // symbolic dims: no shape
+        v = v * 10 + (c - '0');
+      }
+      shape->push_back(v);
+    }
+    if (comma == std::string_view::npos) break;
+    dims.remove_prefix(comma + 1);
+  }
+  std::string_view rest = text.substr(close + 1);
+  const size_t start = rest.find_first_not_of(", ");
+  if (start == std::string_view::npos) return false;
+  rest = rest.substr(start);
+  *dtype = std::string(rest.substr(0, rest.find_first_of("] ")));
+  return !dtype->empty();
+}
+
+// Shapes of main's inputs (by name) and outputs (in order) from the Relay text
+// TVM puts in src/<model>.relay, e.g.
+//   def @main(%data: Tensor[(1, 784), float32], ...) -> Tensor[(1, 10), float32] {
+//   def @main(...) -> (Tensor[(1, 10), float32], Tensor[(2), int32]) {
+// A shape is kept only when it agrees with the metadata's byte size and dtype.
+void ApplyRelayShapes(std::string_view relay, MlfMetadata* md) {
+  const size_t def = relay.find("def @main(");
+  if (def == std::string_view::npos) return;
+  const size_t body = relay.find('{', def);
+  std::string_view signature = relay.substr(def, body == std::string_view::npos ? std::string_view::npos : body - def);
+  const size_t arrow = signature.rfind("->");
+  auto fits = [](const MlfTensorInfo& t, const std::vector<int64_t>& shape, const std::string& dtype) {
+    auto type = ParseDataType(dtype);
+    if (!type.ok() || dtype != t.dtype) return false;
+    auto n = ShapeNumElements(shape);
+    return n.ok() && static_cast<uint64_t>(*n) * DataTypeBytes(*type) == t.bytes;
+  };
+  auto tensors = [](std::string_view text) {
+    std::vector<std::pair<std::vector<int64_t>, std::string>> found;
+    for (size_t at = text.find("Tensor["); at != std::string_view::npos; at = text.find("Tensor[", at + 7)) {
+      std::vector<int64_t> shape;
+      std::string dtype;
+      if (ParseRelayTensorType(text.substr(at + 7), &shape, &dtype)) found.emplace_back(shape, dtype);
+    }
+    return found;
+  };
+  if (arrow != std::string_view::npos) {
+    const auto outs = tensors(signature.substr(arrow));
+    if (outs.size() == md->outputs.size())
+      for (size_t i = 0; i < outs.size(); ++i)
+        if (fits(md->outputs[i], outs[i].first, outs[i].second)) md->outputs[i].shape = outs[i].first;
+  }
+  for (MlfTensorInfo& in : md->inputs) {
+    const std::string key = "%" + in.name + ": Tensor[";
+    const size_t at = signature.find(key);
+    if (at == std::string_view::npos || (arrow != std::string_view::npos && at > arrow)) continue;
+    std::vector<int64_t> shape;
+    std::string dtype;
+    if (ParseRelayTensorType(signature.substr(at + key.size()), &shape, &dtype) && fits(in, shape, dtype))
+      in.shape = shape;
+  }
+}
+
 Result<MlfMetadata> ParseMetadata(const std::vector<uint8_t>& bytes, const std::string& source) {
   const std::string where = source + ": metadata.json";
-  json root = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  HETRT_RETURN_IF_ERROR(CheckJsonLimits({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, where));
+  json root;
+  try {
+    root = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(where + ": out of memory parsing it");
+  }
   if (root.is_discarded() || !root.is_object()) return DataLoss(where + ": not a JSON object");
   MlfMetadata md;
   if (!root.contains("version") || !root["version"].is_number_integer())
@@ -229,6 +309,8 @@ Result<MlfPackage> MlfPackage::ReadArchive(archive* a, const std::string& path, 
   const auto* md = pkg.Find("metadata.json");
   if (md == nullptr) return DataLoss(path + ": no metadata.json (not a Model Library Format tarball)");
   HETRT_ASSIGN_OR_RETURN(pkg.metadata_, ParseMetadata(*md, path));
+  if (const auto* relay = pkg.Find("src/" + pkg.metadata_.model_name + ".relay"))
+    ApplyRelayShapes({reinterpret_cast<const char*>(relay->data()), relay->size()}, &pkg.metadata_);
   return pkg;
 }
 

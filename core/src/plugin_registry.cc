@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -43,6 +44,20 @@ std::vector<std::string> ListPluginFiles(const std::string& folder) {
   closedir(dir);
   std::sort(files.begin(), files.end());  // deterministic order
   return files;
+}
+
+// The same folder or file named twice (HETRT_PLUGIN_PATH naming the default
+// folder, a symlink) is searched once, under its first name.
+std::vector<std::string> UniqueSearchPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> unique, real_paths;
+  for (const std::string& path : paths) {
+    char resolved[PATH_MAX];
+    const std::string real = realpath(path.c_str(), resolved) ? resolved : path;
+    if (std::find(real_paths.begin(), real_paths.end(), real) != real_paths.end()) continue;
+    real_paths.push_back(real);
+    unique.push_back(path);
+  }
+  return unique;
 }
 
 class PluginAllocator final : public Allocator {
@@ -287,13 +302,13 @@ std::vector<std::string> PluginRegistry::DefaultSearchPaths() {
     std::string dir = slash == std::string::npos ? "." : lib.substr(0, slash);
     paths.push_back(dir + "/" + kPluginFolderName);
   }
-  return paths;
+  return UniqueSearchPaths(paths);
 }
 
 std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options) {
   std::unique_ptr<PluginRegistry> registry(new PluginRegistry());
   registry->search_paths_ =
-      options.search_paths.empty() ? DefaultSearchPaths() : options.search_paths;
+      UniqueSearchPaths(options.search_paths.empty() ? DefaultSearchPaths() : options.search_paths);
   for (const std::string& path : registry->search_paths_) {
     if (IsFile(path)) {
       registry->LoadPlugin(path);
@@ -316,6 +331,16 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
     }
   }
   return registry;
+}
+
+std::vector<std::string> PluginRegistry::CandidateFiles(const std::vector<std::string>& search_paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : UniqueSearchPaths(search_paths)) {
+    if (IsFile(path)) files.push_back(path);
+    else if (IsDirectory(path))
+      for (std::string& file : ListPluginFiles(path)) files.push_back(std::move(file));
+  }
+  return files;
 }
 
 PluginRegistry& PluginRegistry::Global() {
@@ -456,9 +481,12 @@ std::string PluginRegistry::DescribeSearch() const {
     if (!what.empty()) s += " [" + what + "]";
   }
   if (!problems_.empty()) {
+    // Short: the file and the start of the reason; `hetrt plugins` has the rest.
     s += "; not used: ";
-    for (size_t i = 0; i < problems_.size(); ++i)
-      s += (i ? ", " : "") + problems_[i].path + " (" + problems_[i].reason + ")";
+    for (size_t i = 0; i < problems_.size(); ++i) {
+      const std::string& reason = problems_[i].reason;
+      s += (i ? ", " : "") + problems_[i].path + " (" + (reason.size() > 100 ? reason.substr(0, 97) + "..." : reason) + ")";
+    }
   }
   return s;
 }

@@ -1,8 +1,10 @@
 /* A minimal ABI 2 plugin in plain C, built in several variants to test the
  * plugin host: TEST_ABI_MAJOR / TEST_ABI_MINOR set the version it claims, and
- * TEST_NO_ENTRY leaves the entry symbol out. It loads blobs of type_key
+ * TEST_NO_ENTRY leaves the entry symbol out, TEST_CRASH_IN_CREATE crashes in
+ * instance_create. It loads blobs of type_key
  * "hetrt_test" (u64 length + that many bytes) whose one function adds 1, and
  * counts its live instances (global "__hetrt_test_live_instances"). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,9 @@ struct hetrt_instance {
 };
 
 static hetrt_error_t* instance_create(hetrt_instance_create_args_t* args) {
+#ifdef TEST_CRASH_IN_CREATE
+  raise(SIGSEGV); /* a plugin with a bug: `hetrt plugins --check` must name it */
+#endif
   hetrt_instance_t* self = (hetrt_instance_t*)calloc(1, sizeof(*self));
   if (self == NULL) return make_error(HETRT_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   self->host = args->host;

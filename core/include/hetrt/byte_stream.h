@@ -92,8 +92,12 @@ class ByteWriter {
   std::vector<uint8_t> bytes_;
 };
 
-// Whole-file helpers with errors that name the path.
-Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
+// Whole-file helpers with errors that name the path. Reading checks what the
+// path is first: a directory is an error, a regular file is read at its size,
+// a pipe or device up to `max_bytes`; nothing larger than `max_bytes` is read.
+inline constexpr uint64_t kMaxFileBytes = uint64_t{64} << 30;
+inline constexpr uint64_t kMaxStreamBytes = uint64_t{1} << 30;
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max_bytes = kMaxFileBytes);
 Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes);
 
 }  // namespace hetrt

@@ -110,6 +110,9 @@ class PluginRegistry {
   // an unusable search path (nothing given, nothing found) is not an error.
   static std::unique_ptr<PluginRegistry> Discover(const Options& options);
   static std::vector<std::string> DefaultSearchPaths();
+  // The plugin files a search would try, in order (folders expanded, same
+  // real path once), without loading any.
+  static std::vector<std::string> CandidateFiles(const std::vector<std::string>& search_paths);
   // The process-wide registry (default search path), created on first use.
   static PluginRegistry& Global();
 

@@ -293,6 +293,8 @@ Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& 
   } else {
     auto io = [](const MlfTensorInfo& t) -> Result<Io> {
       HETRT_ASSIGN_OR_RETURN(DLDataType d, ParseDataType(t.dtype));
+      // The model's shape when src/<model>.relay gave it, else flat.
+      if (!t.shape.empty()) return Io{t.name, d, t.shape};
       return Io{t.name, d, {static_cast<int64_t>(t.bytes / DataTypeBytes(d))}};
     };
     for (const auto& t : md.inputs) {
