@@ -8,14 +8,14 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
-targets=(async_executor_test graph_executor_test cpu_plugin_test hetrt hetrt_plugin_cpu)
+targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test hetrt hetrt_plugin_cpu)
 if grep -q '^hetrt_plugin_opencl:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then
   targets+=(hetrt_plugin_opencl)
 fi
 cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export HETRT_FIXTURES="${HETRT_FIXTURES:-$PWD/../shared/fixtures}"
-for t in async_executor_test graph_executor_test cpu_plugin_test; do
+for t in async_executor_test graph_executor_test cpu_plugin_test stress_test; do
   echo "tsan: $t"
   ./build-tsan/bin/$t --gtest_brief=1
 done
