@@ -1,6 +1,7 @@
 // hetrt's own kernel set, for models built inside hetrt (the demo, tests):
-// CPU kernels and OpenCL host wrappers as object files the exporter links, and
-// the OpenCL kernels as a module of type_key "opencl".
+// CPU kernels and OpenCL/Vulkan host wrappers as object files the exporter
+// links, the OpenCL kernels as a module of type_key "opencl" and the Vulkan
+// ones (GLSL compiled to SPIR-V at build time) as a module of type_key "vulkan".
 #pragma once
 
 #include <memory>
@@ -16,10 +17,11 @@ namespace hetrt::kernels {
 enum class Op { kAdd, kMul, kRelu, kDense, kSoftmax, kConv2d, kMaxPool };
 
 // The packed function implementing `op` on a device type ("hetrt_dense",
-// "hetrt_cl_dense"); error for a device type the set has no kernels for.
+// "hetrt_cl_dense", "hetrt_vk_dense"); error for a device type the set has no
+// kernels for (Vulkan: also when the build had no glslangValidator).
 Result<std::string> FunctionName(Op op, int32_t device_type);
 
-// Object files to link into an exported library (CPU kernels + OpenCL host side).
+// Object files to link into an exported library (CPU kernels + accelerator host side).
 std::vector<std::string> ObjectFiles();
 
 // The OpenCL kernels as the bytes of an "opencl" module (TVM's blob format).
@@ -27,9 +29,19 @@ std::vector<uint8_t> OpenClModuleBytes();
 // ... loaded through the OpenCL plugin of `registry`.
 Result<std::shared_ptr<Module>> LoadOpenClModule(PluginRegistry& registry);
 
+// The Vulkan kernels as the bytes of a "vulkan" module (TVM v0.18's blob:
+// SPIR-V shaders with push-constant scalars, buffers then scalars).
+Result<std::vector<uint8_t>> VulkanModuleBytes();
+// ... loaded through the Vulkan plugin of `registry`.
+Result<std::shared_ptr<Module>> LoadVulkanModule(PluginRegistry& registry);
+
 // Exports a graph (JSON + params) that calls this kernel set into a deploy
-// library at `path`: factory -> host code (the set's objects) -> the OpenCL
-// module when `with_opencl`.
+// library at `path` (.so, or .tar): factory -> host code (the set's objects)
+// -> the device module of each of `device_types` (kDLOpenCL, kDLVulkan; the
+// CPU needs none).
+Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
+                   const std::vector<int32_t>& device_types, const std::string& path);
+// The same with the OpenCL module when `with_opencl`.
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,
                    const std::string& path);
 

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
   libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools
+  vulkan-validationlayers  # the Vulkan tests run under VK_LAYER_KHRONOS_validation
   gcc-arm-none-eabi libnewlib-arm-none-eabi  # micro: Cortex-M builds of standalone projects
 )
 

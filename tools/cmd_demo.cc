@@ -107,7 +107,7 @@ std::vector<DemoModel> Models() {
 struct RunResult {
   Tensor output;
   double ms_per_run = 0;
-  std::map<std::string, double> ms_per_device;  // "cpu", "opencl", "copies"
+  std::map<std::string, double> ms_per_device;  // "cpu", "opencl", "vulkan", "copies"
   std::vector<std::pair<std::string, std::string>> placement;  // node, device
 };
 
@@ -115,7 +115,7 @@ Result<RunResult> ExportAndRun(const DemoModel& model, int32_t accel, const std:
                                const std::vector<DLDevice>& devices) {
   HETRT_ASSIGN_OR_RETURN(auto built, model.build(accel));
   const std::string path = dir + "/" + model.name + "_" + DeviceTypeName(accel) + ".so";
-  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, accel == kDLOpenCL, path));
+  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{accel}, path));
 
   GraphExecutor::Options options;
   options.devices = devices;
@@ -159,9 +159,11 @@ int Demo(const std::string& keep_dir) {
   std::vector<DLDevice> devices{{kDLCPU, 0}};
   std::vector<int32_t> accelerators;
   // Devices with a plugin, a device and kernels in hetrt's set.
-  for (int32_t type : {static_cast<int32_t>(kDLOpenCL)}) {
+  for (int32_t type : {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan)}) {
     auto plugin = registry.ForDevice({static_cast<DLDeviceType>(type), 0});
-    if (plugin.ok()) {
+    if (auto kernels = kernels::FunctionName(Op::kAdd, type); plugin.ok() && !kernels.ok()) {
+      std::printf("device %s: not used (%s)\n", DeviceTypeName(type).c_str(), kernels.status().message().c_str());
+    } else if (plugin.ok()) {
       devices.push_back({static_cast<DLDeviceType>(type), 0});
       accelerators.push_back(type);
       std::printf("device %s: %s\n", DeviceTypeName(type).c_str(),

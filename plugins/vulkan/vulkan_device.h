@@ -1,0 +1,227 @@
+// Vulkan physical devices through the loader, all owned by an instance:
+// discovery (once, on first use), a logical device with a compute queue per
+// physical device, memory, copies, streams (command buffers batched until a
+// boundary), events (timeline-semaphore values) and clocks.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vulkan_common.h"
+
+namespace hetrt::vulkan {
+
+struct Device;
+
+struct Queue {
+  VkQueue handle = VK_NULL_HANDLE;
+  std::mutex mutex;  // vkQueueSubmit needs the queue externally synchronised
+};
+
+// Host-visible coherent memory handed out in slices (UBO scalars of a
+// dispatch, staging of a copy) that stay valid until the batch that used them
+// has completed.
+struct TransientChunk {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint8_t* mapped = nullptr;
+  uint64_t size = 0;
+  uint64_t used = 0;
+  uint64_t last_value = 0;  // the batch that last used it
+};
+
+struct DescriptorPool {
+  VkDescriptorPool handle = VK_NULL_HANDLE;
+  uint64_t last_value = 0;
+};
+
+// The state behind a stream, shared with the events recorded on it so that an
+// event outlives its stream safely. Work is recorded into the open command
+// buffer and submitted at a boundary (event waits, synchronize, blocking
+// copies, the batch limit), signalling `timeline` with the batch's value.
+// `mutex` guards everything below it: the stream's thread records while
+// another thread may flush it to wait for an event.
+struct StreamCore {
+  Device* device = nullptr;
+  Queue* queue = nullptr;
+  VkSemaphore timeline = VK_NULL_HANDLE;
+
+  std::mutex mutex;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  uint64_t submitted = 0;  // value of the last batch submitted
+  VkCommandBuffer open = VK_NULL_HANDLE;
+  uint32_t work = 0;      // dispatches and copies in the open batch
+  bool nonempty = false;  // the open batch has something to submit
+  std::vector<std::pair<VkSemaphore, uint64_t>> waits;  // for the open batch
+  struct InFlight {
+    uint64_t value;
+    VkCommandBuffer commands;
+  };
+  std::deque<InFlight> in_flight;
+  std::vector<VkCommandBuffer> free_commands;
+  TransientChunk* chunk = nullptr;
+  std::vector<TransientChunk*> retired_chunks, free_chunks;
+  DescriptorPool* descriptors = nullptr;
+  std::vector<DescriptorPool*> retired_pools, free_pools;
+  std::vector<VkSemaphore> submit_semaphores;  // Flush's scratch, kept to avoid allocating
+  std::vector<uint64_t> submit_values;
+  std::vector<VkPipelineStageFlags> submit_stages;
+  // The first failed submission: every batch from error_value on carries it.
+  std::string error;
+  uint64_t error_value = UINT64_MAX;
+
+  uint64_t open_value() const { return submitted + 1; }
+  ~StreamCore();
+};
+
+// Workspace buffers of one device, reused across calls: one free list per
+// power-of-two size class.
+struct WorkspacePool {
+  std::mutex mutex;
+  std::array<std::vector<Buffer*>, 64> free_lists;
+  std::vector<Buffer*> all;  // every buffer the pool created, released at instance_destroy
+};
+
+struct Device {
+  hetrt_instance* inst = nullptr;
+  int id = 0;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice handle = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  Queue queues[2];
+  int num_queues = 1;  // 2: copy streams get a queue of their own
+  VkPhysicalDeviceProperties props{};
+  VkPhysicalDeviceMemoryProperties memory{};
+  std::string name;          // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string display_name;  // "<name> (cpu), Mesa 22.3.6, Vulkan 1.3.230"
+  std::string driver;        // driverInfo, else the packed driver version
+  std::string api_version;   // "1.3.230"
+  uint32_t max_spirv = 0x10300;  // highest SPIR-V version the device consumes
+  bool host_unified = false;
+  int device_type = 0;             // memory type of DEVICE allocations
+  bool device_mappable = false;    // ... host-visible and coherent: mapped for direct copies
+  int visible_type = -1;           // HOST_VISIBLE allocations (-1: none)
+  int pinned_type = -1;            // HOST_PINNED allocations and staging (-1: none)
+  uint64_t total_memory = 0;       // device-local heaps
+  uint32_t max_push_descriptors = 0;  // 0: no VK_KHR_push_descriptor
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
+  PFN_vkGetCalibratedTimestampsEXT calibrated = nullptr;  // with VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT
+  uint64_t timestamp_mask = 0;  // 0: the queue writes no timestamps
+  double timestamp_period = 1;  // ns per tick
+
+  std::shared_ptr<StreamCore> default_stream;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  std::mutex cache_mutex;  // the on-disk copy
+  std::string cache_file;  // "" without HETRT_VULKAN_CACHE_DIR
+
+  // memory_stats: allocate() minus free() of this instance.
+  std::atomic<uint64_t> bytes_in_use{0}, peak_bytes{0}, num_allocations{0};
+  std::atomic<uint64_t> submissions{0};
+  WorkspacePool workspace;
+
+  // Live streams, and freed buffers that pending work may still use: a
+  // buffer is destroyed once every stream has passed the point it was freed at.
+  struct Deferred {
+    Buffer* buffer;
+    std::vector<std::pair<StreamCore*, uint64_t>> waits;
+  };
+  std::mutex streams_mutex;
+  std::vector<StreamCore*> streams;
+  std::vector<Deferred> deferred;
+};
+
+// Destroys a buffer's Vulkan objects now (no work may use it any more).
+void DestroyBuffer(Device* d, Buffer* b);
+// Writes the device's pipeline cache to HETRT_VULKAN_CACHE_DIR (no-op without it).
+void SavePipelineCache(Device* d);
+
+}  // namespace hetrt::vulkan
+
+// One instance of the plugin: everything it discovers and creates.
+struct hetrt_instance {
+  const hetrt_host_api_t* host = nullptr;
+  uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+  // Options (set_option): see kOptions in vulkan_plugin.cc.
+  std::atomic<int64_t> wait_poll_us{50};
+  std::atomic<int64_t> batch_limit{256};
+  std::atomic<bool> direct_mapping{true};
+  std::atomic<bool> push_descriptors{true};
+  std::atomic<bool> validate_spirv{true};
+
+  // Validation (HETRT_VULKAN_VALIDATION=1): the layer and a messenger that
+  // counts and logs what it reports.
+  bool validation = false;
+  std::atomic<uint64_t> validation_messages{0};
+
+  // Discovers on first use; never fails: no device gives an empty list + reason.
+  int count();
+  hetrt::vulkan::Device* at(int id) {
+    return id >= 0 && id < count() ? devices_[static_cast<size_t>(id)].get() : nullptr;
+  }
+  const std::string& unavailable_reason() {
+    count();
+    return reason_;
+  }
+  // Reports a packed function's failure through the host's set_last_error.
+  void ReportError(const char* message) const noexcept;
+  void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
+  void Log(hetrt_log_level_t level, const std::string& message) const noexcept;
+
+  // HOST_PINNED allocations: host pointer -> mapped buffer.
+  std::mutex pinned_mutex;
+  std::unordered_map<void*, hetrt::vulkan::Buffer*> pinned;
+
+  ~hetrt_instance();
+
+ private:
+  void Discover();
+  hetrt_error_t* CreateInstance();
+  std::once_flag discovered_;
+  VkInstance vk_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  std::vector<std::unique_ptr<hetrt::vulkan::Device>> devices_;
+  std::string reason_;
+};
+
+// A stream: a handle on its shared state.
+struct hetrt_stream {
+  std::shared_ptr<hetrt::vulkan::StreamCore> core;
+};
+
+namespace hetrt::vulkan {
+
+// The calling thread's current device of `inst` (set_device; 0 by default) and
+// its current stream on a device (stream_set_current; NULL: the device's
+// default stream). Kernel-launch hot path: no allocation, no lock.
+int CurrentDevice(const hetrt_instance* inst);
+StreamCore* CurrentStream(const hetrt_instance* inst, Device* device);
+
+uint64_t RegisterInstance();
+void UnregisterInstance(uint64_t serial);
+
+// ---- Recording into a stream; the caller holds stream->mutex. ----
+
+// Opens the stream's batch if needed and orders the next command after the
+// batch's earlier work (a memory barrier). Returns the command buffer.
+hetrt_error_t* BeginWork(StreamCore* s, VkCommandBuffer* out);
+// Submits when the batch reached the instance's batch_limit.
+hetrt_error_t* EndWork(StreamCore* s);
+// Submits the open batch (nothing when it is empty).
+hetrt_error_t* Flush(StreamCore* s);
+// `size` bytes of host-visible memory valid until the open batch completes.
+hetrt_error_t* TransientSlice(StreamCore* s, uint64_t size, uint64_t alignment, VkBuffer* buffer, uint64_t* offset,
+                              uint8_t** host);
+// A descriptor set of `layout` valid until the open batch completes (devices
+// without push descriptors).
+hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout, VkDescriptorSet* out);
+
+// The device table of the plugin.
+extern const hetrt_device_api_t kDeviceApi;
+
+}  // namespace hetrt::vulkan

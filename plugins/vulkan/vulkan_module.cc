@@ -1,0 +1,593 @@
+#include "vulkan_module.h"
+
+#include <spirv-tools/libspirv.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "vulkan_device.h"
+
+struct hetrt_plugin_module;
+
+namespace hetrt::vulkan {
+namespace {
+
+constexpr uint32_t kSpirvMagic = 0x07230203;
+constexpr uint32_t kUboFlag = 1u << 0;  // scalars in a uniform buffer, not push constants
+
+// ---- The blob: str fmt, map<str, FunctionInfo> fmap, map<str, Shader> smap ----
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  uint64_t offset() const { return pos_; }
+  uint64_t left() const { return size_ - pos_; }
+  template <class T>
+  bool Pod(T* v) {
+    if (left() < sizeof(T)) return false;
+    std::memcpy(v, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool Str(std::string* s) {
+    uint64_t n = 0;
+    if (!Pod(&n) || n > left()) return false;
+    s->assign(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return true;
+  }
+  // A count of elements of at least `min_bytes` each that can still fit.
+  bool Count(uint64_t* n, uint64_t min_bytes) { return Pod(n) && *n <= left() / min_bytes; }
+  bool Words(uint64_t n, std::vector<uint32_t>* out) {
+    if (n > left() / 4) return false;
+    out->resize(n);
+    std::memcpy(out->data(), data_ + pos_, n * 4);
+    pos_ += n * 4;
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+class Writer {
+ public:
+  template <class T>
+  void Pod(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  void Str(const std::string& s) {
+    Pod<uint64_t>(s.size());
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  std::vector<uint8_t> bytes;
+};
+
+// What the loader learns from a shader's SPIR-V without a driver.
+struct Shader {
+  std::string key;
+  uint32_t flag = 0;
+  std::vector<uint32_t> words;
+  uint32_t version = 0;                  // SPIR-V version word (0x00010300 = 1.3)
+  std::vector<std::string> entry_points;  // GLCompute ones
+  std::vector<uint32_t> bindings;        // of set-0 resources
+  bool other_sets = false;               // a resource outside set 0
+};
+
+spv_target_env ValidationEnv(uint32_t version) {
+  if (version <= 0x10300) return SPV_ENV_VULKAN_1_1;
+  if (version == 0x10400) return SPV_ENV_VULKAN_1_1_SPIRV_1_4;
+  if (version == 0x10500) return SPV_ENV_VULKAN_1_2;
+  return SPV_ENV_VULKAN_1_3;
+}
+
+// Structural checks, spirv-tools validation, then entry points and bindings.
+std::string InspectShader(Shader* s, bool validate) {
+  const std::vector<uint32_t>& w = s->words;
+  if (w.size() < 5) return "SPIR-V of " + std::to_string(w.size()) + " words is shorter than its 5-word header";
+  if (w[0] != kSpirvMagic) {
+    char magic[16];
+    std::snprintf(magic, sizeof magic, "0x%08x", w[0]);
+    return std::string("not SPIR-V (magic ") + magic + ", expected 0x07230203)";
+  }
+  s->version = w[1] & 0x00ffff00;
+  if (validate) {
+    spv_context context = spvContextCreate(ValidationEnv(s->version));
+    spv_validator_options options = spvValidatorOptionsCreate();
+    spvValidatorOptionsSetRelaxBlockLayout(options, true);
+    spv_const_binary_t binary{w.data(), w.size()};
+    spv_diagnostic diagnostic = nullptr;
+    const spv_result_t result = spvValidateWithOptions(context, options, &binary, &diagnostic);
+    std::string message;
+    if (result != SPV_SUCCESS)
+      message = "invalid SPIR-V: " + std::string(diagnostic && diagnostic->error ? diagnostic->error : "spvValidate failed");
+    spvDiagnosticDestroy(diagnostic);
+    spvValidatorOptionsDestroy(options);
+    spvContextDestroy(context);
+    if (!message.empty()) return message;
+  }
+  std::map<uint32_t, uint32_t> set_of, binding_of;  // variable id -> decoration
+  for (size_t i = 5; i < w.size();) {
+    const uint32_t count = w[i] >> 16, opcode = w[i] & 0xffff;
+    if (count == 0 || count > w.size() - i) return "malformed SPIR-V instruction at word " + std::to_string(i);
+    if (opcode == 15 /* OpEntryPoint */ && count >= 4 && w[i + 1] == 5 /* GLCompute */) {
+      const char* name = reinterpret_cast<const char*>(&w[i + 3]);
+      s->entry_points.emplace_back(name, strnlen(name, (count - 3) * 4));
+    }
+    if (opcode == 71 /* OpDecorate */ && count >= 4 && w[i + 2] == 34 /* DescriptorSet */) set_of[w[i + 1]] = w[i + 3];
+    if (opcode == 71 && count >= 4 && w[i + 2] == 33 /* Binding */) binding_of[w[i + 1]] = w[i + 3];
+    i += count;
+  }
+  for (const auto& [id, binding] : binding_of) {
+    auto set = set_of.find(id);
+    if (set != set_of.end() && set->second != 0) s->other_sets = true;
+    else s->bindings.push_back(binding);
+  }
+  return "";
+}
+
+bool ParseTag(const std::string& tag, int* slot) {
+  for (const char* prefix : {"blockIdx.", "threadIdx."}) {
+    const size_t n = std::strlen(prefix);
+    if (tag.size() == n + 1 && tag.compare(0, n, prefix) == 0 && tag[n] >= 'x' && tag[n] <= 'z') {
+      *slot = (prefix[0] == 'b' ? 0 : 3) + (tag[n] - 'x');
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Pipeline {
+  VkShaderModule shader = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  bool push_descriptors = false;
+};
+
+// One function of a module, the `resource` of its packed function.
+struct Function {
+  hetrt_plugin_module* module = nullptr;
+  std::string name;       // the fmap key: also the shader's key and entry point
+  std::string info_name;  // FunctionInfo.name as stored (TVM writes it empty)
+  std::vector<DLDataType> arg_types;
+  std::vector<std::string> tags;
+  uint32_t num_buffers = 0, num_scalars = 0;
+  std::vector<int> launch_slots;  // per launch tag: blockIdx.d -> d, threadIdx.d -> 3 + d
+  bool dynamic_shared_memory = false;
+  const Shader* shader = nullptr;
+  bool ubo = false;
+  // Per device of the instance, built on first launch there.
+  std::mutex build_mutex;
+  std::unique_ptr<std::atomic<Pipeline*>[]> pipelines;
+  std::vector<std::unique_ptr<Pipeline>> built;
+  std::vector<Device*> built_on;
+};
+
+}  // namespace
+}  // namespace hetrt::vulkan
+
+struct hetrt_plugin_module {
+  hetrt_instance* inst = nullptr;
+  std::string fmt;
+  std::vector<std::unique_ptr<hetrt::vulkan::Function>> functions;  // fmap order
+  std::vector<std::unique_ptr<hetrt::vulkan::Shader>> shaders;     // smap order
+  std::map<std::string, hetrt::vulkan::Function*, std::less<>> by_name;
+  std::vector<const char*> names;
+  std::mutex save_mutex;
+  std::vector<uint8_t> saved;  // save()'s bytes, written once
+
+  ~hetrt_plugin_module() {
+    for (auto& f : functions)
+      for (size_t i = 0; i < f->built.size(); ++i) {
+        VkDevice dev = f->built_on[i]->handle;
+        const hetrt::vulkan::Pipeline& p = *f->built[i];
+        vkDestroyPipeline(dev, p.pipeline, nullptr);
+        vkDestroyPipelineLayout(dev, p.layout, nullptr);
+        vkDestroyDescriptorSetLayout(dev, p.set_layout, nullptr);
+        vkDestroyShaderModule(dev, p.shader, nullptr);
+      }
+  }
+};
+
+namespace hetrt::vulkan {
+namespace {
+
+// ---- Pipelines ----
+
+hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
+  hetrt_instance* inst = f->module->inst;
+  auto bad = [&](const std::string& why) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan kernel '" + f->name + "' on " + d->name + ": " + why);
+  };
+  if (f->shader->version > d->max_spirv) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%u.%u", f->shader->version >> 16, (f->shader->version >> 8) & 0xff);
+    return bad(std::string("SPIR-V ") + v + " is newer than Vulkan " + d->api_version + " consumes");
+  }
+  const uint32_t scalar_bytes = 8 * f->num_scalars;
+  if (!f->ubo && scalar_bytes > d->props.limits.maxPushConstantsSize)
+    return bad(std::to_string(f->num_scalars) + " scalar arguments need " + std::to_string(scalar_bytes) +
+               " bytes of push constants; the device allows " + std::to_string(d->props.limits.maxPushConstantsSize));
+  if (f->ubo && scalar_bytes > d->props.limits.maxUniformBufferRange)
+    return bad(std::to_string(scalar_bytes) + " bytes of scalars exceed maxUniformBufferRange");
+  const uint32_t bindings = f->num_buffers + (f->ubo ? 1 : 0);
+  if (f->num_buffers > d->props.limits.maxPerStageDescriptorStorageBuffers)
+    return bad(std::to_string(f->num_buffers) + " buffers exceed maxPerStageDescriptorStorageBuffers");
+  auto p = std::make_unique<Pipeline>();
+  p->push_descriptors = inst->push_descriptors.load() && d->max_push_descriptors >= bindings;
+  VkDevice dev = d->handle;
+  auto fail = [&](const char* call, VkResult r) {
+    if (p->layout) vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    if (p->set_layout) vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    if (p->shader) vkDestroyShaderModule(dev, p->shader, nullptr);
+    return MakeError(HETRT_STATUS_INTERNAL, "Vulkan kernel '" + f->name + "' on " + d->name + ": " + call +
+                                                " failed: " + VkResultName(r) + " (" + std::to_string(r) + ")");
+  };
+  VkShaderModuleCreateInfo shader{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  shader.codeSize = f->shader->words.size() * 4;
+  shader.pCode = f->shader->words.data();
+  VkResult r = vkCreateShaderModule(dev, &shader, nullptr, &p->shader);
+  if (r != VK_SUCCESS) return fail("vkCreateShaderModule", r);
+  std::vector<VkDescriptorSetLayoutBinding> layout_bindings(bindings);
+  for (uint32_t i = 0; i < bindings; ++i)
+    layout_bindings[i] = {i, i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1,
+                          VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo set{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set.flags = p->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
+  set.bindingCount = bindings;
+  set.pBindings = layout_bindings.data();
+  if ((r = vkCreateDescriptorSetLayout(dev, &set, nullptr, &p->set_layout)) != VK_SUCCESS)
+    return fail("vkCreateDescriptorSetLayout", r);
+  const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, scalar_bytes};
+  VkPipelineLayoutCreateInfo layout{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout.setLayoutCount = 1;
+  layout.pSetLayouts = &p->set_layout;
+  layout.pushConstantRangeCount = !f->ubo && scalar_bytes > 0 ? 1 : 0;
+  layout.pPushConstantRanges = &range;
+  if ((r = vkCreatePipelineLayout(dev, &layout, nullptr, &p->layout)) != VK_SUCCESS) return fail("vkCreatePipelineLayout", r);
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = p->shader;
+  info.stage.pName = f->name.c_str();
+  info.layout = p->layout;
+  if ((r = vkCreateComputePipelines(dev, d->pipeline_cache, 1, &info, nullptr, &p->pipeline)) != VK_SUCCESS)
+    return fail("vkCreateComputePipelines", r);
+  SavePipelineCache(d);
+  *out = p.get();
+  f->built.push_back(std::move(p));
+  f->built_on.push_back(d);
+  return nullptr;
+}
+
+// ---- The packed function: buffers, scalars, then launch values ----
+
+// Where a call's argument vectors live: on the stack for ordinary kernels.
+template <class T, size_t N>
+class SmallArray {
+ public:
+  explicit SmallArray(size_t n) : data_(n <= N ? stack_ : (heap_ = std::make_unique<T[]>(n)).get()) {}
+  T& operator[](size_t i) { return data_[i]; }
+  T* data() { return data_; }
+
+ private:
+  T stack_[N]{};
+  std::unique_ptr<T[]> heap_;
+  T* data_;
+};
+
+int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_args) {
+  hetrt_instance* inst = f->module->inst;
+  auto fail = [&](const std::string& why) {
+    inst->ReportError("Vulkan kernel '" + f->name + "': " + why);
+    return -1;
+  };
+  auto fail_with = [&](hetrt_error_t* e) {
+    inst->ReportError(e->message);
+    delete e;
+    return -1;
+  };
+  const auto num_params = static_cast<int32_t>(f->arg_types.size());
+  const auto num_tags = static_cast<int32_t>(f->launch_slots.size());
+  const int32_t expected = num_params + num_tags + (f->dynamic_shared_memory ? 1 : 0);
+  if (num_args != expected)
+    return fail("takes " + std::to_string(expected) + " arguments (" + std::to_string(f->num_buffers) + " buffers + " +
+                std::to_string(f->num_scalars) + " scalars + " + std::to_string(expected - num_params) +
+                " launch values), got " + std::to_string(num_args));
+  const int device_id = CurrentDevice(inst);
+  Device* d = inst->at(device_id);
+  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->count()) + " found)");
+  Pipeline* p = f->pipelines[static_cast<size_t>(device_id)].load(std::memory_order_acquire);
+  if (p == nullptr) {
+    std::lock_guard<std::mutex> lock(f->build_mutex);
+    p = f->pipelines[static_cast<size_t>(device_id)].load(std::memory_order_relaxed);
+    if (p == nullptr) {
+      if (hetrt_error_t* e = BuildPipeline(f, d, &p)) return fail_with(e);
+      f->pipelines[static_cast<size_t>(device_id)].store(p, std::memory_order_release);
+    }
+  }
+  const uint32_t bindings = f->num_buffers + (f->ubo ? 1 : 0);
+  SmallArray<VkDescriptorBufferInfo, 16> infos(bindings);
+  for (uint32_t i = 0; i < f->num_buffers; ++i) {
+    const auto* b = static_cast<const Buffer*>(args[i].v_handle);
+    if (codes[i] != HETRT_TYPE_HANDLE || b == nullptr || b->magic != kBufferMagic || b->kind == HETRT_MEMORY_HOST_PINNED)
+      return fail("argument " + std::to_string(i) + " is not a Vulkan buffer");
+    if (b->device_id != device_id)
+      return fail("argument " + std::to_string(i) + " lives on Vulkan device " + std::to_string(b->device_id) +
+                  ", the kernel runs on " + std::to_string(device_id));
+    infos[i] = {b->buffer, 0, std::min<uint64_t>(std::max<uint64_t>(b->size, 4), d->props.limits.maxStorageBufferRange)};
+  }
+  // Scalars: an 8-byte slot each; 32-bit values in the low half.
+  SmallArray<uint64_t, 16> slots(f->num_scalars);
+  for (uint32_t j = 0; j < f->num_scalars; ++j) {
+    const DLDataType t = f->arg_types[f->num_buffers + j];
+    const hetrt_value_t v = args[f->num_buffers + j];
+    if (t.code == kDLFloat && t.bits == 32) {
+      const float x = static_cast<float>(v.v_float64);
+      std::memcpy(&slots[j], &x, 4);
+    } else if (t.code == kDLFloat) {
+      std::memcpy(&slots[j], &v.v_float64, 8);
+    } else if (t.bits == 32) {
+      const auto x = static_cast<uint32_t>(v.v_int64);
+      std::memcpy(&slots[j], &x, 4);
+    } else {
+      std::memcpy(&slots[j], &v.v_int64, 8);
+    }
+  }
+  uint32_t groups[3] = {1, 1, 1};
+  for (int32_t t = 0; t < num_tags; ++t) {
+    const int slot = f->launch_slots[static_cast<size_t>(t)];
+    const int64_t v = args[num_params + t].v_int64;
+    if (slot >= 3 || v <= 0) continue;  // threadIdx.*: compiled into the shader
+    if (static_cast<uint64_t>(v) > d->props.limits.maxComputeWorkGroupCount[slot])
+      return fail("blockIdx." + std::string(1, static_cast<char>('x' + slot)) + " = " + std::to_string(v) +
+                  " exceeds the device's maxComputeWorkGroupCount (" +
+                  std::to_string(d->props.limits.maxComputeWorkGroupCount[slot]) + ")");
+    groups[slot] = static_cast<uint32_t>(v);
+  }
+  StreamCore* s = CurrentStream(inst, d);
+  std::lock_guard<std::mutex> lock(s->mutex);
+  const uint32_t scalar_bytes = 8 * f->num_scalars;
+  if (f->ubo) {  // a slice of its own per dispatch: earlier dispatches of the batch keep theirs
+    uint8_t* host = nullptr;
+    uint64_t offset = 0;
+    VkBuffer ubo = VK_NULL_HANDLE;
+    if (hetrt_error_t* e = TransientSlice(s, scalar_bytes, d->props.limits.minUniformBufferOffsetAlignment, &ubo, &offset, &host))
+      return fail_with(e);
+    std::memcpy(host, slots.data(), scalar_bytes);
+    infos[f->num_buffers] = {ubo, offset, scalar_bytes};
+  }
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  if (hetrt_error_t* e = BeginWork(s, &cb)) return fail_with(e);
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+  if (bindings > 0) {
+    SmallArray<VkWriteDescriptorSet, 16> writes(bindings);
+    for (uint32_t i = 0; i < bindings; ++i) {
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    if (p->push_descriptors) {
+      d->push_descriptor(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, bindings, writes.data());
+    } else {
+      VkDescriptorSet set = VK_NULL_HANDLE;
+      if (hetrt_error_t* e = AllocateDescriptorSet(s, p->set_layout, &set)) return fail_with(e);
+      for (uint32_t i = 0; i < bindings; ++i) writes[i].dstSet = set;
+      vkUpdateDescriptorSets(d->handle, bindings, writes.data(), 0, nullptr);
+      vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, nullptr);
+    }
+  }
+  if (!f->ubo && scalar_bytes > 0)
+    vkCmdPushConstants(cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, scalar_bytes, slots.data());
+  vkCmdDispatch(cb, groups[0], groups[1], groups[2]);
+  if (hetrt_error_t* e = EndWork(s)) return fail_with(e);
+  return 0;
+}
+
+// The packed function TVM host code calls; no exception leaves it.
+int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
+  auto* f = static_cast<Function*>(resource);
+  try {
+    return Launch(f, args, codes, num_args);
+  } catch (const std::exception& e) {
+    f->module->inst->ReportError(e.what());  // no std::string: may be reporting bad_alloc
+  } catch (...) {
+    f->module->inst->ReportError("Vulkan kernel launch: unknown exception");
+  }
+  return -1;
+}
+
+// ---- Module table ----
+
+bool SupportedScalar(DLDataType t) {
+  if (t.lanes != 1) return false;
+  if (t.code == kDLInt || t.code == kDLUInt) return t.bits == 32 || t.bits == 64;
+  return t.code == kDLFloat && (t.bits == 32 || t.bits == 64);
+}
+
+std::string TypeName(DLDataType t) {
+  const char* code = t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : t.code == kDLFloat ? "float" : "type";
+  return code + std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
+}
+
+// Checks one function against its shader and fills the launch description.
+hetrt_error_t* Prepare(Function* f) {
+  auto bad = [&](const std::string& why) {
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan kernel '" + f->name + "': " + why);
+  };
+  for (const DLDataType& t : f->arg_types) {
+    if (t.code == kDLOpaqueHandle) {
+      if (f->num_scalars > 0) return bad("a buffer argument follows a scalar (TVM puts every buffer first)");
+      ++f->num_buffers;
+    } else if (SupportedScalar(t)) {
+      ++f->num_scalars;
+    } else {
+      return bad("unsupported argument type " + TypeName(t) + " (int32/64, uint32/64, float32/64 or a buffer)");
+    }
+  }
+  for (size_t t = 0; t < f->tags.size(); ++t) {
+    if (f->tags[t] == "tir.use_dyn_shared_memory" && t + 1 == f->tags.size()) {
+      f->dynamic_shared_memory = true;  // Vulkan shaders size shared memory themselves: the value is ignored
+      continue;
+    }
+    int slot = 0;
+    if (!ParseTag(f->tags[t], &slot)) return bad("unknown launch tag '" + f->tags[t] + "'");
+    f->launch_slots.push_back(slot);
+  }
+  const Shader& s = *f->shader;
+  f->ubo = (s.flag & kUboFlag) != 0;
+  if (std::find(s.entry_points.begin(), s.entry_points.end(), f->name) == s.entry_points.end()) {
+    std::string found;
+    for (const std::string& e : s.entry_points) found += (found.empty() ? "" : ", ") + e;
+    return bad("its shader has no GLCompute entry point named '" + f->name + "' (found: " +
+               (found.empty() ? "none" : found) + ")");
+  }
+  if (s.other_sets) return bad("its shader uses a descriptor set other than 0");
+  const uint32_t bindings = f->num_buffers + (f->ubo ? 1 : 0);
+  for (uint32_t b : s.bindings)
+    if (b >= bindings)
+      return bad("its shader reads binding " + std::to_string(b) + " but the function passes " +
+                 std::to_string(f->num_buffers) + " buffer(s)" + (f->ubo ? " and a uniform buffer" : ""));
+  return nullptr;
+}
+
+hetrt_error_t* Load(hetrt_module_load_args_t* args) {
+  auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "Vulkan module blob: " + why); };
+  if (args->type_key && std::strcmp(args->type_key, "vulkan") != 0)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     std::string("the Vulkan plugin loads type_key 'vulkan', not '") + args->type_key + "'");
+  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
+  Reader r(args->data, args->size);
+  auto module = std::make_unique<hetrt_plugin_module>();
+  module->inst = args->self;
+  if (!r.Str(&module->fmt)) return bad("truncated format string");
+  if (module->fmt != "vulkan")
+    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "Vulkan module format '" + module->fmt + "' (TVM writes 'vulkan')");
+  uint64_t count = 0;
+  if (!r.Count(&count, 32)) return bad("function count does not fit the blob");
+  for (uint64_t i = 0; i < count; ++i) {
+    auto f = std::make_unique<Function>();
+    f->module = module.get();
+    uint64_t num_types = 0, num_tags = 0;
+    if (!r.Str(&f->name) || !r.Str(&f->info_name) || f->name.empty())
+      return bad("function " + std::to_string(i) + ": truncated or empty name");
+    if (!r.Count(&num_types, 4)) return bad("function '" + f->name + "': argument type count does not fit");
+    for (uint64_t t = 0; t < num_types; ++t) {
+      DLDataType dt{};
+      r.Pod(&dt.code), r.Pod(&dt.bits), r.Pod(&dt.lanes);
+      f->arg_types.push_back(dt);
+    }
+    if (!r.Count(&num_tags, 8)) return bad("function '" + f->name + "': launch tag count does not fit");
+    f->tags.resize(num_tags);
+    for (std::string& tag : f->tags)
+      if (!r.Str(&tag)) return bad("function '" + f->name + "': truncated launch tag");
+    if (!module->by_name.emplace(f->name, f.get()).second) return bad("function '" + f->name + "' listed twice");
+    module->functions.push_back(std::move(f));
+  }
+  if (!r.Count(&count, 20)) return bad("shader count does not fit the blob");
+  for (uint64_t i = 0; i < count; ++i) {
+    auto s = std::make_unique<Shader>();
+    uint64_t words = 0;
+    if (!r.Str(&s->key)) return bad("shader " + std::to_string(i) + ": truncated name");
+    if (!r.Pod(&s->flag) || !r.Pod(&words)) return bad("shader '" + s->key + "': truncated header");
+    if (!r.Words(words, &s->words))
+      return bad("shader '" + s->key + "': " + std::to_string(words) + " SPIR-V words announced, " +
+                 std::to_string(r.left() / 4) + " left in the blob");
+    for (const auto& other : module->shaders)
+      if (other->key == s->key) return bad("shader '" + s->key + "' listed twice");
+    module->shaders.push_back(std::move(s));
+  }
+  const bool validate = args->self->validate_spirv.load();
+  for (auto& s : module->shaders)
+    if (std::string why = InspectShader(s.get(), validate); !why.empty())
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan shader '" + s->key + "': " + why);
+  const size_t devices = static_cast<size_t>(args->self->count());
+  for (auto& f : module->functions) {
+    for (const auto& s : module->shaders)
+      if (s->key == f->name) f->shader = s.get();
+    if (f->shader == nullptr) return bad("function '" + f->name + "' has no shader");
+    if (hetrt_error_t* e = Prepare(f.get())) return e;
+    f->pipelines = std::make_unique<std::atomic<Pipeline*>[]>(std::max<size_t>(devices, 1));
+    module->names.push_back(f->name.c_str());
+  }
+  args->consumed = r.offset();
+  args->module = module.release();
+  return nullptr;
+}
+
+hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
+  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL Vulkan module");
+}
+
+hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
+  auto it = args->module->by_name.find(std::string_view(args->name));
+  args->found = it != args->module->by_name.end();
+  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second} : hetrt_packed_func_t{};
+  return nullptr;
+}
+
+hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  const auto& all = args->module->names;
+  for (size_t i = 0; i < all.size() && i < args->capacity && args->names; ++i) args->names[i] = all[i];
+  args->count = all.size();
+  return nullptr;
+}
+
+// TVM's SaveToBinary layout, maps in the order they were read.
+hetrt_error_t* Save(hetrt_module_save_args_t* args) {
+  if (hetrt_error_t* e = CheckModule(args->module)) return e;
+  hetrt_plugin_module& m = *args->module;
+  std::lock_guard<std::mutex> lock(m.save_mutex);
+  if (m.saved.empty()) {
+    Writer w;
+    w.Str(m.fmt);
+    w.Pod<uint64_t>(m.functions.size());
+    for (const auto& f : m.functions) {
+      w.Str(f->name);
+      w.Str(f->info_name);
+      w.Pod<uint64_t>(f->arg_types.size());
+      for (const DLDataType& t : f->arg_types) w.Pod(t.code), w.Pod(t.bits), w.Pod(t.lanes);
+      w.Pod<uint64_t>(f->tags.size());
+      for (const std::string& tag : f->tags) w.Str(tag);
+    }
+    w.Pod<uint64_t>(m.shaders.size());
+    for (const auto& s : m.shaders) {
+      w.Str(s->key);
+      w.Pod(s->flag);
+      w.Pod<uint64_t>(s->words.size());
+      const auto* bytes = reinterpret_cast<const uint8_t*>(s->words.data());
+      w.bytes.insert(w.bytes.end(), bytes, bytes + s->words.size() * 4);
+    }
+    m.saved = std::move(w.bytes);
+  }
+  args->data = m.saved.data();
+  args->size = m.saved.size();
+  return nullptr;
+}
+
+hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
+  delete args->module;
+  return nullptr;
+}
+
+}  // namespace
+
+const hetrt_module_api_t kModuleApi = {
+    sizeof(hetrt_module_api_t), Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
+    Entry<Save>::Call,          Entry<Destroy>::Call,
+};
+
+}  // namespace hetrt::vulkan

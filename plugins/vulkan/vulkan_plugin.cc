@@ -1,0 +1,176 @@
+// The Vulkan plugin: every physical device the loader finds (lavapipe in
+// tests), modules of type_key "vulkan". Knows the core only through the plugin
+// ABI header.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "vulkan_device.h"
+#include "vulkan_module.h"
+
+namespace hetrt::vulkan {
+
+hetrt_error kOutOfMemory{HETRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory in the Vulkan plugin"};
+
+hetrt_error_t* MakeError(hetrt_status_code_t code, std::string message) {
+  return new hetrt_error{code, std::move(message)};
+}
+
+hetrt_error_t* CurrentExceptionError() noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return &kOutOfMemory;
+  } catch (const std::exception& e) {
+    try {
+      return MakeError(HETRT_STATUS_INTERNAL, std::string("Vulkan plugin: ") + e.what());
+    } catch (...) {
+      return &kOutOfMemory;
+    }
+  } catch (...) {
+    try {
+      return MakeError(HETRT_STATUS_INTERNAL, "Vulkan plugin: unknown exception");
+    } catch (...) {
+      return &kOutOfMemory;
+    }
+  }
+}
+
+const char* VkResultName(VkResult result) {
+  switch (result) {
+#define HETRT_VK_RESULT(x) \
+  case x:                  \
+    return #x;
+    HETRT_VK_RESULT(VK_SUCCESS) HETRT_VK_RESULT(VK_NOT_READY) HETRT_VK_RESULT(VK_TIMEOUT)
+    HETRT_VK_RESULT(VK_INCOMPLETE) HETRT_VK_RESULT(VK_ERROR_OUT_OF_HOST_MEMORY)
+    HETRT_VK_RESULT(VK_ERROR_OUT_OF_DEVICE_MEMORY) HETRT_VK_RESULT(VK_ERROR_INITIALIZATION_FAILED)
+    HETRT_VK_RESULT(VK_ERROR_DEVICE_LOST) HETRT_VK_RESULT(VK_ERROR_MEMORY_MAP_FAILED)
+    HETRT_VK_RESULT(VK_ERROR_LAYER_NOT_PRESENT) HETRT_VK_RESULT(VK_ERROR_EXTENSION_NOT_PRESENT)
+    HETRT_VK_RESULT(VK_ERROR_FEATURE_NOT_PRESENT) HETRT_VK_RESULT(VK_ERROR_INCOMPATIBLE_DRIVER)
+    HETRT_VK_RESULT(VK_ERROR_TOO_MANY_OBJECTS) HETRT_VK_RESULT(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    HETRT_VK_RESULT(VK_ERROR_FRAGMENTED_POOL) HETRT_VK_RESULT(VK_ERROR_OUT_OF_POOL_MEMORY)
+    HETRT_VK_RESULT(VK_ERROR_INVALID_SHADER_NV) HETRT_VK_RESULT(VK_ERROR_UNKNOWN)
+#undef HETRT_VK_RESULT
+    default:
+      return "VkResult";
+  }
+}
+
+hetrt_error_t* VkError(const std::string& call, VkResult result) {
+  return MakeError(result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY
+                       ? HETRT_STATUS_RESOURCE_EXHAUSTED
+                       : HETRT_STATUS_INTERNAL,
+                   call + " failed: " + VkResultName(result) + " (" + std::to_string(result) + ")");
+}
+
+namespace {
+
+// error_message / error_destroy never fail; a malformed args struct is ignored.
+hetrt_error_t* ErrorMessage(hetrt_error_message_args_t* args) {
+  if (!HETRT_ARGS_HAS(args, hetrt_error_message_args_t, code)) return nullptr;
+  args->message = args->error ? args->error->message.c_str() : "";
+  args->code = args->error ? args->error->code : HETRT_STATUS_OK;
+  return nullptr;
+}
+
+hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) {
+  if (HETRT_ARGS_HAS(args, hetrt_error_destroy_args_t, error) && args->error != &kOutOfMemory) delete args->error;
+  return nullptr;
+}
+
+// Options: integer ones with their range, and switches (0/1).
+struct IntOption {
+  const char* key;
+  std::atomic<int64_t> hetrt_instance::*field;
+  int64_t min, max;
+};
+struct BoolOption {
+  const char* key;
+  std::atomic<bool> hetrt_instance::*field;
+};
+// wait_poll_us: event/stream waits poll this long before sleeping in the driver.
+// batch_limit: a stream submits after this many commands even without a boundary (0: never).
+constexpr IntOption kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
+                                     {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
+// direct_mapping: host-visible device memory is mapped and copied with memcpy (else staged).
+// push_descriptors: VK_KHR_push_descriptor where present (else descriptor pools).
+// validate_spirv: spirv-tools validates every shader at load.
+constexpr BoolOption kBoolOptions[] = {{"direct_mapping", &hetrt_instance::direct_mapping},
+                                       {"push_descriptors", &hetrt_instance::push_descriptors},
+                                       {"validate_spirv", &hetrt_instance::validate_spirv}};
+
+hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
+  const std::string key = args->key ? args->key : "(null)";
+  const std::string value = args->value ? args->value : "";
+  char* end = nullptr;
+  const long long v = std::strtoll(value.c_str(), &end, 10);
+  const bool integer = !value.empty() && *end == '\0';
+  for (const IntOption& o : kIntOptions) {
+    if (key != o.key) continue;
+    if (!integer || v < o.min || v > o.max)
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, key + "='" + value + "' is not an integer in [" +
+                                                          std::to_string(o.min) + ", " + std::to_string(o.max) + "]");
+    (args->self->*o.field).store(v);
+    return nullptr;
+  }
+  for (const BoolOption& o : kBoolOptions) {
+    if (key != o.key) continue;
+    if (!integer || (v != 0 && v != 1))
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, key + "='" + value + "' is not 0 or 1");
+    (args->self->*o.field).store(v == 1);
+    return nullptr;
+  }
+  std::string known;
+  for (const IntOption& o : kIntOptions) known += std::string(known.empty() ? "" : ", ") + o.key;
+  for (const BoolOption& o : kBoolOptions) known += std::string(", ") + o.key;
+  return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin has no option '" + key + "' (known: " + known + ")");
+}
+
+// Devices are discovered on first use, not here: creating an instance is cheap.
+hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
+  auto inst = std::make_unique<hetrt_instance>();
+  inst->host = args->host;
+  inst->serial = RegisterInstance();
+  for (size_t i = 0; i < args->num_options && args->options; ++i) {
+    hetrt_set_option_args_t set{sizeof set, nullptr, inst.get(), args->options[i].key, args->options[i].value};
+    if (hetrt_error_t* e = SetOption(&set)) return e;
+  }
+  args->instance = inst.release();
+  return nullptr;
+}
+
+hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
+  delete args->self;
+  return nullptr;
+}
+
+const int32_t kDeviceTypes[] = {kDLVulkan};
+const char* const kTypeKeys[] = {"vulkan"};
+
+const hetrt_plugin_api_t kApi = {
+    sizeof(hetrt_plugin_api_t),
+    HETRT_PLUGIN_ABI_MAJOR,
+    HETRT_PLUGIN_ABI_MINOR,
+    "vulkan",
+    "0.1.0",
+    ErrorMessage,
+    ErrorDestroy,
+    Entry<InstanceCreate>::Call,
+    Entry<InstanceDestroy>::Call,
+    Entry<SetOption>::Call,
+    nullptr,  // no global functions
+    kDeviceTypes,
+    1,
+    kTypeKeys,
+    1,
+    &kDeviceApi,
+    &kModuleApi,
+    nullptr,
+};
+
+}  // namespace
+}  // namespace hetrt::vulkan
+
+extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
+  return &hetrt::vulkan::kApi;
+}
