@@ -1,0 +1,10 @@
+// hetrt._hetrt: the extension behind the `hetrt` Python package.
+#include "bindings.h"
+
+PYBIND11_MODULE(_hetrt, m) {
+  m.doc() = "hetrt's core, bound with pybind11; use the `hetrt` package.";
+  hetrt::python::RegisterErrors(m);
+  hetrt::python::RegisterTensor(m);
+  hetrt::python::RegisterModules(m);
+  hetrt::python::RegisterExecutor(m);
+}
