@@ -1301,13 +1301,20 @@ bool HasExtension(const std::vector<VkExtensionProperties>& all, const char* nam
   return false;
 }
 
+// Counts and logs what the validation layer reports; the loader's own notes
+// (general messages, e.g. a driver file it could not open) are only logged.
 VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   VkDebugUtilsMessageTypeFlagsEXT types,
                                                    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
   auto* inst = static_cast<hetrt_instance*>(user);
-  inst->validation_messages.fetch_add(1);
-  inst->Log(HETRT_LOG_ERROR, std::string("Vulkan validation: ") + (data && data->pMessage ? data->pMessage : "?"));
+  const std::string text = data && data->pMessage ? data->pMessage : "?";
+  if (types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) {
+    inst->validation_messages.fetch_add(1);
+    inst->Log(HETRT_LOG_ERROR, "Vulkan validation: " + text);
+  } else {
+    inst->Log(HETRT_LOG_WARNING, "Vulkan loader: " + text);
+  }
   return VK_FALSE;
 }
 
