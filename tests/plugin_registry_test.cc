@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
 #include "hetrt/plugin_registry.h"
 #include "test_support.h"
@@ -157,6 +158,92 @@ TEST(PluginModule, LoadsFromABlobAndResolvesThroughTheEnvironment) {
   EXPECT_NE(missing.status().message().find("'nope' not found in the imports of module 'library'"),
             std::string::npos)
       << missing.status().message();
+}
+
+}  // namespace
+}  // namespace hetrt
+
+namespace hetrt {
+namespace {
+
+// Tensors and modules keep the plugin that made them alive: a registry may go
+// before them (run under ASan in CI, which catches any use after free).
+TEST(PluginOwnership, TensorsAndModulesOutliveTheirRegistry) {
+  PluginRegistry::Options options;
+  options.search_paths = PluginRegistry::DefaultSearchPaths();
+  auto registry = PluginRegistry::Discover(options);
+  auto cpu = registry->ForDevice({kDLCPU, 0});
+  if (!cpu.ok()) GTEST_SKIP() << cpu.status().message();
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cpu)->DeviceAllocator({kDLCPU, 0})));
+  Tensor on_device;
+  if (auto cl = registry->ForDevice({kDLOpenCL, 0}); cl.ok()) {
+    HETRT_ASSERT_OK_AND_ASSIGN(on_device, Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cl)->DeviceAllocator({kDLOpenCL, 0})));
+  }
+  // A module loaded by a plugin of this registry.
+  auto test_registry = RegistryOf("abi_minor_9");
+  ByteWriter w;
+  w.WriteU64(3);
+  w.WriteString("_lib");
+  w.WriteString("hetrt_test");
+  w.WriteString("payload");
+  w.WriteString("_import_tree");
+  for (uint64_t v : {3, 0, 1, 1, 1, 1}) w.WriteU64(v);  // the library imports the test module
+  struct Lib final : Module {
+    Lib() : Module("library") {}
+    Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+      return static_cast<const PackedFunc*>(nullptr);
+    }
+  };
+  LoadOptions load;
+  load.plugins = test_registry.get();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto module, LoadModuleTreeFromBlob(w.bytes(), std::make_shared<Lib>(), "blob", load));
+  std::weak_ptr<Plugin> test_plugin = test_registry->plugins()[0];
+  registry.reset();
+  test_registry.reset();
+  // Everything still works on memory and modules of the destroyed registries.
+  for (int i = 0; i < 256; ++i) host.data_as<float>()[i] = static_cast<float>(i);
+  EXPECT_EQ(host.data_as<float>()[255], 255.f);
+  EXPECT_FALSE(test_plugin.expired());
+  HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* add, module->GetFunction("test_add_one"));
+  ASSERT_NE(add, nullptr);
+  hetrt_value_t arg{.v_int64 = 1}, ret{};
+  int32_t code = HETRT_TYPE_INT, ret_code = 0;
+  HETRT_ASSERT_OK(CallPackedFunc(*add, &arg, &code, 1, &ret, &ret_code));
+  EXPECT_EQ(ret.v_int64, 2);
+  module.reset();
+  host = Tensor();
+  on_device = Tensor();
+}
+
+
+// Compiled code run by an executor reaches the plugins of the executor's
+// registry: here its parallel loops go to the test plugin's counting pool.
+TEST(PluginOwnership, CompiledCodeReachesTheExecutorsRegistry) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  PluginRegistry::Options options;
+  options.search_paths = {std::string(HETRT_TEST_PLUGINS_DIR) + "/abi_minor_9"};
+  for (const auto& p : PluginRegistry::DefaultSearchPaths()) options.search_paths.push_back(p);
+  auto registry = PluginRegistry::Discover(options);
+  ASSERT_NE(registry->ParallelPlugin(), nullptr);
+  ASSERT_EQ(registry->ParallelPlugin()->name(), "test");
+  GraphExecutor::Options ex_options;
+  ex_options.plugins = registry.get();
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, ex_options));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+  for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+  const PackedFunc* count = GlobalFunctionRegistry::Get().Find("__hetrt_test_parallel_launches");
+  ASSERT_NE(count, nullptr);
+  hetrt_value_t ret{};
+  int32_t ret_code = 0;
+  HETRT_ASSERT_OK(CallPackedFunc(*count, nullptr, nullptr, 0, &ret, &ret_code));
+  const int64_t before = ret.v_int64;
+  HETRT_ASSERT_OK(m.executor->Run());
+  HETRT_ASSERT_OK(CallPackedFunc(*count, nullptr, nullptr, 0, &ret, &ret_code));
+  EXPECT_GT(ret.v_int64, before) << "mlp's parallel loops did not reach the executor's registry";
+  // And the outputs are still right with the serial pool.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+  EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, 1e-5, 1e-5));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "hetrt/aot_executor.h"
 
+#include "tvm_backend_abi.h"
+
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
 
@@ -57,6 +59,7 @@ Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module>
   std::unique_ptr<AotExecutor> ex(new AotExecutor());
   ex->root_ = root;
   ex->plugins_ = plugins ? plugins : &PluginRegistry::Global();
+  ex->backend_registry_ = plugins;
   HETRT_ASSIGN_OR_RETURN(const PackedFunc* get_metadata, root->GetFunction("get_c_metadata"));
   if (get_metadata == nullptr)
     return NotFound("AOT module '" + root->type_key() + "' has no get_c_metadata function in its imports");
@@ -104,6 +107,7 @@ Status AotExecutor::SetInput(int index, const Tensor& value) {
 }
 
 Status AotExecutor::Run() {
+  BackendRegistryScope backend(backend_registry_);  // compiled code reaches this executor's plugins
   return CallPackedFunc(*main_, args_.data(), codes_.data(), static_cast<int32_t>(args_.size()))
       .WithContext(module_name_ + "___tvm_main__");
 }

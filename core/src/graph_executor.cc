@@ -813,6 +813,7 @@ class CurrentStreams {
 
 Status GraphExecutor::Run() {
   ClearLastError();  // a kernel failing without a message must not show an old one
+  BackendRegistryScope backend(options_.plugins);  // compiled code reaches this executor's plugins
   if (host_only_) [[likely]] {
     // Every node is a CPU kernel: the plain loop over calls whose argument
     // pointers were resolved at create time, at the direct-call floor.
@@ -923,6 +924,7 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
     HETRT_ASSIGN_OR_RETURN(step.timing_end, CreateEvent(lane.plugin, lane.device, HETRT_EVENT_TIMING));
   }
   ClearLastError();
+  BackendRegistryScope backend(options_.plugins);
   profile->run_start_ns = HostNowNs();
   profile->nodes.reserve(steps_.size());
   if (!steps_.empty()) HETRT_RETURN_IF_ERROR(RunSteps<true>(profile));

@@ -338,7 +338,7 @@ Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::st
     return Internal("plugin '" + plugin->name() + "' claims to have read past the blob");
   }
   HETRT_RETURN_IF_ERROR(reader.Skip(args.consumed, type_key));
-  return std::shared_ptr<Module>(new PluginModule(type_key, plugin, args.module));
+  return std::shared_ptr<Module>(new PluginModule(type_key, plugin->shared_from_this(), args.module));
 }
 
 PluginModule::~PluginModule() {

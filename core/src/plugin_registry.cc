@@ -92,6 +92,7 @@ class PluginAllocator final : public Allocator {
     // A failing free has no caller to report to; the plugin logged it.
     (void)plugin_->Consume(plugin_->device_api()->free(&args));
   }
+  std::shared_ptr<void> Owner() const override { return std::const_pointer_cast<Plugin>(plugin_->shared_from_this()); }
   void* HostPointer(void* data) const override {
     if (device_.device_type == kDLCPU) return data;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -322,6 +323,8 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
     for (int32_t t : plugin->device_types())
       if (t >= 0 && t < kMaxDeviceType && registry->by_device_type_[t] == nullptr)
         registry->by_device_type_[t] = plugin.get();  // first wins, as in ForDeviceType
+  for (const auto& plugin : registry->plugins_)
+    if (registry->parallel_plugin_ == nullptr && plugin->parallel_api()) registry->parallel_plugin_ = plugin.get();
   if (options.bind_backend) {
     (void)GlobalFunctionRegistry::Get().Register("__tvm_set_device", SetDeviceFunction());
     for (const auto& plugin : registry->plugins_) {
@@ -419,7 +422,7 @@ void PluginRegistry::LoadPlugin(const std::string& path) {
     (void)api->error_destroy(&destroy);
     return;
   }
-  auto plugin = std::make_unique<Plugin>(path, handle, api, create.instance);
+  auto plugin = std::make_shared<Plugin>(path, handle, api, create.instance);
   if (api->global_functions) {
     auto globals = AbiArgs<hetrt_global_functions_args_t>();
     globals.self = create.instance;
@@ -427,7 +430,7 @@ void PluginRegistry::LoadPlugin(const std::string& path) {
     if (!listed.ok()) problems_.push_back({path, listed.message()});
     for (size_t i = 0; listed.ok() && globals.functions && i < globals.num_functions; ++i) {
       const hetrt_global_function_t& g = globals.functions[i];
-      Status s = GlobalFunctionRegistry::Get().Register(g.name, g.func);
+      Status s = GlobalFunctionRegistry::Get().Register(g.name, g.func, plugin);
       if (!s.ok()) problems_.push_back({path, s.message()});
     }
   }

@@ -34,6 +34,7 @@ Allocator& HostAllocator() {
 }
 
 struct Tensor::Buffer {
+  std::shared_ptr<void> owner;  // keeps the allocator (its plugin) alive
   Allocator* allocator = nullptr;
   void* data = nullptr;
   ~Buffer() {
@@ -127,6 +128,7 @@ Result<Tensor> Tensor::Empty(std::vector<int64_t> shape, DLDataType dtype, Alloc
   HETRT_ASSIGN_OR_RETURN(void* data, allocator.Allocate(nbytes, kTensorAlignment));
   Tensor t;
   t.buffer_ = std::make_shared<Buffer>();
+  t.buffer_->owner = allocator.Owner();
   t.buffer_->allocator = &allocator;
   t.buffer_->data = data;
   t.Init(data, allocator.device(), std::move(shape), dtype);

@@ -26,7 +26,10 @@ void HostSetLastError(const char* message) { SetLastError(message); }
 
 // Compiled code may ask for a service before anything touched the plugins:
 // discovering the global registry binds the providers (once; cheap afterwards).
+thread_local const PluginRegistry* t_registry = nullptr;  // BackendRegistryScope
+
 Plugin* DeviceProvider(int device_type) {
+  if (t_registry != nullptr) return t_registry->PluginOfDeviceType(device_type);
   if (device_type < 0 || device_type >= kMaxDeviceType) return nullptr;
   Plugin* plugin = g_device_plugins[device_type].load(std::memory_order_acquire);
   if (plugin != nullptr) return plugin;
@@ -35,6 +38,7 @@ Plugin* DeviceProvider(int device_type) {
 }
 
 Plugin* ParallelProvider() {
+  if (t_registry != nullptr) return t_registry->ParallelPlugin();
   Plugin* plugin = g_parallel_provider.load(std::memory_order_acquire);
   if (plugin != nullptr) return plugin;
   PluginRegistry::Global();
@@ -101,6 +105,11 @@ int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, het
 }  // namespace
 
 hetrt_packed_func_t SetDeviceFunction() { return {&SetDeviceImpl, nullptr}; }
+
+BackendRegistryScope::BackendRegistryScope(const PluginRegistry* registry) : previous_(t_registry) {
+  t_registry = registry;  // NULL: the global registry, the default route
+}
+BackendRegistryScope::~BackendRegistryScope() { t_registry = previous_; }
 
 void BindParallelProvider(Plugin* plugin) {
   Plugin* none = nullptr;
@@ -200,7 +209,8 @@ HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void
 }
 
 HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) {
-  hetrt::Plugin* plugin = g_parallel_provider.load(std::memory_order_acquire);
+  hetrt::Plugin* plugin = hetrt::t_registry != nullptr ? hetrt::t_registry->ParallelPlugin()
+                                                       : g_parallel_provider.load(std::memory_order_acquire);
   if (plugin == nullptr || env == nullptr || env->num_task <= 1) return 0;
   auto args = hetrt::AbiArgs<hetrt_parallel_barrier_args_t>();
   args.self = plugin->instance();

@@ -40,4 +40,21 @@ hetrt_packed_func_t SetDeviceFunction();
 // Routes parallel launches to a host plugin's task pool (the first one stays).
 void BindParallelProvider(Plugin* plugin);
 
+class PluginRegistry;
+// While alive, the TVM backend calls this thread makes (workspace, parallel
+// launch, __tvm_set_device) go to `registry`'s plugins instead of the global
+// registry's (NULL: the global registry): an executor holds one around each run. Work that parallel tasks
+// do on pool threads uses the global registry's CPU plugin (CPU workspace is
+// per thread whichever instance serves it).
+class BackendRegistryScope {
+ public:
+  explicit BackendRegistryScope(const PluginRegistry* registry);
+  ~BackendRegistryScope();
+  BackendRegistryScope(const BackendRegistryScope&) = delete;
+  BackendRegistryScope& operator=(const BackendRegistryScope&) = delete;
+
+ private:
+  const PluginRegistry* previous_;
+};
+
 }  // namespace hetrt

@@ -46,10 +46,12 @@ static int32_t answer(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_valu
                       int32_t* ret_code, void* resource);
 static int32_t live_instances(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
                               int32_t* ret_code, void* resource);
+static int32_t launches(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                        void* resource);
 
 struct hetrt_instance {
   const hetrt_host_api_t* host;
-  hetrt_global_function_t globals[2];
+  hetrt_global_function_t globals[3];
 };
 
 static hetrt_error_t* instance_create(hetrt_instance_create_args_t* args) {
@@ -63,6 +65,8 @@ static hetrt_error_t* instance_create(hetrt_instance_create_args_t* args) {
   self->globals[0].func.call = answer;
   self->globals[1].name = "__hetrt_test_live_instances";
   self->globals[1].func.call = live_instances;
+  self->globals[2].name = "__hetrt_test_parallel_launches";
+  self->globals[2].func.call = launches;
   args->instance = self;
   __atomic_add_fetch(&g_live_instances, 1, __ATOMIC_SEQ_CST);
   return NULL;
@@ -78,7 +82,7 @@ static hetrt_error_t* set_option(hetrt_set_option_args_t* args) {
 }
 static hetrt_error_t* global_functions(hetrt_global_functions_args_t* args) {
   args->functions = args->self->globals;
-  args->num_functions = 2;
+  args->num_functions = 3;
   return NULL;
 }
 
@@ -152,6 +156,38 @@ static const hetrt_module_api_t kModuleApi = {
     NULL, module_destroy,
 };
 
+/* A serial task "pool" that counts its launches, so a test can see that an
+ * executor's compiled code reached this plugin (its registry's) and not the
+ * global registry's CPU plugin. */
+static int64_t g_launches;
+
+static hetrt_error_t* parallel_launch(hetrt_parallel_launch_args_t* args) {
+  __atomic_add_fetch(&g_launches, 1, __ATOMIC_SEQ_CST);
+  hetrt_parallel_group_env_t env = {NULL, args->num_task > 0 ? args->num_task : 1};
+  args->failed_task = -1;
+  for (int32_t t = 0; t < env.num_task; ++t)
+    if (args->lambda(t, &env, args->cdata) != 0 && args->failed_task < 0) args->failed_task = t;
+  return NULL;
+}
+static hetrt_error_t* parallel_barrier(hetrt_parallel_barrier_args_t* args) {
+  (void)args;
+  return make_error(HETRT_STATUS_UNIMPLEMENTED, "the test plugin runs tasks one at a time: no barrier");
+}
+static hetrt_error_t* parallel_num_threads(hetrt_parallel_num_threads_args_t* args) {
+  args->num_threads = 1;
+  return NULL;
+}
+static const hetrt_parallel_api_t kParallelApi = {
+    sizeof(hetrt_parallel_api_t), parallel_launch, parallel_barrier, parallel_num_threads,
+};
+static int32_t launches(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                        void* resource) {
+  (void)args, (void)codes, (void)n, (void)resource;
+  ret->v_int64 = __atomic_load_n(&g_launches, __ATOMIC_SEQ_CST);
+  *ret_code = HETRT_TYPE_INT;
+  return 0;
+}
+
 static const char* const kTypeKeys[] = {"hetrt_test"};
 
 /* A newer minor version appends fields; the core must ignore what it does not know. */
@@ -164,7 +200,7 @@ static const extended_api_t kApi = {
     {
         sizeof(extended_api_t), TEST_ABI_MAJOR, TEST_ABI_MINOR, "test", "0.0.1",
         error_message, error_destroy, instance_create, instance_destroy, set_option,
-        global_functions, NULL, 0, kTypeKeys, 1, NULL, &kModuleApi, NULL,
+        global_functions, NULL, 0, kTypeKeys, 1, NULL, &kModuleApi, &kParallelApi,
     },
     NULL,
 };

@@ -34,6 +34,7 @@ class AotExecutor final : public Executor {
   AotExecutor() = default;
   std::shared_ptr<Module> root_;
   PluginRegistry* plugins_ = nullptr;
+  PluginRegistry* backend_registry_ = nullptr;  // NULL: the global registry serves compiled code
   std::string module_name_;
   std::vector<std::string> input_names_, output_names_;
   std::vector<Tensor> inputs_, outputs_, pools_;

@@ -84,14 +84,20 @@ class UnloadedModule final : public Module {
 class GlobalFunctionRegistry {
  public:
   static GlobalFunctionRegistry& Get();
-  // Fails when the name is taken by another function.
-  Status Register(const std::string& name, PackedFunc func);
+  // Fails when the name is taken by another function. `owner` (the plugin the
+  // function belongs to) is kept alive for as long as the name is registered:
+  // compiled code and module caches hold the function forever.
+  Status Register(const std::string& name, PackedFunc func, std::shared_ptr<void> owner = nullptr);
   const PackedFunc* Find(std::string_view name);
   std::vector<std::string> Names();
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+  struct Entry {
+    PackedFunc func;
+    std::shared_ptr<void> owner;
+  };
+  std::unordered_map<std::string, std::unique_ptr<Entry>> functions_;
 };
 
 }  // namespace hetrt

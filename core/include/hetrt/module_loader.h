@@ -58,13 +58,13 @@ class PluginModule final : public Module {
   std::vector<std::string> ListFunctionNames() const override;
   std::string Describe() const override;
   Result<std::vector<uint8_t>> SaveToBinary() const override;
-  Plugin* plugin() const { return plugin_; }
+  Plugin* plugin() const { return plugin_.get(); }
   hetrt_plugin_module_t* handle() const { return handle_; }
 
  private:
-  PluginModule(std::string type_key, Plugin* plugin, hetrt_plugin_module_t* handle)
-      : Module(std::move(type_key)), plugin_(plugin), handle_(handle) {}
-  Plugin* plugin_;
+  PluginModule(std::string type_key, std::shared_ptr<Plugin> plugin, hetrt_plugin_module_t* handle)
+      : Module(std::move(type_key)), plugin_(std::move(plugin)), handle_(handle) {}
+  std::shared_ptr<Plugin> plugin_;  // the module lives in its instance
   hetrt_plugin_module_t* handle_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;

@@ -35,7 +35,9 @@ struct DeviceMemoryStats {
 
 // One instance of one plugin: the ABI table plus the instance handle every
 // call takes. Destroying it destroys the instance.
-class Plugin {
+// Shared: tensors from its allocators, modules it loaded and executors that
+// use it keep it (and its instance) alive past its registry.
+class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
   Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api, hetrt_instance_t* instance);
   ~Plugin();
@@ -118,7 +120,7 @@ class PluginRegistry {
 
   ~PluginRegistry();
 
-  const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
+  const std::vector<std::shared_ptr<Plugin>>& plugins() const { return plugins_; }
   const std::vector<PluginProblem>& problems() const { return problems_; }
   const std::vector<std::string>& search_paths() const { return search_paths_; }
 
@@ -131,6 +133,8 @@ class PluginRegistry {
   Plugin* PluginOfDeviceType(int32_t device_type) const {
     return device_type >= 0 && device_type < kMaxDeviceType ? by_device_type_[device_type] : nullptr;
   }
+  // The first plugin with a parallel table (the host's task pool), or NULL.
+  Plugin* ParallelPlugin() const { return parallel_plugin_; }
   // "searched: A, B; found: cpu 0.1.0 (devices: cpu), ..."
   std::string DescribeSearch() const;
 
@@ -154,9 +158,10 @@ class PluginRegistry {
   void LoadPlugin(const std::string& path);
 
   std::vector<std::string> search_paths_;
-  std::vector<std::unique_ptr<Plugin>> plugins_;
+  std::vector<std::shared_ptr<Plugin>> plugins_;
   std::vector<PluginProblem> problems_;
   std::array<Plugin*, kMaxDeviceType> by_device_type_{};
+  Plugin* parallel_plugin_ = nullptr;
 };
 
 }  // namespace hetrt

@@ -24,6 +24,9 @@ class Allocator {
   // The host address of memory this allocator handed out, when the host can
   // address it (host memory, host-visible device memory); NULL otherwise.
   virtual void* HostPointer(void* data) const { (void)data; return nullptr; }
+  // What must outlive memory this allocator handed out (its plugin), held by
+  // every tensor buffer from it; NULL when the allocator lives for the process.
+  virtual std::shared_ptr<void> Owner() const { return nullptr; }
 };
 
 // 64-byte aligned host memory (cpu:0), what TVM-compiled CPU code assumes.
