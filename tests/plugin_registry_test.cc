@@ -15,6 +15,27 @@ std::unique_ptr<PluginRegistry> RegistryOf(const std::string& variant) {
   return PluginRegistry::Discover(options);
 }
 
+// A blob with a plugin-loaded module: a host library that imports one
+// "hetrt_test" module (the test plugin reports how much of it it read).
+Result<std::shared_ptr<Module>> LoadTestTree(PluginRegistry& registry) {
+  ByteWriter w;
+  w.WriteU64(3);
+  w.WriteString("_lib");
+  w.WriteString("hetrt_test");
+  w.WriteString("payload");  // u64 7 + bytes: what the test plugin reads
+  w.WriteString("_import_tree");
+  for (uint64_t v : {3, 0, 1, 1, 1, 1}) w.WriteU64(v);  // row_ptr [0,1,1], children [1]
+  struct Lib final : Module {
+    Lib() : Module("library") {}
+    Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+      return static_cast<const PackedFunc*>(nullptr);
+    }
+  };
+  LoadOptions options;
+  options.plugins = &registry;
+  return LoadModuleTreeFromBlob(w.bytes(), std::make_shared<Lib>(), "blob", options);
+}
+
 TEST(PluginRegistry, WrongAbiMajorIsRefusedNamingBothVersions) {
   // An ABI 1.x plugin (built before streams and instances) and one from a future major.
   for (const auto& [variant, claimed] : {std::pair{"abi_major_1", "1.1"}, std::pair{"abi_major_3", "3.0"}}) {
@@ -120,23 +141,7 @@ TEST(PluginRegistry, HetrtPluginPathComesFirstInTheDefaultSearch) {
 // tree is rebuilt, and GetFuncFromEnv finds imports first, then globals.
 TEST(PluginModule, LoadsFromABlobAndResolvesThroughTheEnvironment) {
   auto registry = RegistryOf("abi_minor_9");
-  ByteWriter w;
-  w.WriteU64(3);
-  w.WriteString("_lib");
-  w.WriteString("hetrt_test");
-  w.WriteString("payload");  // u64 7 + bytes: what the test plugin reads
-  w.WriteString("_import_tree");
-  for (uint64_t v : {3, 0, 1, 1, 1, 1}) w.WriteU64(v);  // row_ptr [0,1,1], children [1]
-  struct Lib final : Module {
-    Lib() : Module("library") {}
-    Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
-      return static_cast<const PackedFunc*>(nullptr);
-    }
-  };
-  LoadOptions options;
-  options.plugins = registry.get();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleTreeFromBlob(w.bytes(), std::make_shared<Lib>(),
-                                                               "blob", options));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadTestTree(*registry));
   ASSERT_EQ(root->imports().size(), 1u);
   EXPECT_EQ(root->imports()[0]->type_key(), "hetrt_test");
   EXPECT_EQ(root->imports()[0]->ListFunctionNames(), std::vector<std::string>{"test_add_one"});
@@ -181,22 +186,7 @@ TEST(PluginOwnership, TensorsAndModulesOutliveTheirRegistry) {
   }
   // A module loaded by a plugin of this registry.
   auto test_registry = RegistryOf("abi_minor_9");
-  ByteWriter w;
-  w.WriteU64(3);
-  w.WriteString("_lib");
-  w.WriteString("hetrt_test");
-  w.WriteString("payload");
-  w.WriteString("_import_tree");
-  for (uint64_t v : {3, 0, 1, 1, 1, 1}) w.WriteU64(v);  // the library imports the test module
-  struct Lib final : Module {
-    Lib() : Module("library") {}
-    Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
-      return static_cast<const PackedFunc*>(nullptr);
-    }
-  };
-  LoadOptions load;
-  load.plugins = test_registry.get();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto module, LoadModuleTreeFromBlob(w.bytes(), std::make_shared<Lib>(), "blob", load));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto module, LoadTestTree(*test_registry));
   std::weak_ptr<Plugin> test_plugin = test_registry->plugins()[0];
   registry.reset();
   test_registry.reset();
