@@ -1,13 +1,18 @@
 // Device benchmarks: copy bandwidth host<->device against memcpy in the same
-// run, and per-node device time of TVM's heterogeneous fixtures from events.
+// run, per-node device time of TVM's heterogeneous fixtures from events, and
+// hetrt's two-branch model on CPU+Vulkan against the CPU alone.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
+#include <unistd.h>
 
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
+#include "kernel_set.h"
+#include "two_branch_model.h"
 
 namespace hetrt {
 namespace {
@@ -52,6 +57,84 @@ void BM_OpenClDeviceToHost(benchmark::State& state) { CopyBench(state, kDLOpenCL
 BENCHMARK(BM_OpenClHostToDevice)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
 BENCHMARK(BM_OpenClDeviceToHost)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
 
+// Vulkan: device memory mapped on host-visible memory (lavapipe, integrated
+// GPUs: a copy is a memcpy), and staged through host-visible memory and the
+// queue as on a discrete GPU (plugin option direct_mapping=0).
+void VulkanCopy(benchmark::State& state, int direction, bool staged) {
+  auto plugin = PluginRegistry::Global().ForDevice({kDLVulkan, 0});
+  if (!plugin.ok()) return state.SkipWithError(plugin.status().message().c_str());
+  if (staged) (void)(*plugin)->SetOption("direct_mapping", "0");  // read at allocation
+  CopyBench(state, kDLVulkan, direction);
+  if (staged) (void)(*plugin)->SetOption("direct_mapping", "1");
+}
+void BM_VulkanHostToDevice(benchmark::State& state) { VulkanCopy(state, 0, false); }
+void BM_VulkanDeviceToHost(benchmark::State& state) { VulkanCopy(state, 1, false); }
+void BM_VulkanHostToDeviceStaged(benchmark::State& state) { VulkanCopy(state, 0, true); }
+void BM_VulkanDeviceToHostStaged(benchmark::State& state) { VulkanCopy(state, 1, true); }
+BENCHMARK(BM_VulkanHostToDevice)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
+BENCHMARK(BM_VulkanDeviceToHost)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
+BENCHMARK(BM_VulkanHostToDeviceStaged)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
+BENCHMARK(BM_VulkanDeviceToHostStaged)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
+
+// Per-node time counters ("<node>@<device>_us") of profiled runs.
+void ProfileNodes(benchmark::State& state, GraphExecutor& ex) {
+  GraphExecutor::RunProfile profile;
+  std::vector<double> total;
+  for (auto _ : state) {
+    Status s = ex.RunProfiled(&profile);
+    if (!s.ok()) return state.SkipWithError(s.message().c_str());
+    total.resize(profile.nodes.size(), 0.0);
+    for (size_t i = 0; i < profile.nodes.size(); ++i) total[i] += profile.nodes[i].ms();
+  }
+  const Graph& g = ex.graph();
+  for (size_t i = 0; i < profile.nodes.size(); ++i)
+    state.counters[g.nodes[profile.nodes[i].node_id].name + "@" +
+                   DeviceTypeName(profile.nodes[i].device.device_type) + "_us"] =
+        1000.0 * total[i] / static_cast<double>(state.iterations());
+}
+
+// hetrt's two-branch model (16x256, dense+relu x4 per branch, joined on the
+// CPU) with its accelerator branch on `accel`, exported once, opened on the
+// CPU and that device.
+Result<GraphModel> OpenTwoBranch(int32_t accel) {
+  const std::string path = "/tmp/hetrt_device_bench_two_branch_" + std::to_string(getpid()) + "_" +
+                           std::to_string(accel) + ".so";
+  if (!std::filesystem::exists(path)) {
+    HETRT_ASSIGN_OR_RETURN(auto built, kernels::BuildTwoBranchModel(accel));
+    HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{accel}, path));
+  }
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}};
+  if (accel != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(accel), 0});
+  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({path}, options));
+  Tensor x = Tensor::EmptyHost({16, 256}, {kDLFloat, 32, 1}).value();
+  std::fill_n(x.data_as<float>(), x.num_elements(), 0.5f);
+  HETRT_RETURN_IF_ERROR(m.executor->SetInput("data", x));
+  HETRT_RETURN_IF_ERROR(m.executor->Run());  // builds pipelines outside the timing
+  HETRT_RETURN_IF_ERROR(m.executor->Synchronize());
+  return m;
+}
+
+// Arg 0: all on the CPU; 1: CPU + Vulkan (asynchronous executor).
+void BM_TwoBranchModel(benchmark::State& state) {
+  auto m = OpenTwoBranch(state.range(0) ? kDLVulkan : kDLCPU);
+  if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
+  for (auto _ : state) {
+    Status s = m->executor->Run();
+    if (s.ok()) s = m->executor->Synchronize();
+    if (!s.ok()) return state.SkipWithError(s.message().c_str());
+  }
+}
+BENCHMARK(BM_TwoBranchModel)->Arg(0)->Arg(1)->UseRealTime();
+
+// Per-node device time of the CPU+Vulkan model, from timestamp queries.
+void BM_TwoBranchVulkanPerNode(benchmark::State& state) {
+  auto m = OpenTwoBranch(kDLVulkan);
+  if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
+  ProfileNodes(state, *m->executor);
+}
+BENCHMARK(BM_TwoBranchVulkanPerNode)->UseRealTime();
+
 // Per-node device time of the CPU+OpenCL fixture; one counter per node.
 void BM_HeteroOpenClPerNode(benchmark::State& state) {
   const char* env = std::getenv("HETRT_FIXTURES");
@@ -64,19 +147,7 @@ void BM_HeteroOpenClPerNode(benchmark::State& state) {
   auto inputs = LoadParamDictFile(dir + "/inputs.params");
   for (const auto& p : *inputs) (void)m->executor->SetInput(p.name, p.tensor);
   (void)m->executor->Run();  // build the OpenCL program outside the timing
-  GraphExecutor::RunProfile profile;
-  std::vector<double> total;
-  for (auto _ : state) {
-    Status s = m->executor->RunProfiled(&profile);
-    if (!s.ok()) return state.SkipWithError(s.message().c_str());
-    total.resize(profile.nodes.size(), 0.0);
-    for (size_t i = 0; i < profile.nodes.size(); ++i) total[i] += profile.nodes[i].ms();
-  }
-  const Graph& g = m->executor->graph();
-  for (size_t i = 0; i < profile.nodes.size(); ++i)
-    state.counters[g.nodes[profile.nodes[i].node_id].name + "@" +
-                   DeviceTypeName(profile.nodes[i].device.device_type) + "_us"] =
-        1000.0 * total[i] / static_cast<double>(state.iterations());
+  ProfileNodes(state, *m->executor);
 }
 BENCHMARK(BM_HeteroOpenClPerNode)->UseRealTime();
 
