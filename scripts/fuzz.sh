@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every parser (docs/fuzzing.md): builds the
+# libFuzzer harnesses with clang + ASan/UBSan in build-fuzz/, seeds a corpus per
+# target from the TVM fixtures, and runs each target for SECONDS (default 600).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-600}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar)
+fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
+san="-fsanitize=address,undefined"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DHETRT_BUILD_FUZZERS=ON -DHETRT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS=$san,fuzzer-no-link" "-DCMAKE_C_FLAGS=$san,fuzzer-no-link" \
+  "-DCMAKE_SHARED_LINKER_FLAGS=$san" "-DCMAKE_EXE_LINKER_FLAGS=$san" >/dev/null
+cmake --build build-fuzz --target "${targets[@]/#/fuzz_}"
+
+seed() {  # seed TARGET FILE...
+  mkdir -p "build-fuzz/corpus/$1"
+  shift_target=$1
+  shift
+  for f in "$@"; do [ -f "$f" ] && cp "$f" "build-fuzz/corpus/$shift_target/$(echo "$f" | tr '/' '_')"; done
+  return 0
+}
+seed GraphJson "$fixtures"/*/graph.json
+seed ParamDict "$fixtures"/*/*.params "$fixtures"/mlf/*.params
+seed Npy "$fixtures"/*/*.npy
+seed ElfSymbols "$fixtures"/*/lib.so
+seed MlfTar "$fixtures"/mlf/*.tar
+mkdir -p build-fuzz/corpus/ModuleBlob
+for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file offset 0x4502, ... payload nbytes 2592"
+  read -r offset nbytes < <(sed -n '1s/.*file offset \(0x[0-9a-f]*\).*payload nbytes \([0-9]*\).*/\1 \2/p' "$info")
+  [ -n "${nbytes:-}" ] || continue
+  dd if="$(dirname "$info")/deploy.so" of="build-fuzz/corpus/ModuleBlob/$(basename "$(dirname "$info")")" \
+    bs=1 skip=$((offset + 8)) count="$nbytes" status=none
+done
+
+mkdir -p build-fuzz/logs
+for t in "${targets[@]}"; do
+  # GraphJson gets inputs up to 1 MiB so deep nesting and long arrays are reachable.
+  max_len=$([ "$t" = GraphJson ] && echo 1048576 || echo 262144)
+  echo "fuzz: $t for ${seconds}s"
+  ./build-fuzz/bin/fuzz_"$t" build-fuzz/corpus/"$t" -max_total_time="$seconds" -max_len="$max_len" \
+    -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -25 > build-fuzz/logs/"$t".log || true
+  grep -E "stat::number_of_executed_units|cov:|ERROR|crash-" build-fuzz/logs/"$t".log | tail -4
+done
