@@ -52,6 +52,9 @@ class PyExecutor {
     options.devices.clear();
     for (auto [type, id] : devices) options.devices.push_back(DLDevice{static_cast<DLDeviceType>(type), id});
     if (options.devices.empty()) options.devices.push_back(DLDevice{kDLCPU, 0});
+    // Every device asked for must exist, used by the graph or not: a typo
+    // should not pass silently.
+    for (const DLDevice& d : options.devices) Unwrap(PluginRegistry::Global().ForDevice(d));
     options.sequential = sequential;
     options.staged_copies = staged_copies;
     s->root = root;

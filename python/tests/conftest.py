@@ -63,3 +63,15 @@ def assert_outputs(module, expected, rtol, atol):
         got = module.get_output(i).numpy()
         assert got.size == want.size and got.dtype == want.dtype
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=rtol, atol=atol)
+
+
+def run_python(code, **env):
+    """Runs `code` in a fresh interpreter (same PYTHONPATH, extra environment);
+    returns the completed process."""
+    import subprocess
+    import sys
+    import textwrap
+
+    full_env = dict(os.environ, HETRT_FIXTURES=str(FIXTURES.parent), **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
+                          text=True, timeout=300)
