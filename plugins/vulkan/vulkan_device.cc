@@ -472,6 +472,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
     case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = limits.maxComputeWorkGroupInvocations; return nullptr;
     case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = limits.maxComputeSharedMemorySize; return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->subgroup_size; return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->num_queues > 1; return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_MESSAGES:
       args->value = static_cast<int64_t>(args->self->validation_messages.load());
@@ -1469,11 +1470,14 @@ void hetrt_instance::Discover() {
     d->physical = physical;
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDevicePushDescriptorPropertiesKHR push{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+    VkPhysicalDeviceVulkan11Properties v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props2.pNext = &driver;
     driver.pNext = &push;
+    push.pNext = &v11;
     vkGetPhysicalDeviceProperties2(physical, &props2);
     d->props = props2.properties;
+    d->subgroup_size = v11.subgroupSize;
     d->name = d->props.deviceName;
     if (d->props.apiVersion < VK_API_VERSION_1_2) {
       skip(d->name + ": Vulkan " + VersionString(d->props.apiVersion) + " (hetrt needs 1.2 for timeline semaphores)");

@@ -109,6 +109,7 @@ struct Device {
   int visible_type = -1;           // HOST_VISIBLE allocations (-1: none)
   int pinned_type = -1;            // HOST_PINNED allocations and staging (-1: none)
   uint64_t total_memory = 0;       // device-local heaps
+  uint32_t subgroup_size = 0;
   uint32_t max_push_descriptors = 0;  // 0: no VK_KHR_push_descriptor
   PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
   PFN_vkGetCalibratedTimestampsEXT calibrated = nullptr;  // with VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT
