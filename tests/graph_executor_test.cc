@@ -57,52 +57,46 @@ Status SetInputs(GraphExecutor& ex, const std::string& dir) {
   return OkStatus();
 }
 
-TEST(GraphExecutor, EveryCpuFixtureMatchesTvmInBothForms) {
-  int checked = 0;
-  for (const std::string& model : testing::TvmFixtureModels()) {
-    const std::string dir = testing::TvmFixture(model);
-    if (!IsCpuGraphModel(dir)) continue;
-    for (bool triple : {false, true}) {
-      SCOPED_TRACE(model + (triple ? " (graph.json + lib.so + params)" : " (deploy.so)"));
-      GraphModelFiles files;
-      files.library = dir + (triple ? "/lib.so" : "/deploy.so");
-      if (triple) {
-        files.graph_json = dir + "/graph.json";
-        files.params = dir + "/params.params";
-      }
-      HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, {}));
-      HETRT_ASSERT_OK(SetInputs(*m.executor, dir));
-      HETRT_ASSERT_OK(m.executor->Run());
-      ExpectOutputsMatch(*m.executor, dir);
-      ++checked;
+// Each TVM fixture that runs on the CPU alone.
+using GraphExecutorOnCpuFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Tvm, GraphExecutorOnCpuFixture,
+                              testing::FixtureParams(testing::TvmFixtureModels(), "CPU graph fixtures",
+                                                     [](const std::string& model) {
+                                                       return IsCpuGraphModel(testing::TvmFixture(model));
+                                                     }));
+
+TEST_P(GraphExecutorOnCpuFixture, MatchesTvmInBothForms) {
+  const std::string dir = testing::TvmFixture(fixture());
+  for (bool triple : {false, true}) {
+    SCOPED_TRACE(fixture() + (triple ? " (graph.json + lib.so + params)" : " (deploy.so)"));
+    GraphModelFiles files;
+    files.library = dir + (triple ? "/lib.so" : "/deploy.so");
+    if (triple) {
+      files.graph_json = dir + "/graph.json";
+      files.params = dir + "/params.params";
     }
+    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, {}));
+    HETRT_ASSERT_OK(SetInputs(*m.executor, dir));
+    HETRT_ASSERT_OK(m.executor->Run());
+    ExpectOutputsMatch(*m.executor, dir);
   }
-  if (checked == 0) GTEST_SKIP() << "no CPU fixtures under " << testing::FixturesRoot();
-  EXPECT_GE(checked, 10);
 }
 
-TEST(GraphExecutor, CliRunSavesOutputsThatMatchTvm) {
-  int checked = 0;
-  for (const std::string& model : testing::TvmFixtureModels()) {
-    const std::string dir = testing::TvmFixture(model);
-    if (!IsCpuGraphModel(dir)) continue;
-    SCOPED_TRACE(model);
-    const std::string out = ::testing::TempDir() + "/hetrt_cli_" + model + ".params";
-    const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so --inputs " + dir +
-                            "/inputs.params --save-outputs " + out + " > /dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    HETRT_ASSERT_OK_AND_ASSIGN(auto saved, LoadParamDictFile(out));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
-    ASSERT_EQ(saved.size(), expected.size());
-    const Tolerance tol = ToleranceOf(dir);
-    for (const auto& e : expected) {
-      const NamedTensor* s = FindParam(saved, e.name);
-      ASSERT_NE(s, nullptr) << e.name;
-      EXPECT_TRUE(testing::TensorsClose(s->tensor, e.tensor, tol.rtol, tol.atol)) << e.name;
-    }
-    ++checked;
+TEST_P(GraphExecutorOnCpuFixture, CliRunSavesOutputsThatMatchTvm) {
+  const std::string dir = testing::TvmFixture(fixture());
+  const std::string out = ::testing::TempDir() + "/hetrt_cli_" + fixture() + ".params";
+  const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so --inputs " + dir +
+                          "/inputs.params --save-outputs " + out + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto saved, LoadParamDictFile(out));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+  ASSERT_EQ(saved.size(), expected.size());
+  const Tolerance tol = ToleranceOf(dir);
+  for (const auto& e : expected) {
+    const NamedTensor* s = FindParam(saved, e.name);
+    ASSERT_NE(s, nullptr) << e.name;
+    EXPECT_TRUE(testing::TensorsClose(s->tensor, e.tensor, tol.rtol, tol.atol)) << e.name;
   }
-  if (checked == 0) GTEST_SKIP() << "no CPU fixtures under " << testing::FixturesRoot();
 }
 
 TEST(GraphExecutor, CliErrorsNameTheFileAndExitNonZero) {
@@ -451,27 +445,25 @@ TEST(GraphJson, ReuseFixtureSharesStorageAndStillMatches) {
 namespace hetrt {
 namespace {
 
-TEST(Cli, InspectPrintsTheTreeAndGraphOfEveryFixtureLibrary) {
-  int checked = 0;
-  for (const std::string& model : testing::TvmFixtureModels()) {
-    const std::string dir = testing::TvmFixture(model);
-    for (const char* file : {"deploy.so", "lib.so"}) {
-      const std::string path = dir + "/" + file;
-      if (!std::filesystem::exists(path)) continue;
-      const std::string out = ::testing::TempDir() + "/hetrt_inspect.txt";
-      ASSERT_EQ(std::system((std::string(HETRT_CLI) + " inspect " + path + " > " + out).c_str()), 0) << path;
-      const std::string text = ReadText(out);
-      EXPECT_NE(text.find("- library"), std::string::npos) << path << "\n" << text;
-      const bool graph_factory = std::string(file) == "deploy.so" && std::filesystem::exists(dir + "/graph.json");
-      if (graph_factory) {
-        EXPECT_NE(text.find("- GraphExecutorFactory"), std::string::npos) << text;
-        EXPECT_NE(text.find("graph: "), std::string::npos) << text;
-        EXPECT_NE(text.find("outputs:"), std::string::npos) << text;
-      }
-      ++checked;
+using CliOnFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Tvm, CliOnFixture, testing::FixtureParams(testing::TvmFixtureModels(), "fixtures"));
+
+TEST_P(CliOnFixture, InspectPrintsTheTreeAndGraphOfEachLibrary) {
+  const std::string dir = testing::TvmFixture(fixture());
+  const auto libraries = testing::FixtureLibraries(dir);
+  if (libraries.empty()) GTEST_SKIP() << "no deploy.so or lib.so in " << dir;
+  for (const std::string& path : libraries) {
+    const std::string out = ::testing::TempDir() + "/hetrt_inspect_" + fixture() + ".txt";
+    ASSERT_EQ(std::system((std::string(HETRT_CLI) + " inspect " + path + " > " + out).c_str()), 0) << path;
+    const std::string text = ReadText(out);
+    EXPECT_NE(text.find("- library"), std::string::npos) << path << "\n" << text;
+    const bool graph_factory = path == dir + "/deploy.so" && std::filesystem::exists(dir + "/graph.json");
+    if (graph_factory) {
+      EXPECT_NE(text.find("- GraphExecutorFactory"), std::string::npos) << text;
+      EXPECT_NE(text.find("graph: "), std::string::npos) << text;
+      EXPECT_NE(text.find("outputs:"), std::string::npos) << text;
     }
   }
-  if (checked == 0) GTEST_SKIP() << "no fixtures under " << testing::FixturesRoot();
 }
 
 }  // namespace
@@ -480,31 +472,32 @@ TEST(Cli, InspectPrintsTheTreeAndGraphOfEveryFixtureLibrary) {
 namespace hetrt {
 namespace {
 
-TEST(AotExecutor, EveryAotFixtureMatchesTvmThroughApiAndCli) {
-  int checked = 0;
-  for (const std::string& model : testing::TvmFixtureModels()) {
-    const std::string dir = testing::TvmFixture(model);
-    if (ReadJson(dir + "/meta.json")["root_module_type_key"] != "AotExecutorFactory") continue;
-    SCOPED_TRACE(model);
-    HETRT_ASSERT_OK_AND_ASSIGN(Model m, OpenModel({dir + "/deploy.so"}, {}));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
-    ASSERT_EQ(static_cast<size_t>(m.executor->NumInputs()), inputs.size());
-    for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
-    HETRT_ASSERT_OK(m.executor->Run());
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
-    const Tolerance tol = ToleranceOf(dir);
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
-    EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, tol.rtol, tol.atol));
+using AotExecutorOnFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Tvm, AotExecutorOnFixture,
+                              testing::FixtureParams(testing::TvmFixtureModels(), "AOT fixtures",
+                                                     [](const std::string& model) {
+                                                       return ReadJson(testing::TvmFixture(model) + "/meta.json")
+                                                                  ["root_module_type_key"] == "AotExecutorFactory";
+                                                     }));
 
-    const std::string saved = ::testing::TempDir() + "/hetrt_aot_" + model + ".params";
-    const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so --inputs " + dir +
-                            "/inputs.params --save-outputs " + saved + " > /dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    HETRT_ASSERT_OK_AND_ASSIGN(auto cli_out, LoadParamDictFile(saved));
-    EXPECT_TRUE(testing::TensorsClose(cli_out[0].tensor, expected[0].tensor, tol.rtol, tol.atol));
-    ++checked;
-  }
-  if (checked == 0) GTEST_SKIP() << "no AOT fixtures under " << testing::FixturesRoot();
+TEST_P(AotExecutorOnFixture, MatchesTvmThroughApiAndCli) {
+  const std::string dir = testing::TvmFixture(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(Model m, OpenModel({dir + "/deploy.so"}, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+  ASSERT_EQ(static_cast<size_t>(m.executor->NumInputs()), inputs.size());
+  for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+  HETRT_ASSERT_OK(m.executor->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+  const Tolerance tol = ToleranceOf(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+  EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, tol.rtol, tol.atol));
+
+  const std::string saved = ::testing::TempDir() + "/hetrt_aot_" + fixture() + ".params";
+  const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so --inputs " + dir +
+                          "/inputs.params --save-outputs " + saved + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto cli_out, LoadParamDictFile(saved));
+  EXPECT_TRUE(testing::TensorsClose(cli_out[0].tensor, expected[0].tensor, tol.rtol, tol.atol));
 }
 
 TEST(AotExecutor, RefusesDevicesOtherThanOneCpu) {

@@ -1,10 +1,12 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 
 #include "hetrt/dtype.h"
 
@@ -34,6 +36,81 @@ std::vector<std::string> TvmFixtureModels() {
       models.push_back(entry.path().filename().string());
   std::sort(models.begin(), models.end());
   return models;
+}
+
+std::vector<std::string> FixtureLibraries(const std::string& dir) {
+  std::vector<std::string> libraries;
+  for (const char* file : {"/deploy.so", "/lib.so"})
+    if (std::filesystem::exists(dir + file)) libraries.push_back(dir + file);
+  return libraries;
+}
+
+std::string MlfFixturesDir() {
+  std::filesystem::path dir = std::filesystem::path(FixturesRoot()) / "tvm-0.18" / "mlf";
+  return std::filesystem::is_directory(dir) ? dir.string() : std::string();
+}
+
+namespace {
+constexpr std::string_view kMlfSuffix = "_mlf.tar";
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+}  // namespace
+
+std::vector<std::string> MlfFixtureNames() {
+  std::vector<std::string> names;
+  const std::string dir = MlfFixturesDir();
+  if (dir.empty()) return names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (!EndsWith(file, kMlfSuffix)) continue;
+    const std::string name = file.substr(0, file.size() - kMlfSuffix.size());
+    if (EndsWith(name, "_graph") || EndsWith(name, "_aot")) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+MlfFixture MlfFixtureNamed(const std::string& name) {
+  const std::string dir = MlfFixturesDir();
+  MlfFixture f;
+  f.tar = dir + "/" + name + std::string(kMlfSuffix);
+  f.graph = EndsWith(name, "_graph");
+  f.model = name.substr(0, name.rfind('_'));
+  f.inputs = dir + "/" + f.model + "_inputs.params";
+  f.outputs = dir + "/" + f.model + "_outputs.params";
+  return f;
+}
+
+void PrintTo(const FixtureParam& param, std::ostream* os) {
+  *os << (param.name.empty() ? "(none)" : param.name);
+}
+
+std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
+                                        const std::function<bool(const std::string& name)>& keep) {
+  std::vector<FixtureParam> params;
+  for (const std::string& name : names) {
+    bool kept = true;  // also when `keep` throws: the fixture's test then reports the error
+    try {
+      kept = !keep || keep(name);
+    } catch (...) {
+    }
+    if (kept) params.push_back({name, ""});
+  }
+  if (params.empty()) params.push_back({"", "no " + what + " under " + FixturesRoot() + " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)"});
+  return params;
+}
+
+std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info) {
+  if (info.param.name.empty()) return "NoFixtures";
+  std::string name = info.param.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return name;
+}
+
+void PerFixtureTest::SetUp() {
+  if (GetParam().name.empty()) GTEST_SKIP() << GetParam().none_reason;
 }
 
 ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,

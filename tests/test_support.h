@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,48 @@ std::string FixturesRoot();
 std::string TvmFixture(const std::string& model);
 // Every model folder under tvm-0.18 (not mlf/).
 std::vector<std::string> TvmFixtureModels();
+// The libraries of a model folder that exist: <dir>/deploy.so, then <dir>/lib.so.
+std::vector<std::string> FixtureLibraries(const std::string& dir);
+
+// <root>/tvm-0.18/mlf, or "" when the MLF fixtures are absent.
+std::string MlfFixturesDir();
+// The Model Library Format tarballs there, by name: "add3_graph" for add3_graph_mlf.tar.
+std::vector<std::string> MlfFixtureNames();
+struct MlfFixture {
+  std::string tar;               // <mlf>/add3_graph_mlf.tar
+  std::string model;             // add3
+  std::string inputs, outputs;   // <mlf>/add3_inputs.params, <mlf>/add3_outputs.params
+  bool graph = false;            // a graph-executor package (else AOT)
+};
+MlfFixture MlfFixtureNamed(const std::string& name);
+
+// ---- One test per fixture: TEST_P(Suite, Name) over FixtureParams, with
+//      Suite an alias of PerFixtureTest and HETRT_INSTANTIATE_PER_FIXTURE.
+
+// A fixture's name (a TVM model folder, an MLF name), or, when there are no
+// such fixtures, a placeholder that says why.
+struct FixtureParam {
+  std::string name;         // "" for the placeholder
+  std::string none_reason;  // the placeholder's skip message
+};
+void PrintTo(const FixtureParam& param, std::ostream* os);
+
+// The names `keep` accepts (all without one), or one placeholder skipping with
+// "no <what> under <root>". A name `keep` throws on (say a broken meta.json) is
+// kept, so that its test fails with the reason instead of vanishing. Called when
+// the test binary registers its tests, which is also when ctest lists them.
+std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
+                                        const std::function<bool(const std::string& name)>& keep = {});
+
+// The test's name: the fixture's, anything outside [A-Za-z0-9_] made '_'; NoFixtures for the placeholder.
+std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info);
+
+// Skips the placeholder in SetUp; fixture() is the fixture's name.
+class PerFixtureTest : public ::testing::TestWithParam<FixtureParam> {
+ protected:
+  void SetUp() override;
+  const std::string& fixture() const { return GetParam().name; }
+};
 
 // Whole-file helpers for tests (an empty result when the file is missing).
 std::string ReadText(const std::string& path);
@@ -48,6 +92,10 @@ std::string ReadText(const std::string& path);
   GTEST_SKIP() << "TVM fixture '" << model << "' not found under "                        \
                << ::hetrt::testing::FixturesRoot()                                        \
                << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)"
+
+// Instantiates the TEST_Ps of `suite` as prefix/suite.Test/<fixture>, one per FixtureParam.
+#define HETRT_INSTANTIATE_PER_FIXTURE(prefix, suite, params) \
+  INSTANTIATE_TEST_SUITE_P(prefix, suite, ::testing::ValuesIn(params), ::hetrt::testing::FixtureParamName)
 
 // Skips unless the OpenCL plugin is installed and sees a device.
 #define HETRT_REQUIRE_OPENCL()                                                           \
