@@ -41,41 +41,38 @@ std::vector<std::string> ExpectedTree(const nlohmann::json& meta, bool deploy) {
   return lines;
 }
 
-TEST(ModuleLoader, EveryFixtureLibraryLoadsWithTheTreeTvmWrote) {
-  auto models = testing::TvmFixtureModels();
-  if (models.empty()) GTEST_SKIP() << "no fixtures under " << testing::FixturesRoot();
-  int checked = 0;
-  for (const std::string& model : models) {
-    const std::string dir = testing::TvmFixture(model);
-    const nlohmann::json meta = ReadMeta(dir);
-    for (const char* file : {"deploy.so", "lib.so"}) {
-      const std::string path = dir + "/" + file;
-      if (!std::filesystem::exists(path)) continue;
-      SCOPED_TRACE(path);
-      const auto expected = ExpectedTree(meta, std::string(file) == "deploy.so");
-      LoadOptions inspect;
-      inspect.keep_unloadable = true;
-      HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(path, inspect));
-      std::vector<std::string> lines;
-      TreeLines(*root, 0, lines);
-      EXPECT_EQ(lines, expected);
-      ++checked;
-      // Without keep_unloadable, a device module no plugin loads is a clear error.
-      auto strict = LoadModuleFile(path);
-      for (const auto& line : expected) {
-        std::string key = line.substr(line.find_first_not_of(' '));
-        if (key == "library" || key == "GraphExecutorFactory" || key == "AotExecutorFactory" ||
-            key == "metadata_module")
-          continue;
-        if (PluginRegistry::Global().ForTypeKey(key).ok()) continue;
-        ASSERT_FALSE(strict.ok());
-        EXPECT_NE(strict.status().message().find("no plugin provides type_key '" + key + "'"),
-                  std::string::npos)
-            << strict.status().message();
-      }
+using ModuleLoaderOnFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Tvm, ModuleLoaderOnFixture,
+                              testing::FixtureParams(testing::TvmFixtureModels(), "fixtures"));
+
+TEST_P(ModuleLoaderOnFixture, LibrariesLoadWithTheTreeTvmWrote) {
+  const std::string dir = testing::TvmFixture(fixture());
+  const nlohmann::json meta = ReadMeta(dir);
+  const auto libraries = testing::FixtureLibraries(dir);
+  ASSERT_FALSE(libraries.empty()) << "no deploy.so or lib.so in " << dir;
+  for (const std::string& path : libraries) {
+    SCOPED_TRACE(path);
+    const auto expected = ExpectedTree(meta, path == dir + "/deploy.so");
+    LoadOptions inspect;
+    inspect.keep_unloadable = true;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(path, inspect));
+    std::vector<std::string> lines;
+    TreeLines(*root, 0, lines);
+    EXPECT_EQ(lines, expected);
+    // Without keep_unloadable, a device module no plugin loads is a clear error.
+    auto strict = LoadModuleFile(path);
+    for (const auto& line : expected) {
+      std::string key = line.substr(line.find_first_not_of(' '));
+      if (key == "library" || key == "GraphExecutorFactory" || key == "AotExecutorFactory" ||
+          key == "metadata_module")
+        continue;
+      if (PluginRegistry::Global().ForTypeKey(key).ok()) continue;
+      ASSERT_FALSE(strict.ok());
+      EXPECT_NE(strict.status().message().find("no plugin provides type_key '" + key + "'"),
+                std::string::npos)
+          << strict.status().message();
     }
   }
-  EXPECT_GE(checked, 10);
 }
 
 TEST(ModuleLoader, FactoryCarriesGraphAndParamsAndImportsTheLibrary) {
