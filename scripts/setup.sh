@@ -11,6 +11,7 @@ packages=(
   libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools
   vulkan-validationlayers  # the Vulkan tests run under VK_LAYER_KHRONOS_validation
   gcc-arm-none-eabi libnewlib-arm-none-eabi  # micro: Cortex-M builds of standalone projects
+  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
 )
 
 missing=()

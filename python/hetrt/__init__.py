@@ -279,6 +279,7 @@ class GraphModule:
         self._executor = executor
         self._sequential = sequential
         self._input_names = [executor.input_name(i) for i in range(executor.num_inputs())]
+        self._input_indices = {name: i for i, name in enumerate(self._input_names)}
         self._output_names = [executor.output_name(i) for i in range(executor.num_outputs())]
 
     @property
@@ -304,8 +305,8 @@ class GraphModule:
         return list(self._output_names)
 
     def get_input_index(self, name):
-        index = self._executor.input_index(name)
-        if index < 0:
+        index = self._input_indices.get(name)
+        if index is None:
             raise NotFoundError(f"the model has no input named '{name}'")
         return index
 
@@ -338,16 +339,15 @@ class GraphModule:
     def set_input(self, key=None, value=None, **params):
         """Copies ``value`` into input ``key`` (a name or an index); keyword
         arguments set several. Wrong shapes or dtypes raise the core's error."""
-        if key is not None:
-            self._executor.set_input(self._index(key), value, False)
-        for name, v in params.items():
-            self._executor.set_input(self.get_input_index(name), v, False)
+        inputs = [(self._index(key), value)] if key is not None else []
+        inputs += [(self.get_input_index(name), v) for name, v in params.items()]
+        self._executor.set_inputs(inputs, False)
 
     def set_input_zero_copy(self, key, value):
         """Binds ``value``'s memory as input ``key`` without a copy where the
         executor allows (see the class notes); copies once otherwise. Returns
         True when the caller's memory is now the input."""
-        return self._executor.set_input(self._index(key), value, True)
+        return self._executor.set_inputs([(self._index(key), value)], True)[0]
 
     def set_output_zero_copy(self, index, array):
         """Makes output ``index`` be written straight into ``array`` (C-contiguous,
@@ -362,9 +362,7 @@ class GraphModule:
         """TVM's load_params: a param dict as bytes, a file path, or a
         {name: array} dict. Names that are not graph inputs are ignored."""
         if isinstance(params, dict):
-            for name, value in params.items():
-                if self._executor.input_index(name) >= 0:
-                    self.set_input(name, value)
+            self.set_input(**{name: value for name, value in params.items() if name in self._input_indices})
             return
         if not isinstance(params, (bytes, bytearray)):
             with open(params, "rb") as f:
@@ -384,19 +382,20 @@ class GraphModule:
         else:
             names = list(params)
         for name in names:
-            if self._executor.input_index(name) < 0:
+            if name not in self._input_indices:
                 continue
             shared = other._executor.input_tensor(other.get_input_index(name))
-            self._executor.set_input(self.get_input_index(name), shared, True)
+            self._executor.set_inputs([(self.get_input_index(name), shared)], True)
 
     # -- running
 
     def run(self, **inputs):
         """Binds ``inputs`` (as ``set_input_zero_copy``) and runs. The GIL is
         released while the model runs."""
-        for name, value in inputs.items():
-            self._executor.set_input(self.get_input_index(name), value, True)
-        self._executor.run()
+        if inputs:
+            self._executor.set_inputs([(self.get_input_index(n), v) for n, v in inputs.items()], True, True)
+        else:
+            self._executor.run()
 
     def synchronize(self):
         """Waits for device work of the last run (``get_output`` waits by itself)."""

@@ -115,22 +115,47 @@ class PyExecutor {
     return py::none();
   }
 
-  // Binds the value's memory as the input when asked (zero_copy) and the
-  // device, dtype, size and 64-byte alignment allow; copies it otherwise.
-  // Returns whether the caller's memory is now the input.
-  bool SetInput(int index, py::handle value, bool zero_copy) {
-    CheckInput(index);
-    bool private_copy = false;
-    auto tensor = std::make_shared<PyTensor>(ToTensor(value, &private_copy));
-    // A private copy is nobody else's memory: binding it is the same as copying it in.
-    const bool bind = (zero_copy || private_copy) && CanBind(index, tensor->tensor);
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(s_->mutex);
-      Check(bind ? s_->graph->SetInputZeroCopy(index, tensor->tensor) : s_->executor->SetInput(index, tensor->tensor));
+  // Sets inputs [(index, value), ...]: binds a value's memory as the input
+  // when asked (zero_copy) and the device, dtype, size and 64-byte alignment
+  // allow; copies it otherwise. Then runs, when asked. One GIL release and
+  // one lock for all of it. Returns, per input, whether the caller's memory
+  // is now the input.
+  std::vector<bool> SetInputs(const std::vector<std::pair<int, py::handle>>& inputs, bool zero_copy, bool run) {
+    struct Pending {
+      int index;
+      std::shared_ptr<PyTensor> tensor;
+      bool bind, private_copy;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(inputs.size());
+    for (const auto& [index, value] : inputs) {
+      CheckInput(index);
+      bool private_copy = false;
+      auto tensor = std::make_shared<PyTensor>(ToTensor(value, &private_copy));
+      // A private copy is nobody else's memory: binding it is the same as copying it in.
+      const bool bind = (zero_copy || private_copy) && CanBind(index, tensor->tensor);
+      pending.push_back({index, std::move(tensor), bind, private_copy});
     }
-    s_->input_bindings[static_cast<size_t>(index)] = bind ? tensor : nullptr;
-    return bind && !private_copy;
+    size_t applied = 0;
+    Status status;
+    Locked([&] {
+      for (; applied < pending.size(); ++applied) {
+        const Pending& p = pending[applied];
+        status = p.bind ? s_->graph->SetInputZeroCopy(p.index, p.tensor->tensor)
+                        : s_->executor->SetInput(p.index, p.tensor->tensor);
+        if (!status.ok()) return;
+      }
+      if (run) status = s_->executor->Run();
+    });
+    // What was applied before a failure stays applied: its memory must be held.
+    std::vector<bool> bound;
+    for (size_t i = 0; i < applied; ++i) {
+      Pending& p = pending[i];
+      bound.push_back(p.bind && !p.private_copy);
+      s_->input_bindings[static_cast<size_t>(p.index)] = p.bind ? std::move(p.tensor) : nullptr;
+    }
+    Check(status);
+    return bound;
   }
 
   void SetOutputZeroCopy(int index, py::handle value) {
@@ -319,7 +344,8 @@ void RegisterExecutor(py::module_& m) {
       .def("unbound_inputs", &PyExecutor::unbound_inputs)
       .def("input_info", &PyExecutor::input_info)
       .def("output_info", &PyExecutor::output_info)
-      .def("set_input", &PyExecutor::SetInput, py::arg("index"), py::arg("value"), py::arg("zero_copy") = false)
+      .def("set_inputs", &PyExecutor::SetInputs, py::arg("inputs"), py::arg("zero_copy") = false,
+           py::arg("run") = false)
       .def("set_output_zero_copy", &PyExecutor::SetOutputZeroCopy)
       .def("run", &PyExecutor::Run)
       .def("synchronize", &PyExecutor::Synchronize)

@@ -24,8 +24,23 @@ py::dtype NumpyDtype(DLDataType type) {
   }
 }
 
+// From the descriptor's kind and size (no string parsing on the input path);
+// other kinds go through the core's parser, which names what it refuses.
 DLDataType DtypeOf(const py::array& array) {
-  return Unwrap(ParseDataType(py::str(array.dtype().attr("name")).cast<std::string>()));
+  const py::dtype dtype = array.dtype();
+  const auto bits = static_cast<uint8_t>(dtype.itemsize() * 8);
+  switch (dtype.kind()) {
+    case 'f': return {kDLFloat, bits, 1};
+    case 'i': return {kDLInt, bits, 1};
+    case 'u': return {kDLUInt, bits, 1};
+    case 'b': return {kDLUInt, 1, 1};  // TVM's bool
+    default: return Unwrap(ParseDataType(py::str(dtype.attr("name")).cast<std::string>()));
+  }
+}
+
+bool IsNativeByteOrder(const py::dtype& dtype) {
+  constexpr char kForeign = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '>' : '<';
+  return dtype.byteorder() != kForeign;
 }
 
 std::vector<int64_t> ShapeOf(const DLTensor& dl) { return {dl.shape, dl.shape + dl.ndim}; }
@@ -145,19 +160,18 @@ PyTensor ToTensor(py::handle value, bool* private_copy) {
   if (!py::isinstance<py::array>(value) &&
       (PyCapsule_CheckExact(value.ptr()) || py::hasattr(value, "__dlpack__")))
     return FromDlpack(value);
-  py::module_ numpy = py::module_::import("numpy");
-  py::array array = numpy.attr("asarray")(value);
+  py::array array = py::isinstance<py::array>(value) ? py::reinterpret_borrow<py::array>(value)
+                                                    : py::array(py::module_::import("numpy").attr("asarray")(value));
   const DLDataType dtype = DtypeOf(array);
   const std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-  const bool native = array.dtype().attr("isnative").cast<bool>();
-  if ((array.flags() & py::array::c_style) && native) {
+  if ((array.flags() & py::array::c_style) && IsNativeByteOrder(array.dtype())) {
     *private_copy = !array.is(value);  // numpy made it from a list, a scalar, ...
     return {Tensor::Borrow(const_cast<void*>(array.data()), DLDevice{kDLCPU, 0}, shape, dtype), KeepAlive(array)};
   }
   // One copy, into 64-byte aligned memory of our own, in native byte order.
   *private_copy = true;
   py::object fresh = py::cast(PyTensor{Unwrap(Tensor::EmptyHost(shape, dtype)), nullptr});
-  numpy.attr("copyto")(ViewOf(fresh), array);
+  py::module_::import("numpy").attr("copyto")(ViewOf(fresh), array);
   return fresh.cast<PyTensor>();
 }
 

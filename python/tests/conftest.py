@@ -73,5 +73,6 @@ def run_python(code, **env):
     import textwrap
 
     full_env = dict(os.environ, HETRT_FIXTURES=str(FIXTURES.parent), **env)
+    # cwd: not a folder holding a hetrt/ package, which `-c` would import first.
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=os.path.dirname(sys.executable))
