@@ -340,44 +340,40 @@ TEST(AsyncExecutor, RunReturnsWithHostMemoryFinal) {
 }
 
 // Outputs of the asynchronous executor are those of the sequential one, bit
-// for bit, on every TVM fixture this machine can run.
-TEST(AsyncExecutor, EveryFixtureGivesTheSequentialOutputsBitForBit) {
-  const auto models = testing::TvmFixtureModels();
-  if (models.empty()) GTEST_SKIP() << "no TVM fixtures under " << testing::FixturesRoot();
-  int compared = 0;
-  for (const std::string& model : models) {
-    const std::string dir = testing::TvmFixture(model);
-    if (!std::filesystem::exists(dir + "/deploy.so") || !std::filesystem::exists(dir + "/inputs.params")) continue;
-    SCOPED_TRACE(model);
-    std::vector<Tensor> outputs[2];
-    bool runnable = true;
-    for (int sequential = 0; sequential < 2 && runnable; ++sequential) {
-      GraphExecutor::Options options;
-      options.devices = {kCpu, kCl};
-      options.sequential = sequential;
-      auto m = OpenGraphModel({dir + "/deploy.so"}, options);
-      if (!m.ok()) {  // an AOT model, or a device this machine lacks (CUDA)
-        runnable = false;
-        break;
-      }
-      HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
-      for (const auto& p : inputs)
-        if (m->executor->InputIndex(p.name) >= 0) HETRT_ASSERT_OK(m->executor->SetInput(p.name, p.tensor));
-      HETRT_ASSERT_OK(m->executor->Run());
-      for (int i = 0; i < m->executor->NumOutputs(); ++i) {
-        HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m->executor->GetOutput(i));
-        outputs[sequential].push_back(std::move(out));
-      }
+// for bit, on each TVM graph fixture this machine can run.
+using AsyncExecutorOnFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Tvm, AsyncExecutorOnFixture,
+                              testing::FixtureParams(testing::TvmFixtureModels(), "graph fixtures with inputs",
+                                                     [](const std::string& model) {
+                                                       const std::string dir = testing::TvmFixture(model);
+                                                       for (const char* file : {"/deploy.so", "/inputs.params", "/graph.json"})
+                                                         if (!std::filesystem::exists(dir + file)) return false;
+                                                       return true;
+                                                     }));
+
+TEST_P(AsyncExecutorOnFixture, GivesTheSequentialOutputsBitForBit) {
+  const std::string dir = testing::TvmFixture(fixture());
+  std::vector<Tensor> outputs[2];
+  for (int sequential = 0; sequential < 2; ++sequential) {
+    GraphExecutor::Options options;
+    options.devices = {kCpu, kCl};
+    options.sequential = sequential;
+    auto m = OpenGraphModel({dir + "/deploy.so"}, options);
+    if (!m.ok()) GTEST_SKIP() << "not runnable on the CPU + OpenCL here: " << m.status().message();
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+    for (const auto& p : inputs)
+      if (m->executor->InputIndex(p.name) >= 0) HETRT_ASSERT_OK(m->executor->SetInput(p.name, p.tensor));
+    HETRT_ASSERT_OK(m->executor->Run());
+    for (int i = 0; i < m->executor->NumOutputs(); ++i) {
+      HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m->executor->GetOutput(i));
+      outputs[sequential].push_back(std::move(out));
     }
-    if (!runnable) continue;
-    ASSERT_EQ(outputs[0].size(), outputs[1].size());
-    for (size_t i = 0; i < outputs[0].size(); ++i) {
-      ASSERT_EQ(outputs[0][i].nbytes(), outputs[1][i].nbytes());
-      EXPECT_EQ(std::memcmp(outputs[0][i].data(), outputs[1][i].data(), outputs[0][i].nbytes()), 0) << "output " << i;
-    }
-    ++compared;
   }
-  EXPECT_GT(compared, 0);
+  ASSERT_EQ(outputs[0].size(), outputs[1].size());
+  for (size_t i = 0; i < outputs[0].size(); ++i) {
+    ASSERT_EQ(outputs[0][i].nbytes(), outputs[1][i].nbytes());
+    EXPECT_EQ(std::memcmp(outputs[0][i].data(), outputs[1][i].data(), outputs[0][i].nbytes()), 0) << "output " << i;
+  }
 }
 
 TEST(AsyncExecutor, HeteroFixtureProfileNamesLanesAndCopies) {
