@@ -763,8 +763,9 @@ TEST_F(VulkanTest, EventsCompleteWithoutAnExplicitFlushAndNeverRecordedOnesAreCo
 }
 
 // Timestamps of events on one stream increase in record order and, mapped with
-// the device clock, fall between host readings taken around them.
-TEST_F(VulkanTest, EventTimestampsMapOntoTheHostClock) {
+// the device clock, fall between host readings taken around them; with the
+// calibrated clock extension and with the sampled fallback.
+void CheckTimestampsOnTheHostClock() {
   Plugin* vk = Vk();
   auto host_now = [] {
     timespec ts;
@@ -813,6 +814,17 @@ TEST_F(VulkanTest, EventTimestampsMapOntoTheHostClock) {
   EXPECT_GE(elapsed.milliseconds, 0.0);
   for (hetrt_event_t* e : events) HETRT_ASSERT_OK(EventCall(vk->device_api()->event_destroy, e));
   DestroyStream(stream);
+}
+
+TEST_F(VulkanTest, EventTimestampsMapOntoTheHostClock) {
+  {
+    SCOPED_TRACE("calibrated clock (where the device has VK_EXT_calibrated_timestamps)");
+    CheckTimestampsOnTheHostClock();
+  }
+  SCOPED_TRACE("sampled clock");
+  HETRT_ASSERT_OK(Vk()->SetOption("calibrated_clock", "0"));
+  CheckTimestampsOnTheHostClock();
+  HETRT_ASSERT_OK(Vk()->SetOption("calibrated_clock", "1"));
 }
 
 TEST_F(VulkanTest, CurrentStreamIsPerThreadAndKernelsGoThere) {

@@ -874,7 +874,7 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
   if (d->timestamp_mask == 0)
     return MakeError(HETRT_STATUS_UNIMPLEMENTED, "the compute queue of " + d->name + " writes no timestamps");
   uint64_t best = UINT64_MAX;
-  if (d->calibrated != nullptr) {
+  if (d->calibrated != nullptr && args->self->calibrated_clock.load(std::memory_order_relaxed)) {
     const VkCalibratedTimestampInfoEXT domains[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
                                                      {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr,
                                                       VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};

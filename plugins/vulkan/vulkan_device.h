@@ -154,6 +154,7 @@ struct hetrt_instance {
   std::atomic<bool> direct_mapping{true};
   std::atomic<bool> push_descriptors{true};
   std::atomic<bool> validate_spirv{true};
+  std::atomic<bool> calibrated_clock{true};
 
   // Validation (HETRT_VULKAN_VALIDATION=1): the layer and a messenger that
   // counts and logs what it reports.

@@ -95,9 +95,11 @@ constexpr IntOption kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll
 // direct_mapping: host-visible device memory is mapped and copied with memcpy (else staged).
 // push_descriptors: VK_KHR_push_descriptor where present (else descriptor pools).
 // validate_spirv: spirv-tools validates every shader at load.
+// calibrated_clock: device_clock reads VK_EXT_calibrated_timestamps where present (else samples).
 constexpr BoolOption kBoolOptions[] = {{"direct_mapping", &hetrt_instance::direct_mapping},
                                        {"push_descriptors", &hetrt_instance::push_descriptors},
-                                       {"validate_spirv", &hetrt_instance::validate_spirv}};
+                                       {"validate_spirv", &hetrt_instance::validate_spirv},
+                                       {"calibrated_clock", &hetrt_instance::calibrated_clock}};
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   const std::string key = args->key ? args->key : "(null)";
