@@ -17,23 +17,15 @@
 namespace hetrt {
 namespace {
 
-struct Fixture {
-  std::string tar, model, dir;
-};
-
-std::vector<Fixture> MlfFixtures() {
-  std::vector<Fixture> out;
-  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  if (!std::filesystem::is_directory(dir)) return out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    const auto cut = name.find("_graph_mlf.tar") != std::string::npos ? name.find("_graph_mlf.tar") : name.find("_aot_mlf.tar");
-    if (cut == std::string::npos) continue;
-    out.push_back({e.path().string(), name.substr(0, cut), dir});
-  }
-  std::sort(out.begin(), out.end(), [](const Fixture& a, const Fixture& b) { return a.tar < b.tar; });
-  return out;
-}
+// Each MLF tarball, graph and AOT; some tests take the graph ones only.
+using MicroOnMlfFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfFixture, testing::FixtureParams(testing::MlfFixtureNames(), "MLF fixtures"));
+using MicroOnMlfGraphFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfGraphFixture,
+                              testing::FixtureParams(testing::MlfFixtureNames(), "graph MLF fixtures",
+                                                     [](const std::string& name) {
+                                                       return testing::MlfFixtureNamed(name).graph;
+                                                     }));
 
 // Arena bytes the metadata budgets for main: workspace + io + constants.
 uint64_t MetadataBudget(const MlfMetadata& md) {
@@ -42,70 +34,56 @@ uint64_t MetadataBudget(const MlfMetadata& md) {
   return 0;
 }
 
-TEST(Micro, EveryMlfFixtureRunsInProcessAndMatchesTvm) {
-  auto fixtures = MlfFixtures();
-  if (fixtures.empty()) GTEST_SKIP() << "no MLF fixtures under " << testing::FixturesRoot();
-  for (const Fixture& f : fixtures) {
-    SCOPED_TRACE(f.tar);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto model, micro::InProcessModel::Build(mlf, {}));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.dir + "/" + f.model + "_inputs.params"));
-    for (const auto& p : inputs) HETRT_ASSERT_OK(model->SetInput(p.name, p.tensor));
-    HETRT_ASSERT_OK(model->Run());
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.dir + "/" + f.model + "_outputs.params"));
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, model->GetOutput(0));
-    const Tensor& e = expected[0].tensor;
-    ASSERT_EQ(out.nbytes(), e.nbytes());
-    Tensor flat = Tensor::Borrow(out.data(), out.device(), e.shape(), out.dtype());
-    EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
-    // Tensors and kernel workspace stay within what TVM's metadata budgets.
-    const std::string report = model->ArenaReport();
-    EXPECT_NE(report.find("arena: "), std::string::npos) << report;
-    const uint64_t budget = MetadataBudget(mlf.metadata());
-    ASSERT_GT(budget, 0u);
-    // The model's arena (tensors + kernel workspace; the executor's tables are
-    // separate static memory) peaks within what TVM's metadata budgets.
-    EXPECT_LE(model->ArenaPeakBytes(), budget) << report;
-    std::printf("  %s: %s (metadata budget %lu)\n", f.tar.substr(f.tar.rfind('/') + 1).c_str(), report.c_str(),
-                static_cast<unsigned long>(budget));
-  }
+TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto model, micro::InProcessModel::Build(mlf, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.inputs));
+  for (const auto& p : inputs) HETRT_ASSERT_OK(model->SetInput(p.name, p.tensor));
+  HETRT_ASSERT_OK(model->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.outputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, model->GetOutput(0));
+  const Tensor& e = expected[0].tensor;
+  ASSERT_EQ(out.nbytes(), e.nbytes());
+  Tensor flat = Tensor::Borrow(out.data(), out.device(), e.shape(), out.dtype());
+  EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
+  // Tensors and kernel workspace stay within what TVM's metadata budgets.
+  const std::string report = model->ArenaReport();
+  EXPECT_NE(report.find("arena: "), std::string::npos) << report;
+  const uint64_t budget = MetadataBudget(mlf.metadata());
+  ASSERT_GT(budget, 0u);
+  // The model's arena (tensors + kernel workspace; the executor's tables are
+  // separate static memory) peaks within what TVM's metadata budgets.
+  EXPECT_LE(model->ArenaPeakBytes(), budget) << report;
+  std::printf("  %s: %s (metadata budget %lu)\n", fixture().c_str(), report.c_str(), static_cast<unsigned long>(budget));
 }
 
-TEST(Micro, EveryMlfFixtureBuildsAsAStandaloneProgramThatMatchesTvm) {
-  auto fixtures = MlfFixtures();
-  if (fixtures.empty()) GTEST_SKIP() << "no MLF fixtures under " << testing::FixturesRoot();
-  for (const Fixture& f : fixtures) {
-    SCOPED_TRACE(f.tar);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-    micro::ProjectOptions options;
-    HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, LoadParamDictFile(f.dir + "/" + f.model + "_inputs.params"));
-    const std::string dir = ::testing::TempDir() + "/hetrt_project_" + std::filesystem::path(f.tar).stem().string();
-    std::filesystem::remove_all(dir);
-    HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, options));
-    ASSERT_EQ(std::system(("make -s -C " + dir + " > " + dir + "/build.log 2>&1").c_str()), 0) << "see " << dir << "/build.log";
-    ASSERT_EQ(std::system((dir + "/model " + dir + "/out > " + dir + "/run.log").c_str()), 0);
-    HETRT_ASSERT_OK_AND_ASSIGN(auto bytes, ReadFileBytes(dir + "/out0.bin"));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.dir + "/" + f.model + "_outputs.params"));
-    const Tensor& e = expected[0].tensor;
-    ASSERT_EQ(bytes.size(), e.nbytes());
-    Tensor out = Tensor::Borrow(bytes.data(), {kDLCPU, 0}, e.shape(), e.dtype());
-    EXPECT_TRUE(testing::TensorsClose(out, e, 1e-5, 1e-6));
-    std::ifstream log(dir + "/run.log");
-    std::string text((std::istreambuf_iterator<char>(log)), {});
-    EXPECT_NE(text.find("arena: "), std::string::npos) << text;
-  }
+TEST_P(MicroOnMlfFixture, BuildsAsAStandaloneProgramThatMatchesTvm) {
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+  micro::ProjectOptions options;
+  HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, LoadParamDictFile(f.inputs));
+  const std::string dir = ::testing::TempDir() + "/hetrt_project_" + std::filesystem::path(f.tar).stem().string();
+  std::filesystem::remove_all(dir);
+  HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, options));
+  ASSERT_EQ(std::system(("make -s -C " + dir + " > " + dir + "/build.log 2>&1").c_str()), 0) << "see " << dir << "/build.log";
+  ASSERT_EQ(std::system((dir + "/model " + dir + "/out > " + dir + "/run.log").c_str()), 0);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto bytes, ReadFileBytes(dir + "/out0.bin"));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.outputs));
+  const Tensor& e = expected[0].tensor;
+  ASSERT_EQ(bytes.size(), e.nbytes());
+  Tensor out = Tensor::Borrow(bytes.data(), {kDLCPU, 0}, e.shape(), e.dtype());
+  EXPECT_TRUE(testing::TensorsClose(out, e, 1e-5, 1e-6));
+  std::ifstream log(dir + "/run.log");
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("arena: "), std::string::npos) << text;
 }
 
-TEST(Micro, TooSmallAnArenaIsAnErrorNotACrash) {
-  auto fixtures = MlfFixtures();
-  if (fixtures.empty()) GTEST_SKIP() << "no MLF fixtures";
-  for (const Fixture& f : fixtures) {
-    if (f.tar.find("_graph_") == std::string::npos) continue;
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-    auto model = micro::InProcessModel::Build(mlf, {}, /*arena_bytes=*/64);
-    ASSERT_FALSE(model.ok());
-    EXPECT_NE(model.status().message().find("arena full"), std::string::npos) << model.status().message();
-  }
+TEST_P(MicroOnMlfGraphFixture, TooSmallAnArenaIsAnErrorNotACrash) {
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(testing::MlfFixtureNamed(fixture()).tar));
+  auto model = micro::InProcessModel::Build(mlf, {}, /*arena_bytes=*/64);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("arena full"), std::string::npos) << model.status().message();
 }
 
 // The C runtime's JSON tokenizer, graph parser and param reader under mutated
@@ -176,26 +154,22 @@ void ExpectFixtureOutput(Executor& ex, const std::string& path) {
   EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
 }
 
-TEST(MicroHostDriven, EveryMlfFixtureRunsOnADeviceProgramAndMatchesTvm) {
-  auto fixtures = MlfFixtures();
-  if (fixtures.empty()) GTEST_SKIP() << "no MLF fixtures";
-  for (const Fixture& f : fixtures) {
-    SCOPED_TRACE(f.tar);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(mlf));
-    HETRT_ASSERT_OK(SetFixtureInputs(*device, f.dir + "/" + f.model + "_inputs.params"));
-    HETRT_ASSERT_OK(device->Run());
-    ExpectFixtureOutput(*device, f.dir + "/" + f.model + "_outputs.params");
-    HETRT_ASSERT_OK_AND_ASSIGN(std::string report, device->ArenaReport());
-    EXPECT_NE(report.find("arena: "), std::string::npos);
-  }
+TEST_P(MicroOnMlfFixture, RunsOnAHostDrivenDeviceProgramAndMatchesTvm) {
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(mlf));
+  HETRT_ASSERT_OK(SetFixtureInputs(*device, f.inputs));
+  HETRT_ASSERT_OK(device->Run());
+  ExpectFixtureOutput(*device, f.outputs);
+  HETRT_ASSERT_OK_AND_ASSIGN(std::string report, device->ArenaReport());
+  EXPECT_NE(report.find("arena: "), std::string::npos);
 }
 
 // One graph fixture for the fault tests (they rebuild the device program each time).
 Result<MlfPackage> FaultModel() {
-  for (const Fixture& f : MlfFixtures())
-    if (f.model == "mlp" && f.tar.find("_graph_") != std::string::npos) return MlfPackage::Read(f.tar);
-  return NotFound("mlp graph MLF fixture");
+  const std::string tar = testing::MlfFixtureNamed("mlp_graph").tar;
+  if (!std::filesystem::exists(tar)) return NotFound("mlp graph MLF fixture");
+  return MlfPackage::Read(tar);
 }
 
 TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
@@ -258,23 +232,20 @@ TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
 namespace hetrt {
 namespace {
 
-TEST(MlfWriter, ATvmGraphMlfWrittenBackRunsTheSame) {
-  for (const Fixture& f : MlfFixtures()) {
-    if (f.tar.find("_graph_") == std::string::npos) continue;
-    SCOPED_TRACE(f.tar);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage original, MlfPackage::Read(f.tar));
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfGraphModel model, MlfGraphModelOf(original));
-    const std::string out = ::testing::TempDir() + "/hetrt_rewritten_" + f.model + ".tar";
-    HETRT_ASSERT_OK(WriteMlf(model, out));
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage again, MlfPackage::Read(out));
-    EXPECT_EQ(again.metadata().model_name, f.model);
-    EXPECT_EQ(*again.GraphJson(), *original.GraphJson());
-    for (const auto& code : original.HostCode()) EXPECT_EQ(*again.Find(code), *original.Find(code)) << code;
-    HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::InProcessModel::Build(again, {}));
-    HETRT_ASSERT_OK(SetFixtureInputs(*device, f.dir + "/" + f.model + "_inputs.params"));
-    HETRT_ASSERT_OK(device->Run());
-    ExpectFixtureOutput(*device, f.dir + "/" + f.model + "_outputs.params");
-  }
+TEST_P(MicroOnMlfGraphFixture, MlfWriterWritesItBackToRunTheSame) {
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage original, MlfPackage::Read(f.tar));
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfGraphModel model, MlfGraphModelOf(original));
+  const std::string out = ::testing::TempDir() + "/hetrt_rewritten_" + f.model + ".tar";
+  HETRT_ASSERT_OK(WriteMlf(model, out));
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage again, MlfPackage::Read(out));
+  EXPECT_EQ(again.metadata().model_name, f.model);
+  EXPECT_EQ(*again.GraphJson(), *original.GraphJson());
+  for (const auto& code : original.HostCode()) EXPECT_EQ(*again.Find(code), *original.Find(code)) << code;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::InProcessModel::Build(again, {}));
+  HETRT_ASSERT_OK(SetFixtureInputs(*device, f.inputs));
+  HETRT_ASSERT_OK(device->Run());
+  ExpectFixtureOutput(*device, f.outputs);
 }
 
 std::string ReadSource(const std::string& path) {
@@ -334,25 +305,22 @@ TEST(MlfWriter, AModelBuiltHereRunsOnTheMicroRuntimeAndTheGraphExecutorAlike) {
 namespace hetrt {
 namespace {
 
-TEST(Micro, StandaloneProjectsBuildForCortexMAndReportTheirSections) {
+TEST_P(MicroOnMlfFixture, BuildsForCortexMAndReportsItsSections) {
   if (std::system("command -v arm-none-eabi-gcc > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "arm-none-eabi-gcc is not installed (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)";
-  for (const Fixture& f : MlfFixtures()) {
-    SCOPED_TRACE(f.tar);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-    const std::string dir = ::testing::TempDir() + "/hetrt_cortexm_" + std::to_string(getpid()) + "_" +
-                            std::filesystem::path(f.tar).stem().string();
-    std::filesystem::remove_all(dir);
-    HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, {}));
-    HETRT_ASSERT_OK_AND_ASSIGN(micro::CortexMSizes sizes, micro::BuildCortexM(dir));
-    EXPECT_GT(sizes.text, 0u);
-    // The static arena lives in .bss: at least the tensors the model needs.
-    HETRT_ASSERT_OK_AND_ASSIGN(auto in_process, micro::InProcessModel::Build(mlf, {}));
-    EXPECT_GE(sizes.bss, in_process->ArenaPeakBytes());
-    std::printf("  %s: .text %lu .data %lu .bss %lu\n", std::filesystem::path(f.tar).filename().c_str(),
-                static_cast<unsigned long>(sizes.text), static_cast<unsigned long>(sizes.data),
-                static_cast<unsigned long>(sizes.bss));
-  }
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+  const std::string dir = ::testing::TempDir() + "/hetrt_cortexm_" + std::to_string(getpid()) + "_" +
+                          std::filesystem::path(f.tar).stem().string();
+  std::filesystem::remove_all(dir);
+  HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(micro::CortexMSizes sizes, micro::BuildCortexM(dir));
+  EXPECT_GT(sizes.text, 0u);
+  // The static arena lives in .bss: at least the tensors the model needs.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto in_process, micro::InProcessModel::Build(mlf, {}));
+  EXPECT_GE(sizes.bss, in_process->ArenaPeakBytes());
+  std::printf("  %s: .text %lu .data %lu .bss %lu\n", fixture().c_str(), static_cast<unsigned long>(sizes.text),
+              static_cast<unsigned long>(sizes.data), static_cast<unsigned long>(sizes.bss));
 }
 
 }  // namespace

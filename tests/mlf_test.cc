@@ -16,39 +16,31 @@
 namespace hetrt {
 namespace {
 
-std::string MlfDir() {
-  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  return std::filesystem::is_directory(dir) ? dir : "";
-}
+using MlfOnGraphFixture = testing::PerFixtureTest;
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MlfOnGraphFixture,
+                              testing::FixtureParams(testing::MlfFixtureNames(), "graph MLF fixtures",
+                                                     [](const std::string& name) {
+                                                       return testing::MlfFixtureNamed(name).graph;
+                                                     }));
 
-TEST(Mlf, EveryGraphFixtureExportsToADeployLibraryThatMatchesTvm) {
-  const std::string dir = MlfDir();
-  if (dir.empty()) GTEST_SKIP() << "no MLF fixtures under " << testing::FixturesRoot();
-  int checked = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() < 14 || name.compare(name.size() - 14, 14, "_graph_mlf.tar") != 0) continue;
-    SCOPED_TRACE(name);
-    const std::string model = name.substr(0, name.size() - 14);
-    HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(e.path().string()));
-    EXPECT_EQ(mlf.metadata().model_name, model);
-    EXPECT_EQ(mlf.metadata().version, 7);
-    const std::string so = ::testing::TempDir() + "/hetrt_mlf_" + model + ".so";
-    HETRT_ASSERT_OK(ExportMlfToLibrary(mlf, so, {}));
-    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({so}, {}));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/" + model + "_inputs.params"));
-    for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
-    HETRT_ASSERT_OK(m.executor->Run());
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/" + model + "_outputs.params"));
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
-    EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, 1e-5, 1e-6));
-    ++checked;
-  }
-  EXPECT_GE(checked, 2);
+TEST_P(MlfOnGraphFixture, ExportsToADeployLibraryThatMatchesTvm) {
+  const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
+  EXPECT_EQ(mlf.metadata().model_name, f.model);
+  EXPECT_EQ(mlf.metadata().version, 7);
+  const std::string so = ::testing::TempDir() + "/hetrt_mlf_" + f.model + ".so";
+  HETRT_ASSERT_OK(ExportMlfToLibrary(mlf, so, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({so}, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.inputs));
+  for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+  HETRT_ASSERT_OK(m.executor->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.outputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+  EXPECT_TRUE(testing::TensorsClose(out, expected[0].tensor, 1e-5, 1e-6));
 }
 
 TEST(Mlf, MetadataMatchesTheFixtureManifestAndRuntimeTreesAreSkipped) {
-  const std::string dir = MlfDir();
+  const std::string dir = testing::MlfFixturesDir();
   if (dir.empty()) GTEST_SKIP() << "no MLF fixtures";
   std::ifstream in(dir + "/meta.json");
   const auto manifest = nlohmann::json::parse(in);
