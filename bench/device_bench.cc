@@ -11,6 +11,7 @@
 
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
+#include "hetrt/module.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
 
@@ -75,6 +76,53 @@ BENCHMARK(BM_VulkanHostToDevice)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes
 BENCHMARK(BM_VulkanDeviceToHost)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
 BENCHMARK(BM_VulkanHostToDeviceStaged)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
 BENCHMARK(BM_VulkanDeviceToHostStaged)->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes)->UseRealTime();
+
+// One Vulkan kernel of hetrt's set launched as TVM host code launches it, 32
+// times into one batch, then the stream synchronized: the time per dispatch.
+// Arg 0: relu over 4096 floats (dispatch cost); 1: dense 16x256 by 256x256.
+void BM_VulkanDispatch(benchmark::State& state) {
+  const DLDevice vk{kDLVulkan, 0};
+  auto plugin = PluginRegistry::Global().ForDevice(vk);
+  if (!plugin.ok()) return state.SkipWithError(plugin.status().message().c_str());
+  auto module = kernels::LoadVulkanModule(PluginRegistry::Global());
+  if (!module.ok()) return state.SkipWithError(module.status().message().c_str());
+  const bool dense = state.range(0) == 1;
+  auto fn = (*module)->GetFunction(dense ? "hetrt_vk_dense_kernel" : "hetrt_vk_relu_kernel");
+  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
+  if (!fn.ok() || *fn == nullptr || set_device == nullptr) return state.SkipWithError("kernel or __tvm_set_device missing");
+  hetrt_value_t dev[2] = {{.v_int64 = kDLVulkan}, {.v_int64 = 0}};
+  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
+  if (!CallPackedFunc(*set_device, dev, dev_codes, 2).ok()) return state.SkipWithError("__tvm_set_device failed");
+  std::vector<Tensor> buffers;
+  for (int64_t n : dense ? std::vector<int64_t>{16 * 256, 256 * 256, 256, 16 * 256} : std::vector<int64_t>{4096, 4096}) {
+    auto t = Tensor::Empty({n}, {kDLFloat, 32, 1}, (*plugin)->DeviceAllocator(vk));
+    if (!t.ok()) return state.SkipWithError(t.status().message().c_str());
+    buffers.push_back(std::move(t).value());
+  }
+  std::vector<hetrt_value_t> args;
+  for (Tensor& t : buffers) args.push_back({.v_handle = t.data()});
+  const std::vector<int64_t> sizes = dense ? std::vector<int64_t>{16, 256, 256} : std::vector<int64_t>{4096};
+  for (int64_t v : sizes) args.push_back({.v_int64 = v});
+  const int64_t work = dense ? 16 * 256 : 4096;
+  args.push_back({.v_int64 = (work + 63) / 64});
+  args.push_back({.v_int64 = 64});
+  std::vector<int32_t> codes(args.size(), HETRT_TYPE_INT);
+  std::fill_n(codes.begin(), buffers.size(), HETRT_TYPE_HANDLE);
+  constexpr int kBatch = 32;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) {
+      Status s = CallPackedFunc(**fn, args.data(), codes.data(), static_cast<int32_t>(args.size()));
+      if (!s.ok()) return state.SkipWithError(s.message().c_str());
+    }
+    auto sync = AbiArgs<hetrt_stream_args_t>();
+    sync.self = (*plugin)->instance();
+    sync.device = vk;
+    if (Status s = (*plugin)->Consume((*plugin)->device_api()->stream_synchronize(&sync)); !s.ok())
+      return state.SkipWithError(s.message().c_str());
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);  // dispatches per second
+}
+BENCHMARK(BM_VulkanDispatch)->Arg(0)->Arg(1)->UseRealTime();
 
 // Per-node time counters ("<node>@<device>_us") of profiled runs.
 void ProfileNodes(benchmark::State& state, GraphExecutor& ex) {
