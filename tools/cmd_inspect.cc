@@ -77,9 +77,14 @@ void PrintGraphSummary(const GraphExecutorFactoryModule& factory) {
   }
   for (size_t sid = 0; sid < sid_bytes.size(); ++sid) per_device[sid_device[sid]].second += sid_bytes[sid];
   std::printf("devices%s:\n", g.device_types.empty() ? " (no device_index: all on the first device)" : "");
-  for (const auto& [dev, v] : per_device)
-    std::printf("  %s: %d entries, %llu bytes of storage\n", DeviceTypeName(dev).c_str(), v.first,
-                static_cast<unsigned long long>(v.second));
+  for (const auto& [dev, v] : per_device) {
+    // A model is inspected where it may not run: say why a device is missing.
+    auto plugin = dev == kDLCPU ? Result<Plugin*>(nullptr)
+                                : PluginRegistry::Global().ForDevice({static_cast<DLDeviceType>(dev), 0});
+    std::printf("  %s: %d entries, %llu bytes of storage%s\n", DeviceTypeName(dev).c_str(), v.first,
+                static_cast<unsigned long long>(v.second),
+                plugin.ok() ? "" : ("; not available here: " + plugin.status().message()).c_str());
+  }
   std::printf("ops:\n");
   for (const auto& [name, count] : kernels) std::printf("  %s x%d\n", name.c_str(), count);
 }

@@ -1,0 +1,840 @@
+#include "cuda_device.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+// An event: a CUevent of the device it was last recorded on (re-created when
+// recorded on another device: events belong to a context).
+struct hetrt_event {
+  hetrt::cuda::Device* device = nullptr;
+  CUevent event = nullptr;
+  bool timing = false;
+  bool recorded = false;
+};
+
+namespace hetrt::cuda {
+namespace {
+
+// ---- Thread-local current device and streams, one entry per instance. ----
+// Serial 0 marks a free entry; entries of destroyed instances are reclaimed
+// when a thread's table fills up.
+
+constexpr int kMaxCurrentDevices = 32;  // devices per instance with a current stream
+constexpr int kThreadEntries = 8;       // instances per thread with a current device/stream
+struct ThreadCurrent {
+  uint64_t serial = 0;
+  int device = 0;
+  std::array<hetrt_stream*, kMaxCurrentDevices> streams{};
+};
+thread_local ThreadCurrent t_current[kThreadEntries];
+
+std::mutex& LiveMutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<uint64_t>& Live() {
+  static std::unordered_set<uint64_t> live;
+  return live;
+}
+
+ThreadCurrent* FindCurrent(uint64_t serial) {
+  for (ThreadCurrent& c : t_current)
+    if (c.serial == serial) return &c;
+  return nullptr;
+}
+
+ThreadCurrent* ClaimCurrent(uint64_t serial) {
+  if (ThreadCurrent* c = FindCurrent(serial)) return c;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (ThreadCurrent* free = FindCurrent(0)) {
+      *free = ThreadCurrent{};
+      free->serial = serial;
+      return free;
+    }
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    for (ThreadCurrent& c : t_current)
+      if (!Live().count(c.serial)) c.serial = 0;
+  }
+  return nullptr;
+}
+
+hetrt_error_t* ThreadTableFull() {
+  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "this thread has a current CUDA device or stream in " +
+                                                        std::to_string(kThreadEntries) +
+                                                        " live plugin instances already");
+}
+
+// ---- Helpers ----
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+hetrt_error_t* CheckDevice(hetrt_instance* inst, DLDevice device, Device** out) {
+  if (device.device_type != kDLCUDA)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not a CUDA device (type " + std::to_string(device.device_type) + ")");
+  Device* d = inst->at(device.device_id);
+  if (d == nullptr) {
+    const int n = inst->count();
+    return MakeError(HETRT_STATUS_NOT_FOUND, "no CUDA device " + std::to_string(device.device_id) + " (" +
+                                                 (n ? std::to_string(n) + " found" : inst->unavailable_reason()) + ")");
+  }
+  *out = d;
+  return nullptr;
+}
+
+// The device, made current on this thread.
+hetrt_error_t* ActiveDevice(hetrt_instance* inst, DLDevice device, Device** out) {
+  if (hetrt_error_t* e = CheckDevice(inst, device, out)) return e;
+  return inst->Activate(*out);
+}
+
+// The CUstream of `stream` on `d` (NULL: d's default stream).
+hetrt_error_t* StreamOf(Device* d, hetrt_stream* stream, CUstream* out) {
+  if (stream != nullptr && stream->device != d)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the stream belongs to cuda:" + std::to_string(stream->device->id) +
+                                                        ", not cuda:" + std::to_string(d->id));
+  *out = stream ? stream->stream : d->stream;
+  return nullptr;
+}
+
+void CountAllocation(Device* d, uint64_t nbytes) {
+  const uint64_t now = d->bytes_in_use.fetch_add(nbytes) + nbytes;
+  d->num_allocations.fetch_add(1);
+  uint64_t peak = d->peak_bytes.load();
+  while (now > peak && !d->peak_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void CountFree(Device* d, uint64_t nbytes) {
+  d->bytes_in_use.fetch_sub(nbytes);
+  d->num_allocations.fetch_sub(1);
+}
+
+// ---- Device table ----
+
+hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
+  if (args->device_type != kDLCUDA)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA plugin serves device type 2 (cuda) only");
+  args->count = args->self->count();
+  args->unavailable_reason = args->count == 0 ? args->self->unavailable_reason().c_str() : nullptr;
+  return nullptr;
+}
+
+hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  switch (args->attribute) {
+    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->compute_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->integrated && d->can_map_host; return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = d->max_threads_per_block; return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->warp_size; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = d->shared_per_block; return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->multiprocessors; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = d->clock_khz; return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->async_engines > 0; return nullptr;
+    default:
+      return MakeError(HETRT_STATUS_NOT_FOUND,
+                       "the CUDA plugin does not know device attribute " + std::to_string(static_cast<int>(args->attribute)));
+  }
+}
+
+hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  args->bytes_in_use = d->bytes_in_use.load();
+  args->peak_bytes_in_use = d->peak_bytes.load();
+  args->bytes_limit = d->total_memory;
+  args->num_allocations = d->num_allocations.load();
+  return nullptr;
+}
+
+hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
+  const Driver* cu = inst->driver();
+  // The driver refuses empty allocations; one byte keeps every tensor addressable.
+  const size_t size = args->nbytes ? static_cast<size_t>(args->nbytes) : 1;
+  const std::string what = "allocating " + std::to_string(args->nbytes) + " bytes";
+  Allocation a{args->nbytes, d->id, args->kind, nullptr};
+  void* data = nullptr;
+  switch (args->kind) {
+    case HETRT_MEMORY_DEVICE: {
+      CUdeviceptr ptr = 0;
+      if (CUresult r = cu->cuMemAlloc(&ptr, size)) return inst->Error(d, what + " (cuMemAlloc)", r);
+      data = reinterpret_cast<void*>(ptr);
+      break;
+    }
+    case HETRT_MEMORY_HOST_PINNED:
+      if (CUresult r = cu->cuMemHostAlloc(&a.host, size, CU_MEMHOSTALLOC_PORTABLE))
+        return inst->Error(d, what + " of pinned host memory (cuMemHostAlloc)", r);
+      data = a.host;
+      break;
+    case HETRT_MEMORY_HOST_VISIBLE: {
+      if (!d->integrated || !d->can_map_host)
+        return MakeError(HETRT_STATUS_UNIMPLEMENTED, "HOST_VISIBLE memory needs an integrated GPU that maps host memory; " +
+                                                         d->display_name + " is a discrete GPU");
+      if (CUresult r = cu->cuMemHostAlloc(&a.host, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))
+        return inst->Error(d, what + " of mapped host memory (cuMemHostAlloc)", r);
+      CUdeviceptr ptr = 0;
+      if (CUresult r = cu->cuMemHostGetDevicePointer(&ptr, a.host, 0)) {
+        cu->cuMemFreeHost(a.host);
+        return inst->Error(d, "cuMemHostGetDevicePointer", r);
+      }
+      data = reinterpret_cast<void*>(ptr);
+      break;
+    }
+    default:
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
+  }
+  if (args->alignment > 1 && reinterpret_cast<uintptr_t>(data) % args->alignment != 0) {
+    // The driver aligns to at least 256 bytes; a larger demand cannot be met.
+    if (args->kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+    else cu->cuMemFreeHost(a.host);
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA driver returned memory not aligned to " +
+                                                        std::to_string(args->alignment) + " bytes");
+  }
+  try {
+    std::lock_guard<std::mutex> lock(inst->allocations_mutex);
+    inst->allocations[reinterpret_cast<uintptr_t>(data)] = a;
+  } catch (...) {
+    if (args->kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+    else cu->cuMemFreeHost(a.host);
+    throw;
+  }
+  CountAllocation(d, args->nbytes);
+  args->data = data;
+  args->host_pointer = a.host;
+  return nullptr;
+}
+
+hetrt_error_t* Free(hetrt_free_args_t* args) {
+  hetrt_instance* inst = args->self;
+  if (args->data == nullptr) return nullptr;
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> lock(inst->allocations_mutex);
+    auto it = inst->allocations.find(reinterpret_cast<uintptr_t>(args->data));
+    if (it == inst->allocations.end() || it->second.kind != args->kind)
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not memory of kind " + std::to_string(args->kind) +
+                                                          " that this CUDA instance allocated");
+    a = it->second;
+    inst->allocations.erase(it);
+  }
+  Device* d = inst->at(a.device_id);
+  CountFree(d, a.nbytes);
+  if (hetrt_error_t* e = inst->Activate(d)) return e;
+  const Driver* cu = inst->driver();
+  // cuMemFree waits for work using the memory; nothing else is needed.
+  const CUresult r = a.kind == HETRT_MEMORY_DEVICE ? cu->cuMemFree(reinterpret_cast<CUdeviceptr>(args->data))
+                                                   : cu->cuMemFreeHost(a.host);
+  return r == CUDA_SUCCESS ? nullptr : inst->Error(d, "freeing memory", r);
+}
+
+hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
+  hetrt_instance* inst = args->self;
+  auto ours = [&](DLDevice x) { return x.device_type == kDLCUDA && inst->at(x.device_id) != nullptr; };
+  auto host = [](DLDevice x) { return x.device_type == kDLCPU; };
+  const DLDevice s = args->src_device, t = args->dst_device;
+  args->can_copy = (ours(s) && (ours(t) || host(t))) || (host(s) && ours(t));
+  return nullptr;
+}
+
+// One side of a copy: host bytes (a CPU pointer, or this instance's pinned
+// memory even when labelled with a CUDA device) or device memory of `device`.
+struct Side {
+  uintptr_t address = 0;
+  Device* device = nullptr;  // NULL: host memory
+};
+
+hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr, uint64_t offset, uint64_t nbytes,
+                           const char* which, Side* out) {
+  if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
+  out->address = reinterpret_cast<uintptr_t>(ptr) + offset;
+  if (label.device_type == kDLCPU) return nullptr;
+  if (label.device_type != kDLCUDA)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither a CUDA nor a CPU device");
+  if (hetrt_error_t* e = CheckDevice(inst, label, &out->device)) return e;
+  std::lock_guard<std::mutex> lock(inst->allocations_mutex);
+  auto it = inst->allocations.upper_bound(reinterpret_cast<uintptr_t>(ptr));
+  if (it == inst->allocations.begin()) return nullptr;  // not ours (workspace, another allocator): the driver checks
+  --it;
+  const uintptr_t base = it->first;
+  const Allocation& a = it->second;
+  const uint64_t start = reinterpret_cast<uintptr_t>(ptr) - base;
+  if (start > a.nbytes) return nullptr;  // past that allocation: not ours
+  if (offset > a.nbytes - start || nbytes > a.nbytes - start - offset)
+    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(start + offset) +
+                                                    ", +" + std::to_string(nbytes) + ") exceeds the " +
+                                                    std::to_string(a.nbytes) + "-byte buffer");
+  if (a.kind == HETRT_MEMORY_HOST_PINNED) out->device = nullptr;
+  else out->device = inst->at(a.device_id);
+  return nullptr;
+}
+
+// Lets two devices reach each other's memory directly where they can (NVLink,
+// PCIe P2P); elsewhere cuMemcpyPeerAsync stages through host memory itself.
+hetrt_error_t* EnablePeers(hetrt_instance* inst, Device* a, Device* b) {
+  std::lock_guard<std::mutex> lock(inst->peers_mutex);
+  if (inst->peers.count({a->id, b->id})) return nullptr;
+  const Driver* cu = inst->driver();
+  for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    int can = 0;
+    if (cu->cuDeviceCanAccessPeer(&can, from->handle, to->handle) != CUDA_SUCCESS || !can) continue;
+    if (hetrt_error_t* e = inst->Activate(to)) return e;
+    if (hetrt_error_t* e = inst->Activate(from)) return e;
+    const CUresult r = cu->cuCtxEnablePeerAccess(to->context, 0);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+      return inst->Error(from, "enabling peer access to cuda:" + std::to_string(to->id), r);
+  }
+  inst->peers[{a->id, b->id}] = inst->peers[{b->id, a->id}] = true;
+  return nullptr;
+}
+
+hetrt_error_t* Copy(hetrt_copy_args_t* a) {
+  hetrt_instance* inst = a->self;
+  Side src, dst;
+  if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
+  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst)) return e;
+  Device* d = src.device ? src.device : dst.device;
+  if (d == nullptr) {
+    if (a->src_device.device_type != kDLCUDA && a->dst_device.device_type != kDLCUDA)
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is a CUDA device");
+    d = inst->at((a->src_device.device_type == kDLCUDA ? a->src_device : a->dst_device).device_id);  // pinned both sides
+  }
+  CUstream stream = nullptr;
+  if (hetrt_error_t* e = StreamOf(d, a->stream, &stream)) return e;
+  if (src.device && dst.device && src.device != dst.device)
+    if (hetrt_error_t* e = EnablePeers(inst, src.device, dst.device)) return e;
+  if (hetrt_error_t* e = inst->Activate(d)) return e;
+  const Driver* cu = inst->driver();
+  if (a->nbytes > 0) {
+    // With unified addressing the driver tells host from device memory itself.
+    const CUresult r =
+        src.device && dst.device && src.device != dst.device
+            ? cu->cuMemcpyPeerAsync(dst.address, dst.device->context, src.address, src.device->context, a->nbytes, stream)
+            : cu->cuMemcpyAsync(dst.address, src.address, a->nbytes, stream);
+    if (r != CUDA_SUCCESS) return inst->Error(d, "copying " + std::to_string(a->nbytes) + " bytes", r);
+  }
+  if (a->flags & HETRT_COPY_BLOCKING)
+    if (CUresult r = cu->cuStreamSynchronize(stream)) return inst->Error(d, "cuStreamSynchronize after a copy", r);
+  return nullptr;
+}
+
+// ---- Streams ----
+
+hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
+  // A COPY stream is another stream: the driver puts copies on copy engines itself.
+  auto stream = std::make_unique<hetrt_stream>();
+  if (CUresult r = args->self->driver()->cuStreamCreate(&stream->stream, CU_STREAM_NON_BLOCKING))
+    return args->self->Error(d, "cuStreamCreate", r);
+  stream->device = d;
+  args->stream = stream.release();
+  return nullptr;
+}
+
+hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+  hetrt_instance* inst = args->self;
+  hetrt_stream* stream = args->stream;
+  if (stream == nullptr) return nullptr;  // the default stream belongs to the device
+  // Forget it as this thread's current stream (other threads must reset theirs).
+  for (ThreadCurrent& c : t_current)
+    for (hetrt_stream*& s : c.streams)
+      if (s == stream) s = nullptr;
+  Device* d = stream->device;
+  if (hetrt_error_t* e = inst->Activate(d)) return e;
+  const Driver* cu = inst->driver();
+  const CUresult finished = cu->cuStreamSynchronize(stream->stream);
+  {  // Its work done, workspace last freed on it is free for any stream.
+    std::lock_guard<std::mutex> lock(d->workspace.mutex);
+    for (auto& [ptr, block] : d->workspace.blocks)
+      if (block->freed_on == stream->stream) block->freed_on = nullptr;
+  }
+  const CUresult destroyed = cu->cuStreamDestroy(stream->stream);
+  delete stream;
+  if (finished != CUDA_SUCCESS) return inst->Error(d, "work on a destroyed stream failed", finished);
+  return destroyed == CUDA_SUCCESS ? nullptr : inst->Error(d, "cuStreamDestroy", destroyed);
+}
+
+hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
+  CUstream stream = nullptr;
+  if (hetrt_error_t* e = StreamOf(d, args->stream, &stream)) return e;
+  const CUresult r = args->self->driver()->cuStreamSynchronize(stream);
+  return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "work on the stream failed", r);
+}
+
+hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
+  CUstream stream = nullptr;
+  if (hetrt_error_t* e = StreamOf(d, args->stream, &stream)) return e;
+  hetrt_event* event = args->event;
+  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  if (!event->recorded) return nullptr;  // never recorded: complete
+  // CUDA orders streams on events of any device of the process.
+  const CUresult r = args->self->driver()->cuStreamWaitEvent(stream, event->event, 0);
+  return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "cuStreamWaitEvent", r);
+}
+
+hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+  const hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  CUstream unused = nullptr;
+  if (hetrt_error_t* e = StreamOf(d, args->stream, &unused)) return e;
+  if (d->id >= kMaxCurrentDevices)
+    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "a current stream is kept for CUDA devices 0.." +
+                                                     std::to_string(kMaxCurrentDevices - 1) + " only");
+  ThreadCurrent* c = args->stream ? ClaimCurrent(inst->serial) : FindCurrent(inst->serial);
+  if (c == nullptr && args->stream) return ThreadTableFull();
+  args->previous = c ? c->streams[static_cast<size_t>(d->id)] : nullptr;
+  if (c) c->streams[static_cast<size_t>(d->id)] = args->stream;
+  return nullptr;
+}
+
+hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  args->stream = CurrentStream(args->self, d->id);
+  return nullptr;
+}
+
+// ---- Events ----
+
+hetrt_error_t* CreateCuEvent(hetrt_instance* inst, Device* d, bool timing, CUevent* out) {
+  if (hetrt_error_t* e = inst->Activate(d)) return e;
+  const CUresult r = inst->driver()->cuEventCreate(out, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING);
+  return r == CUDA_SUCCESS ? nullptr : inst->Error(d, "cuEventCreate", r);
+}
+
+hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  auto event = std::make_unique<hetrt_event>();
+  event->device = d;
+  event->timing = args->flags & HETRT_EVENT_TIMING;
+  if (hetrt_error_t* e = CreateCuEvent(args->self, d, event->timing, &event->event)) return e;
+  args->event = event.release();
+  return nullptr;
+}
+
+hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+  hetrt_event* e = args->event;
+  if (e == nullptr) return nullptr;
+  CUresult r = CUDA_SUCCESS;
+  if (e->event) {
+    if (hetrt_error_t* err = args->self->Activate(e->device)) delete err;  // destroying needs no context, but be safe
+    r = args->self->driver()->cuEventDestroy(e->event);
+  }
+  Device* d = e->device;
+  delete e;
+  return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "cuEventDestroy", r);
+}
+
+hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
+  hetrt_event* event = args->event;
+  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  CUstream stream = nullptr;
+  if (hetrt_error_t* e = StreamOf(d, args->stream, &stream)) return e;
+  const Driver* cu = inst->driver();
+  if (event->device != d) {  // events belong to their device's context: make it anew there
+    if (hetrt_error_t* e = inst->Activate(event->device)) return e;
+    cu->cuEventDestroy(event->event);
+    event->event = nullptr;
+    event->recorded = false;
+    event->device = d;
+    if (hetrt_error_t* e = CreateCuEvent(inst, d, event->timing, &event->event)) return e;
+  }
+  if (CUresult r = cu->cuEventRecord(event->event, stream)) return inst->Error(d, "cuEventRecord", r);
+  event->recorded = true;
+  return nullptr;
+}
+
+hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+  hetrt_event* e = args->event;
+  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  args->complete = 1;
+  if (!e->recorded) return nullptr;
+  const CUresult r = args->self->driver()->cuEventQuery(e->event);
+  if (r == CUDA_ERROR_NOT_READY) {
+    args->complete = 0;
+    return nullptr;
+  }
+  return r == CUDA_SUCCESS ? nullptr : args->self->Error(e->device, "work before the event failed", r);
+}
+
+hetrt_error_t* SynchronizeEvent(hetrt_instance* inst, hetrt_event* e) {
+  if (!e->recorded) return nullptr;
+  const CUresult r = inst->driver()->cuEventSynchronize(e->event);
+  return r == CUDA_SUCCESS ? nullptr : inst->Error(e->device, "work before the event failed", r);
+}
+
+hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+  if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  args->complete = 1;
+  return SynchronizeEvent(args->self, args->event);
+}
+
+hetrt_error_t* CheckTimingEvent(const hetrt_event* e, const char* call) {
+  if (e == nullptr || !e->recorded)
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, std::string(call) + " needs recorded events");
+  if (!e->timing)
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, std::string(call) + " needs events created with HETRT_EVENT_TIMING");
+  return nullptr;
+}
+
+hetrt_error_t* ElapsedMs(hetrt_instance* inst, Device* d, CUevent start, CUevent end, double* ms) {
+  float elapsed = 0;
+  if (CUresult r = inst->driver()->cuEventElapsedTime(&elapsed, start, end)) return inst->Error(d, "cuEventElapsedTime", r);
+  *ms = elapsed;
+  return nullptr;
+}
+
+hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
+  hetrt_instance* inst = args->self;
+  if (hetrt_error_t* e = CheckTimingEvent(args->start, "event_elapsed_ms")) return e;
+  if (hetrt_error_t* e = CheckTimingEvent(args->end, "event_elapsed_ms")) return e;
+  if (args->start->device != args->end->device)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "event_elapsed_ms needs two events of one CUDA device");
+  if (hetrt_error_t* e = SynchronizeEvent(inst, args->start)) return e;
+  if (hetrt_error_t* e = SynchronizeEvent(inst, args->end)) return e;
+  return ElapsedMs(inst, args->start->device, args->start->event, args->end->event, &args->milliseconds);
+}
+
+// The device clock. CUDA has no absolute event times, only elapsed times
+// between events, so the device clock is defined by an anchor event: its
+// device time is the host time at which it completed (the middle of the
+// window in which that happened), and every later time adds the elapsed time
+// since. Elapsed times are float milliseconds, so the anchor is renewed every
+// few seconds (chained: the new anchor's time adds the elapsed time since the
+// old one) to keep sub-microsecond resolution.
+constexpr uint64_t kAnchorLifetimeNs = 4'000'000'000ULL;
+
+// Records `event` on d's clock stream and waits for it; [*before, *after] is
+// the host window in which it completed.
+hetrt_error_t* StampClock(hetrt_instance* inst, Device* d, CUevent event, uint64_t* before, uint64_t* after) {
+  const Driver* cu = inst->driver();
+  *before = MonotonicNs();
+  if (CUresult r = cu->cuEventRecord(event, d->clock_stream)) return inst->Error(d, "cuEventRecord (clock)", r);
+  if (CUresult r = cu->cuEventSynchronize(event)) return inst->Error(d, "cuEventSynchronize (clock)", r);
+  *after = MonotonicNs();
+  return nullptr;
+}
+
+// Device time of a completed timing event, relative to d's anchor (made on first use).
+hetrt_error_t* DeviceNs(hetrt_instance* inst, Device* d, CUevent event, int64_t* out) {
+  if (d->anchor == nullptr) {
+    if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &d->anchor)) return e;
+    uint64_t before = 0, after = 0;
+    if (hetrt_error_t* e = StampClock(inst, d, d->anchor, &before, &after)) return e;
+    d->anchor_ns = static_cast<int64_t>(before + (after - before) / 2);
+    d->anchor_taken_at = after;
+  }
+  double ms = 0;
+  if (hetrt_error_t* e = ElapsedMs(inst, d, d->anchor, event, &ms)) return e;
+  *out = d->anchor_ns + std::llround(ms * 1e6);
+  return nullptr;
+}
+
+hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
+  hetrt_instance* inst = args->self;
+  hetrt_event* e = args->event;
+  if (hetrt_error_t* err = CheckTimingEvent(e, "event_timestamp")) return err;
+  if (hetrt_error_t* err = SynchronizeEvent(inst, e)) return err;
+  Device* d = e->device;
+  std::lock_guard<std::mutex> lock(d->clock_mutex);
+  if (hetrt_error_t* err = inst->Activate(d)) return err;
+  int64_t ns = 0;
+  if (hetrt_error_t* err = DeviceNs(inst, d, e->event, &ns)) return err;
+  args->device_ns = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
+  return nullptr;
+}
+
+// The tightest of a few samples: a marker event on the idle clock stream
+// completes between the host readings around its record and its wait.
+hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
+  std::lock_guard<std::mutex> lock(d->clock_mutex);
+  CUevent sample = nullptr;
+  if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &sample)) return e;
+  hetrt_error_t* error = nullptr;
+  uint64_t best_window = UINT64_MAX;
+  for (int i = 0; i < 5 && error == nullptr; ++i) {
+    uint64_t before = 0, after = 0;
+    int64_t device_ns = 0;
+    error = StampClock(inst, d, sample, &before, &after);
+    if (error == nullptr) error = DeviceNs(inst, d, sample, &device_ns);
+    if (error == nullptr && after - before < best_window) {
+      best_window = after - before;
+      args->host_ns = before + (after - before) / 2;
+      args->device_ns = static_cast<uint64_t>(std::max<int64_t>(device_ns, 0));
+      args->uncertainty_ns = (after - before + 1) / 2;
+    }
+  }
+  // Renew an old anchor: this sample becomes it, its time chained from the old one.
+  if (error == nullptr && MonotonicNs() - d->anchor_taken_at > kAnchorLifetimeNs) {
+    int64_t ns = 0;
+    error = DeviceNs(inst, d, sample, &ns);
+    if (error == nullptr) {
+      std::swap(d->anchor, sample);
+      d->anchor_ns = ns;
+      d->anchor_taken_at = MonotonicNs();
+    }
+  }
+  inst->driver()->cuEventDestroy(sample);
+  return error;
+}
+
+// ---- Workspace pool ----
+
+// Power-of-two size classes, at least 256 bytes; 64 means too large.
+int SizeClass(uint64_t nbytes) { return nbytes <= 256 ? 8 : 64 - __builtin_clzll(nbytes - 1); }
+
+hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
+  const int c = SizeClass(args->nbytes);
+  if (c >= 64) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "CUDA workspace of " + std::to_string(args->nbytes) + " bytes");
+  WorkspacePool& pool = d->workspace;
+  const CUstream stream = LaunchStream(inst, d);
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto& list = pool.free_lists[static_cast<size_t>(c)];
+    for (size_t k = list.size(); k-- > 0;) {
+      // Freed on another live stream: its kernel may still be using it.
+      if (list[k]->freed_on != stream && list[k]->freed_on != nullptr) continue;
+      args->data = reinterpret_cast<void*>(list[k]->ptr);
+      list[k] = list.back();
+      list.pop_back();
+      return nullptr;
+    }
+  }
+  if (hetrt_error_t* e = inst->Activate(d)) return e;
+  auto block = std::make_unique<WorkspaceBlock>();
+  block->size_class = c;
+  if (CUresult r = inst->driver()->cuMemAlloc(&block->ptr, size_t{1} << c))
+    return inst->Error(d, "allocating " + std::to_string(size_t{1} << c) + " bytes of workspace", r);
+  const CUdeviceptr ptr = block->ptr;
+  try {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.blocks.emplace(ptr, std::move(block));
+  } catch (...) {
+    inst->driver()->cuMemFree(ptr);
+    throw;
+  }
+  args->data = reinterpret_cast<void*>(ptr);
+  return nullptr;
+}
+
+hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
+  hetrt_instance* inst = args->self;
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
+  if (args->data == nullptr) return nullptr;
+  const CUstream stream = LaunchStream(inst, d);
+  std::lock_guard<std::mutex> lock(d->workspace.mutex);
+  auto it = d->workspace.blocks.find(reinterpret_cast<CUdeviceptr>(args->data));
+  if (it == d->workspace.blocks.end())
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not a CUDA workspace buffer of cuda:" + std::to_string(d->id));
+  it->second->freed_on = stream;
+  d->workspace.free_lists[static_cast<size_t>(it->second->size_class)].push_back(it->second.get());
+  return nullptr;
+}
+
+hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
+  Device* d = nullptr;
+  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  ThreadCurrent* c = d->id == 0 ? FindCurrent(args->self->serial) : ClaimCurrent(args->self->serial);
+  if (c == nullptr && d->id != 0) return ThreadTableFull();
+  if (c) c->device = d->id;
+  return nullptr;
+}
+
+}  // namespace
+
+int CurrentDevice(const hetrt_instance* inst) {
+  const ThreadCurrent* c = FindCurrent(inst->serial);
+  return c ? c->device : 0;
+}
+
+hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
+  const ThreadCurrent* c = FindCurrent(inst->serial);
+  return c && device_id >= 0 && device_id < kMaxCurrentDevices ? c->streams[static_cast<size_t>(device_id)] : nullptr;
+}
+
+uint64_t RegisterInstance() {
+  static std::atomic<uint64_t> next{1};
+  const uint64_t serial = next.fetch_add(1);
+  std::lock_guard<std::mutex> lock(LiveMutex());
+  Live().insert(serial);
+  return serial;
+}
+
+void UnregisterInstance(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(LiveMutex());
+  Live().erase(serial);
+}
+
+const hetrt_device_api_t kDeviceApi = {
+    sizeof(hetrt_device_api_t),
+    Entry<DeviceCount>::Call,
+    Entry<DeviceAttribute>::Call,
+    Entry<MemoryStats>::Call,
+    Entry<Allocate>::Call,
+    Entry<Free>::Call,
+    Entry<CanCopy>::Call,
+    Entry<Copy>::Call,
+    Entry<StreamCreate>::Call,
+    Entry<StreamDestroy>::Call,
+    Entry<StreamSynchronize>::Call,
+    Entry<StreamWaitEvent>::Call,
+    Entry<StreamSetCurrent>::Call,
+    Entry<StreamGetCurrent>::Call,
+    Entry<EventCreate>::Call,
+    Entry<EventDestroy>::Call,
+    Entry<EventRecord>::Call,
+    Entry<EventQuery>::Call,
+    Entry<EventSynchronize>::Call,
+    Entry<EventElapsed>::Call,
+    Entry<EventTimestamp>::Call,
+    Entry<DeviceClock>::Call,
+    Entry<WorkspaceAlloc>::Call,
+    Entry<WorkspaceFree>::Call,
+    Entry<SetDevice>::Call,
+};
+
+}  // namespace hetrt::cuda
+
+// ---- Instance: discovery, contexts and teardown ----
+
+int hetrt_instance::count() {
+  std::call_once(discovered_, [this] { Discover(); });
+  return static_cast<int>(devices_.size());
+}
+
+void hetrt_instance::Discover() {
+  using namespace hetrt::cuda;
+  const DriverProbe probe = ProbeDriver(DefaultDriverLibrary());
+  if (probe.driver == nullptr) {
+    reason_ = probe.reason;
+    return;
+  }
+  driver_ = probe.driver;
+  const Driver* cu = driver_;
+  for (int i = 0; i < probe.device_count; ++i) {
+    auto d = std::make_unique<Device>();
+    d->id = i;
+    if (CUresult r = cu->cuDeviceGet(&d->handle, i)) {
+      reason_ = "cuDeviceGet(" + std::to_string(i) + ") failed: " + ResultText(cu, r);
+      break;  // devices keep dense ids
+    }
+    char name[256] = {};
+    cu->cuDeviceGetName(name, sizeof name - 1, d->handle);
+    d->name = name;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      return cu->cuDeviceGetAttribute(&v, a, d->handle) == CUDA_SUCCESS ? v : 0;
+    };
+    d->compute_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    d->compute_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    d->multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    d->max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    d->warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    d->shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    d->shared_per_block_optin = std::max(d->shared_per_block, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    d->clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    d->async_engines = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
+    d->integrated = attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0;
+    d->can_map_host = attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) != 0;
+    size_t total = 0;
+    if (cu->cuDeviceTotalMem(&total, d->handle) == CUDA_SUCCESS) d->total_memory = total;
+    d->compute_version = std::to_string(d->compute_major) + "." + std::to_string(d->compute_minor);
+    d->driver_version = VersionString(cu->version);
+    d->display_name = d->name + ", compute " + d->compute_version + ", " + std::to_string(d->multiprocessors) +
+                      " SMs, driver " + VersionString(cu->version);
+    devices_.push_back(std::move(d));
+  }
+}
+
+hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
+  const hetrt::cuda::Driver* cu = driver_;
+  if (!d->context_ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(d->context_mutex);
+    if (!d->context_ready.load(std::memory_order_relaxed)) {
+      if (CUresult r = cu->cuDevicePrimaryCtxRetain(&d->context, d->handle)) return Error(d, "retaining the primary context", r);
+      CUresult r = cu->cuCtxSetCurrent(d->context);
+      if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
+      if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->clock_stream, CU_STREAM_NON_BLOCKING);
+      if (r != CUDA_SUCCESS) {
+        if (d->stream) cu->cuStreamDestroy(d->stream);
+        d->stream = nullptr;
+        cu->cuDevicePrimaryCtxRelease(d->handle);
+        return Error(d, "setting up the primary context", r);
+      }
+      d->context_ready.store(true, std::memory_order_release);
+      return nullptr;
+    }
+  }
+  CUcontext current = nullptr;
+  if (cu->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == d->context) return nullptr;
+  const CUresult r = cu->cuCtxSetCurrent(d->context);
+  return r == CUDA_SUCCESS ? nullptr : Error(d, "cuCtxSetCurrent", r);
+}
+
+hetrt_error_t* hetrt_instance::Error(const hetrt::cuda::Device* d, const std::string& what, CUresult result) const {
+  const hetrt_status_code_t code = result == CUDA_ERROR_OUT_OF_MEMORY ? HETRT_STATUS_RESOURCE_EXHAUSTED : HETRT_STATUS_INTERNAL;
+  return hetrt::cuda::MakeError(code, "cuda:" + std::to_string(d ? d->id : -1) + (d ? " (" + d->name + ")" : "") + ": " +
+                                          what + ": " + hetrt::cuda::ResultText(driver_, result));
+}
+
+void hetrt_instance::ReportError(const std::string& message) const noexcept {
+  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message.c_str());
+}
+
+// Reclaims what the core left (memory, workspace), then the streams and the
+// primary contexts.
+hetrt_instance::~hetrt_instance() {
+  using namespace hetrt::cuda;
+  const Driver* cu = driver_;
+  for (auto& [address, a] : allocations) {
+    if (hetrt_error_t* e = Activate(devices_[static_cast<size_t>(a.device_id)].get())) {
+      delete e;  // leaks the memory rather than touch a context that is gone
+      continue;
+    }
+    if (a.kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(static_cast<CUdeviceptr>(address));
+    else cu->cuMemFreeHost(a.host);
+  }
+  for (auto& d : devices_) {
+    if (!d->context_ready.load()) continue;
+    if (hetrt_error_t* e = Activate(d.get())) {
+      delete e;
+      continue;
+    }
+    cu->cuStreamSynchronize(d->stream);
+    for (auto& [ptr, block] : d->workspace.blocks) cu->cuMemFree(ptr);
+    if (d->anchor) cu->cuEventDestroy(d->anchor);
+    cu->cuStreamDestroy(d->clock_stream);
+    cu->cuStreamDestroy(d->stream);
+    cu->cuDevicePrimaryCtxRelease(d->handle);
+  }
+  UnregisterInstance(serial);
+}
