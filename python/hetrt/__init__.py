@@ -271,7 +271,7 @@ class GraphModule:
         if isinstance(lib, MlfModule):
             if sequential or staged_copies:
                 raise TypeError("MLF models run on the C runtime, which has no sequential/staged_copies options")
-            host_driven = micro() in targets
+            host_driven = any(d.device_type == micro().device_type for d in targets)
             executor = _hetrt.Executor.from_mlf(lib._package, host_driven)
         else:
             root = lib._module if isinstance(lib, Module) else lib
