@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string_view>
 
 #include "hetrt/dtype.h"
@@ -89,25 +90,28 @@ void PrintTo(const FixtureParam& param, std::ostream* os) {
 std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
                                         const std::function<bool(const std::string& name)>& keep) {
   std::vector<FixtureParam> params;
+  std::set<std::string> test_names;
   for (const std::string& name : names) {
     bool kept = true;  // also when `keep` throws: the fixture's test then reports the error
     try {
       kept = !keep || keep(name);
     } catch (...) {
     }
-    if (kept) params.push_back({name, ""});
+    if (!kept) continue;
+    std::string base = name;
+    for (char& c : base)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    std::string test_name = base;
+    for (int n = 2; !test_names.insert(test_name).second; ++n) test_name = base + "_" + std::to_string(n);
+    params.push_back({name, "", test_name});
   }
-  if (params.empty()) params.push_back({"", "no " + what + " under " + FixturesRoot() + " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)"});
+  if (params.empty())
+    params.push_back({"", "no " + what + " under " + FixturesRoot() + " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)",
+                      "NoFixtures"});
   return params;
 }
 
-std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info) {
-  if (info.param.name.empty()) return "NoFixtures";
-  std::string name = info.param.name;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  return name;
-}
+std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info) { return info.param.test_name; }
 
 void PerFixtureTest::SetUp() {
   if (GetParam().name.empty()) GTEST_SKIP() << GetParam().none_reason;

@@ -44,6 +44,7 @@ MlfFixture MlfFixtureNamed(const std::string& name);
 struct FixtureParam {
   std::string name;         // "" for the placeholder
   std::string none_reason;  // the placeholder's skip message
+  std::string test_name;    // [A-Za-z0-9_]+, unique in its list
 };
 void PrintTo(const FixtureParam& param, std::ostream* os);
 
@@ -54,7 +55,8 @@ void PrintTo(const FixtureParam& param, std::ostream* os);
 std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
                                         const std::function<bool(const std::string& name)>& keep = {});
 
-// The test's name: the fixture's, anything outside [A-Za-z0-9_] made '_'; NoFixtures for the placeholder.
+// The test's name: the fixture's, anything outside [A-Za-z0-9_] made '_' (then
+// _2, _3... should two names meet); NoFixtures for the placeholder.
 std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info);
 
 // Skips the placeholder in SetUp; fixture() is the fixture's name.
