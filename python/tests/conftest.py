@@ -72,7 +72,10 @@ def run_python(code, **env):
     import sys
     import textwrap
 
-    full_env = dict(os.environ, HETRT_FIXTURES=str(FIXTURES.parent), **env)
+    # The package this process imported, by absolute path (the child runs elsewhere).
+    package_root = str(pathlib.Path(hetrt.__file__).resolve().parent.parent)
+    full_env = dict(os.environ, HETRT_FIXTURES=str(FIXTURES.parent), PYTHONPATH=package_root)
+    full_env.update(env)
     # cwd: not a folder holding a hetrt/ package, which `-c` would import first.
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                           text=True, timeout=300, cwd=os.path.dirname(sys.executable))
