@@ -33,4 +33,19 @@ int hk_accel_maxpool(hk_accel_fn* fn, hk_value_t* args, int32_t* codes, int32_t 
     return op(&fn, args, codes, num_args);                                               \
   }
 
+/* Defines the whole set on one device: hetrt_<prefix>_add launching
+ * "hetrt_<prefix>_add_kernel", and so on for every op. */
+#define HK_ACCEL_KERNEL_SET(prefix, device_type, max_blocks)                                                  \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_add, hk_accel_add, "hetrt_" #prefix "_add_kernel", device_type, max_blocks)   \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_mul, hk_accel_mul, "hetrt_" #prefix "_mul_kernel", device_type, max_blocks)   \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_relu, hk_accel_relu, "hetrt_" #prefix "_relu_kernel", device_type, max_blocks) \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_dense, hk_accel_dense, "hetrt_" #prefix "_dense_kernel", device_type,         \
+                  max_blocks)                                                                                  \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_softmax, hk_accel_softmax, "hetrt_" #prefix "_softmax_kernel", device_type,   \
+                  max_blocks)                                                                                  \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_conv2d, hk_accel_conv2d, "hetrt_" #prefix "_conv2d_kernel", device_type,      \
+                  max_blocks)                                                                                  \
+  HK_ACCEL_KERNEL(hetrt_##prefix##_maxpool, hk_accel_maxpool, "hetrt_" #prefix "_maxpool_kernel", device_type,   \
+                  max_blocks)
+
 #endif

@@ -8,6 +8,14 @@
 #include "hetrt/module_loader.h"
 #include "opencl_kernels_source.h"
 
+#ifdef HETRT_HAVE_CUDA_KERNELS
+#include "cuda_kernels_ptx.h"
+constexpr bool kHaveCudaKernels = true;
+#else
+constexpr bool kHaveCudaKernels = false;  // built without nvcc
+constexpr char kCudaKernelsPtxText[] = "";
+#endif
+
 #ifdef HETRT_HAVE_VULKAN_KERNELS
 #include <cstdint>
 #include "vulkan_spirv/add.h"
@@ -18,8 +26,10 @@
 #include "vulkan_spirv/relu.h"
 #include "vulkan_spirv/softmax.h"
 #define HETRT_SPIRV(op) hetrt_vk_##op##_spv, std::size(hetrt_vk_##op##_spv)
+constexpr bool kHaveVulkanKernels = true;
 #else
 #define HETRT_SPIRV(op) nullptr, 0
+constexpr bool kHaveVulkanKernels = false;  // built without glslangValidator
 #endif
 
 namespace hetrt::kernels {
@@ -27,13 +37,12 @@ namespace {
 
 // The accelerator kernels of every op take the same arguments: `buffers`
 // tensors' data, then `ints` int32 sizes, then blockIdx.x and threadIdx.x.
+// Names follow one pattern: on a device with prefix P (cl_, vk_, cu_), the
+// packed function hetrt_P<op> launches the kernel hetrt_P<op>_kernel; the CPU's
+// packed function is hetrt_<op>.
 struct KernelInfo {
   Op op;
-  const char* cpu;
-  const char* opencl_host;
-  const char* opencl_kernel;
-  const char* vulkan_host;
-  const char* vulkan_kernel;
+  const char* name;
   const uint32_t* spirv;
   size_t spirv_words;
   int buffers;
@@ -41,24 +50,27 @@ struct KernelInfo {
 };
 
 constexpr KernelInfo kKernels[] = {
-    {Op::kAdd, "hetrt_add", "hetrt_cl_add", "hetrt_cl_add_kernel", "hetrt_vk_add", "hetrt_vk_add_kernel",
-     HETRT_SPIRV(add), 3, 1},
-    {Op::kMul, "hetrt_mul", "hetrt_cl_mul", "hetrt_cl_mul_kernel", "hetrt_vk_mul", "hetrt_vk_mul_kernel",
-     HETRT_SPIRV(mul), 3, 1},
-    {Op::kRelu, "hetrt_relu", "hetrt_cl_relu", "hetrt_cl_relu_kernel", "hetrt_vk_relu", "hetrt_vk_relu_kernel",
-     HETRT_SPIRV(relu), 2, 1},
-    {Op::kDense, "hetrt_dense", "hetrt_cl_dense", "hetrt_cl_dense_kernel", "hetrt_vk_dense", "hetrt_vk_dense_kernel",
-     HETRT_SPIRV(dense), 4, 3},
-    {Op::kSoftmax, "hetrt_softmax", "hetrt_cl_softmax", "hetrt_cl_softmax_kernel", "hetrt_vk_softmax",
-     "hetrt_vk_softmax_kernel", HETRT_SPIRV(softmax), 2, 2},
-    {Op::kConv2d, "hetrt_conv2d", "hetrt_cl_conv2d", "hetrt_cl_conv2d_kernel", "hetrt_vk_conv2d",
-     "hetrt_vk_conv2d_kernel", HETRT_SPIRV(conv2d), 4, 10},
-    {Op::kMaxPool, "hetrt_maxpool", "hetrt_cl_maxpool", "hetrt_cl_maxpool_kernel", "hetrt_vk_maxpool",
-     "hetrt_vk_maxpool_kernel", HETRT_SPIRV(maxpool), 2, 5},
+    {Op::kAdd, "add", HETRT_SPIRV(add), 3, 1},         {Op::kMul, "mul", HETRT_SPIRV(mul), 3, 1},
+    {Op::kRelu, "relu", HETRT_SPIRV(relu), 2, 1},      {Op::kDense, "dense", HETRT_SPIRV(dense), 4, 3},
+    {Op::kSoftmax, "softmax", HETRT_SPIRV(softmax), 2, 2}, {Op::kConv2d, "conv2d", HETRT_SPIRV(conv2d), 4, 10},
+    {Op::kMaxPool, "maxpool", HETRT_SPIRV(maxpool), 2, 5},
 };
 
+// The name prefix of a device's kernels, or NULL when the set has none for it.
+const char* Prefix(int32_t device_type) {
+  switch (device_type) {
+    case kDLCPU: return "";
+    case kDLOpenCL: return "cl_";
+    case kDLVulkan: return "vk_";
+    case kDLCUDA: return "cu_";
+    default: return nullptr;
+  }
+}
+std::string HostName(const KernelInfo& k, const char* prefix) { return std::string("hetrt_") + prefix + k.name; }
+std::string KernelName(const KernelInfo& k, const char* prefix) { return HostName(k, prefix) + "_kernel"; }
+
 // TVM's FunctionInfo: name (written empty), argument types, launch tags.
-void WriteFunctionInfo(ByteWriter& w, const char* kernel, const KernelInfo& k) {
+void WriteFunctionInfo(ByteWriter& w, const std::string& kernel, const KernelInfo& k) {
   w.WriteString(kernel);
   w.WriteString("");
   w.WriteU64(static_cast<uint64_t>(k.buffers + k.ints));
@@ -73,6 +85,11 @@ void WriteFunctionInfo(ByteWriter& w, const char* kernel, const KernelInfo& k) {
   w.WriteString("threadIdx.x");
 }
 
+Status NoVulkanKernels() {
+  return Unimplemented("hetrt was built without glslangValidator: its kernel set has no Vulkan kernels");
+}
+Status NoCudaKernels() { return Unimplemented("hetrt was built without nvcc: its kernel set has no CUDA kernels"); }
+
 Result<std::shared_ptr<Module>> LoadPluginModule(PluginRegistry& registry, const char* type_key,
                                                  const std::vector<uint8_t>& bytes) {
   HETRT_ASSIGN_OR_RETURN(Plugin * plugin, registry.ForTypeKey(type_key));
@@ -83,15 +100,14 @@ Result<std::shared_ptr<Module>> LoadPluginModule(PluginRegistry& registry, const
 }  // namespace
 
 Result<std::string> FunctionName(Op op, int32_t device_type) {
-  for (const KernelInfo& k : kKernels) {
-    if (k.op != op) continue;
-    if (device_type == kDLCPU) return std::string(k.cpu);
-    if (device_type == kDLOpenCL) return std::string(k.opencl_host);
-    if (device_type == kDLVulkan && k.spirv == nullptr)
-      return Unimplemented("hetrt was built without glslangValidator: its kernel set has no Vulkan kernels");
-    if (device_type == kDLVulkan) return std::string(k.vulkan_host);
-  }
-  return Unimplemented("hetrt's kernel set has no kernels for device type " + std::to_string(device_type));
+  const char* prefix = Prefix(device_type);
+  if (prefix == nullptr)
+    return Unimplemented("hetrt's kernel set has no kernels for device type " + std::to_string(device_type));
+  if (device_type == kDLVulkan && !kHaveVulkanKernels) return NoVulkanKernels();
+  if (device_type == kDLCUDA && !kHaveCudaKernels) return NoCudaKernels();
+  for (const KernelInfo& k : kKernels)
+    if (k.op == op) return HostName(k, prefix);
+  return Unimplemented("hetrt's kernel set has no op " + std::to_string(static_cast<int>(op)));
 }
 
 std::vector<std::string> ObjectFiles() {
@@ -106,7 +122,7 @@ std::vector<uint8_t> OpenClModuleBytes() {
   ByteWriter w;
   w.WriteString("cl");
   w.WriteU64(std::size(kKernels));
-  for (const KernelInfo& k : kKernels) WriteFunctionInfo(w, k.opencl_kernel, k);
+  for (const KernelInfo& k : kKernels) WriteFunctionInfo(w, KernelName(k, "cl_"), k);
   w.WriteString(kOpenClSource);
   return w.Take();
 }
@@ -119,12 +135,11 @@ Result<std::vector<uint8_t>> VulkanModuleBytes() {
   ByteWriter w;
   w.WriteString("vulkan");
   w.WriteU64(std::size(kKernels));
-  for (const KernelInfo& k : kKernels) WriteFunctionInfo(w, k.vulkan_kernel, k);
+  for (const KernelInfo& k : kKernels) WriteFunctionInfo(w, KernelName(k, "vk_"), k);
   w.WriteU64(std::size(kKernels));
   for (const KernelInfo& k : kKernels) {
-    if (k.spirv == nullptr)
-      return Unimplemented("hetrt was built without glslangValidator: its kernel set has no Vulkan kernels");
-    w.WriteString(k.vulkan_kernel);
+    if (k.spirv == nullptr) return NoVulkanKernels();
+    w.WriteString(KernelName(k, "vk_"));
     w.WritePod<uint32_t>(0);  // scalars in push constants
     w.WriteU64(k.spirv_words);
     for (size_t i = 0; i < k.spirv_words; ++i) w.WritePod<uint32_t>(k.spirv[i]);
@@ -137,6 +152,21 @@ Result<std::shared_ptr<Module>> LoadVulkanModule(PluginRegistry& registry) {
   return LoadPluginModule(registry, "vulkan", bytes);
 }
 
+Result<std::vector<uint8_t>> CudaModuleBytes() {
+  if (!kHaveCudaKernels) return NoCudaKernels();
+  ByteWriter w;
+  w.WriteString("ptx");  // TVM's label for data that starts with '/': nvcc's PTX does
+  w.WriteU64(std::size(kKernels));
+  for (const KernelInfo& k : kKernels) WriteFunctionInfo(w, KernelName(k, "cu_"), k);
+  w.WriteString(kCudaKernelsPtxText);
+  return w.Take();
+}
+
+Result<std::shared_ptr<Module>> LoadCudaModule(PluginRegistry& registry) {
+  HETRT_ASSIGN_OR_RETURN(auto bytes, CudaModuleBytes());
+  return LoadPluginModule(registry, "cuda", bytes);
+}
+
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
                    const std::vector<int32_t>& device_types, const std::string& path) {
   auto factory = std::make_shared<GraphExecutorFactoryModule>(graph_json, params, "default");
@@ -144,8 +174,10 @@ Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>
   factory->Import(host);
   for (int32_t type : device_types) {
     if (type == kDLCPU) continue;
-    Result<std::shared_ptr<Module>> module = type == kDLOpenCL   ? LoadOpenClModule(PluginRegistry::Global())
-                                             : type == kDLVulkan ? LoadVulkanModule(PluginRegistry::Global())
+    PluginRegistry& plugins = PluginRegistry::Global();
+    Result<std::shared_ptr<Module>> module = type == kDLOpenCL   ? LoadOpenClModule(plugins)
+                                             : type == kDLVulkan ? LoadVulkanModule(plugins)
+                                             : type == kDLCUDA   ? LoadCudaModule(plugins)
                                                                  : Unimplemented("hetrt's kernel set has no kernels for device type " +
                                                                                  std::to_string(type));
     if (!module.ok()) return module.status();

@@ -1,7 +1,9 @@
 // hetrt's own kernel set, for models built inside hetrt (the demo, tests):
-// CPU kernels and OpenCL/Vulkan host wrappers as object files the exporter
-// links, the OpenCL kernels as a module of type_key "opencl" and the Vulkan
-// ones (GLSL compiled to SPIR-V at build time) as a module of type_key "vulkan".
+// CPU kernels and OpenCL/Vulkan/CUDA host wrappers as object files the
+// exporter links, the OpenCL kernels as a module of type_key "opencl", the
+// Vulkan ones (GLSL compiled to SPIR-V at build time) as a module of type_key
+// "vulkan" and the CUDA ones (CUDA C compiled to PTX by nvcc at build time) as
+// a module of type_key "cuda".
 #pragma once
 
 #include <memory>
@@ -17,8 +19,9 @@ namespace hetrt::kernels {
 enum class Op { kAdd, kMul, kRelu, kDense, kSoftmax, kConv2d, kMaxPool };
 
 // The packed function implementing `op` on a device type ("hetrt_dense",
-// "hetrt_cl_dense", "hetrt_vk_dense"); error for a device type the set has no
-// kernels for (Vulkan: also when the build had no glslangValidator).
+// "hetrt_cl_dense", "hetrt_vk_dense", "hetrt_cu_dense"); error for a device
+// type the set has no kernels for (Vulkan: also when the build had no
+// glslangValidator; CUDA: no nvcc).
 Result<std::string> FunctionName(Op op, int32_t device_type);
 
 // Object files to link into an exported library (CPU kernels + accelerator host side).
@@ -35,10 +38,16 @@ Result<std::vector<uint8_t>> VulkanModuleBytes();
 // ... loaded through the Vulkan plugin of `registry`.
 Result<std::shared_ptr<Module>> LoadVulkanModule(PluginRegistry& registry);
 
+// The CUDA kernels as the bytes of a "cuda" module (fmt "ptx": PTX for
+// compute_75, which the driver compiles for the GPU it runs on).
+Result<std::vector<uint8_t>> CudaModuleBytes();
+// ... loaded through the CUDA plugin of `registry` (no device needed to load).
+Result<std::shared_ptr<Module>> LoadCudaModule(PluginRegistry& registry);
+
 // Exports a graph (JSON + params) that calls this kernel set into a deploy
 // library at `path` (.so, or .tar): factory -> host code (the set's objects)
-// -> the device module of each of `device_types` (kDLOpenCL, kDLVulkan; the
-// CPU needs none).
+// -> the device module of each of `device_types` (kDLOpenCL, kDLVulkan,
+// kDLCUDA; the CPU needs none).
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
                    const std::vector<int32_t>& device_types, const std::string& path);
 // The same with the OpenCL module when `with_opencl`.

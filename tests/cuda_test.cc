@@ -6,6 +6,7 @@
 // On a device (a GPU, or the fake driver tests/cuda/fake_libcuda.cc that ctest
 // also runs this suite on): fixtures, the kernel set, copies, streams, events.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +15,25 @@
 #include <filesystem>
 #include <fstream>
 
+#include <random>
+#include <thread>
+
 #include "cuda_driver.h"
 #include "cuda_format.h"
 #include "hetrt/byte_stream.h"
+#include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
+#include "kernel_set.h"
 #include "test_support.h"
+#include "two_branch_model.h"
+
+#ifdef HETRT_HAVE_CUDA_TEST_KERNELS
+#include "cuda_test_kernels_ptx.h"  // tests/cuda/test_kernels.cu as PTX
+constexpr bool kHaveTestKernels = true;
+#else
+constexpr bool kHaveTestKernels = false;  // built without nvcc
+constexpr char kTestKernelsPtxText[] = "";
+#endif
 
 namespace hetrt {
 namespace {
@@ -465,6 +480,571 @@ TEST(CudaNoDevice, KernelsAndDeviceCallsFailWithTheReasonNotACrash) {
   ASSERT_FALSE(alloc.ok());
   EXPECT_NE(alloc.status().message().find(count.unavailable_reason), std::string::npos) << alloc.status().message();
   EXPECT_FALSE(plugin->CanCopy({kDLCPU, 0}, kCu));
+}
+
+// ------------------------------------------------------------ drivers the fake stands in for
+// The fake driver (tests/cuda/fake_libcuda.cc) plays the machines this one is
+// not: an old driver, a driver without devices, a GPU the fixture has no code for.
+
+Outcome RunOnFake(const std::string& args, const std::string& env) {
+  return RunCli(args, std::string("HETRT_CUDA_DRIVER=") + HETRT_FAKE_CUDA_DRIVER + " " + env);
+}
+
+TEST(CudaFakeDriver, EachWayOfHavingNoDeviceIsNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"HETRT_FAKE_CUDA_VERSION=11040", "the CUDA driver is version 11.4 ("},
+      {"HETRT_FAKE_CUDA_VERSION=11040", "); the CUDA plugin needs 12.0 or newer"},
+      {"HETRT_FAKE_CUDA_INIT=100", "no CUDA-capable device (the driver 13.0 found none)"},
+      {"HETRT_FAKE_CUDA_DEVICES=0", "no CUDA-capable device"},
+      {"HETRT_FAKE_CUDA_INIT=34", "the CUDA driver is the toolkit's stub library"},
+      {"HETRT_FAKE_CUDA_INIT=999", "cuInit failed: CUresult (999)"},
+  };
+  for (const auto& [env, reason] : cases) {
+    const Outcome o = RunOnFake("plugins", env);
+    EXPECT_NE(o.output.find(std::string("device cuda: 0 device(s) - ") + (reason[0] == ')' ? "" : reason)),
+              std::string::npos)
+        << env << "\n" << o.output;
+    EXPECT_NE(o.output.find(reason), std::string::npos) << env << "\n" << o.output;
+  }
+  // Entry points found by dlsym where cuGetProcAddress finds none.
+  const Outcome o = RunOnFake("plugins", "HETRT_FAKE_CUDA_NO_PROC_ADDRESS=1");
+  EXPECT_NE(o.output.find("cuda:0: hetrt fake CUDA device 0, compute 8.0, 4 SMs, driver 13.0"), std::string::npos)
+      << o.output;
+}
+
+TEST(CudaFakeDriver, ModulesWithoutCodeForTheGpuSaySo) {
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_cuda_seed");
+  const Outcome o = RunOnFake("run " + dir + "/deploy.so --device cpu --device cuda --inputs " + dir + "/inputs.params",
+                              "HETRT_FAKE_CUDA_SM=90");
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_NE(o.output.find("cuda:0 (hetrt fake CUDA device 0): loading the module of kernel "
+                          "'tvmgen_default_fused_add_kernel' (fatbin: sm_80 cubin): it has no code for this GPU "
+                          "(compute 9.0): CUDA_ERROR_NO_BINARY_FOR_GPU (209)"),
+            std::string::npos)
+      << o.output;
+}
+
+// ------------------------------------------------------------ on a device
+
+Plugin* Cu() { return PluginRegistry::Global().ForDevice(kCu).value(); }
+// A zeroed ABI args struct for cuda:0 of the global registry's instance.
+template <class A>
+A CuArgs() {
+  auto args = AbiArgs<A>();
+  args.self = Cu()->instance();
+  args.device = kCu;
+  return args;
+}
+bool OnFakeDriver() { return Cu()->DeviceName(kCu).find("hetrt fake CUDA device") != std::string::npos; }
+
+// Runs on a GPU, or on the fake driver (ctest's fake_driver.* tests); skips
+// without either.
+class CudaDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto plugin = PluginRegistry::Global().ForDevice(kCu);
+    if (!plugin.ok()) GTEST_SKIP() << "no CUDA device: " << plugin.status().message();
+  }
+};
+
+// The fake driver's record of launches, copies and attributes during `work`.
+std::string FakeLog(const std::function<void()>& work) {
+  const std::string path = ::testing::TempDir() + "/hetrt_fake_cuda_" + std::to_string(getpid()) + ".log";
+  std::remove(path.c_str());
+  setenv("HETRT_FAKE_CUDA_LOG", path.c_str(), 1);
+  work();
+  unsetenv("HETRT_FAKE_CUDA_LOG");
+  std::string log = ReadText(path);
+  std::remove(path.c_str());
+  return log;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::EmptyHost(std::move(shape), kF32).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+nlohmann::json Meta(const std::string& dir) { return nlohmann::json::parse(ReadText(dir + "/meta.json")); }
+
+TEST_F(CudaDevice, EveryCudaFixtureMatchesItsExpectedOutputsThroughApiAndCli) {
+  for (const char* model : kCudaFixtures) {
+    HETRT_REQUIRE_FIXTURE(dir, model);
+    SCOPED_TRACE(model);
+    if (OnFakeDriver() && std::string(model) == "mlp_cuda") continue;  // the fake runs no TVM dense kernels
+    const auto tol = Meta(dir)["tolerances"]["self_check_same_device"];
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
+    for (int mode = 0; mode < 8; ++mode) {
+      const bool triple = mode & 1, sequential = mode & 2, staged = mode & 4;
+      SCOPED_TRACE(std::string(triple ? "triple" : "deploy.so") + (sequential ? " sequential" : " async") +
+                   (staged ? " staged copies" : ""));
+      GraphExecutor::Options options;
+      options.devices = {{kDLCPU, 0}, kCu};
+      options.sequential = sequential;
+      options.staged_copies = staged;
+      GraphModelFiles files{dir + (triple ? "/lib.so" : "/deploy.so")};
+      if (triple) files.graph_json = dir + "/graph.json";
+      if (triple && std::filesystem::exists(dir + "/params.params")) files.params = dir + "/params.params";
+      HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, options));
+      for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+      for (int run = 0; run < 2; ++run) {  // the second run reuses loaded modules and workspace
+        HETRT_ASSERT_OK(m.executor->Run());
+        HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+        EXPECT_TRUE(testing::TensorsClose(out, FindParam(expected, "output_0")->tensor, tol["rtol"], tol["atol"]));
+      }
+    }
+    const std::string saved = ::testing::TempDir() + "/hetrt_cuda_out_" + std::to_string(getpid()) + ".params";
+    const Outcome o = RunCli("run " + dir + "/deploy.so --device cpu --device cuda --inputs " + dir +
+                             "/inputs.params --save-outputs " + saved);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    HETRT_ASSERT_OK_AND_ASSIGN(auto cli, LoadParamDictFile(saved));
+    EXPECT_TRUE(testing::TensorsClose(cli[0].tensor, expected[0].tensor, tol["rtol"], tol["atol"]));
+  }
+}
+
+TEST_F(CudaDevice, FixtureKernelsLaunchWithTheGeometryTvmHostCodeGives) {
+  if (!OnFakeDriver()) GTEST_SKIP() << "launches are recorded by the fake driver only";
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_cuda_seed");
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}, kCu};
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({dir + "/deploy.so"}, options));
+  const std::string log = FakeLog([&] { EXPECT_TRUE(m.executor->Run().ok()); });
+  EXPECT_NE(log.find("launch tvmgen_default_fused_add_kernel grid=1,1,1 block=5,1,1 shared=0 stream="),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("stream=0 "), std::string::npos) << "a launch went to the legacy NULL stream:\n" << log;
+}
+
+Tensor TwoBranchInput() { return Random({16, 256}, 11); }
+
+std::string TwoBranchLibrary(int32_t accel) {
+  const std::string path = ::testing::TempDir() + "/hetrt_cuda_two_branch_" + std::to_string(getpid()) + "_" +
+                           std::to_string(accel) + ".so";
+  if (std::filesystem::exists(path)) return path;
+  auto built = kernels::BuildTwoBranchModel(accel);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  Status s = kernels::ExportGraph(built->graph_json, built->params, std::vector<int32_t>{accel}, path);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return path;
+}
+
+Result<Tensor> RunTwoBranch(int32_t accel, GraphExecutor::Options options, GraphExecutor::RunProfile* profile = nullptr) {
+  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({TwoBranchLibrary(accel)}, options));
+  HETRT_RETURN_IF_ERROR(m.executor->SetInput("data", TwoBranchInput()));
+  HETRT_RETURN_IF_ERROR(profile ? m.executor->RunProfiled(profile) : m.executor->Run());
+  return m.executor->GetOutput(0);
+}
+
+TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMode) {
+  if (auto f = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
+  GraphExecutor::Options cpu;
+  cpu.devices = {{kDLCPU, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(kDLCPU, cpu));
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool sequential = mode & 1, staged = mode & 2;
+    SCOPED_TRACE(std::string(sequential ? "sequential" : "async") + (staged ? " staged copies" : ""));
+    GraphExecutor::Options options;
+    options.devices = {{kDLCPU, 0}, kCu};
+    options.sequential = sequential;
+    options.staged_copies = staged;
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, RunTwoBranch(kDLCUDA, options));
+    EXPECT_TRUE(testing::TensorsClose(out, reference, 1e-5, 1e-5));
+  }
+  // Profiled: every CUDA node timed on the device clock, mapped onto the host's.
+  GraphExecutor::Options options;
+  options.devices = {{kDLCPU, 0}, kCu};
+  GraphExecutor::RunProfile profile;
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, RunTwoBranch(kDLCUDA, options, &profile));
+  EXPECT_TRUE(testing::TensorsClose(out, reference, 1e-5, 1e-5));
+  int cuda_nodes = 0;
+  for (const auto& t : profile.nodes) {
+    if (t.device.device_type != kDLCUDA) continue;
+    ++cuda_nodes;
+    EXPECT_LE(t.start_ns, t.end_ns);
+    EXPECT_GE(t.start_ns + 50'000'000, profile.run_start_ns) << "more than 50 ms before the run started";
+    EXPECT_LE(t.end_ns, profile.run_end_ns + 50'000'000) << "more than 50 ms after the run ended";
+  }
+  EXPECT_GT(cuda_nodes, 0);
+}
+
+TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
+  if (auto f = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
+  const Outcome o = RunCli("demo");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("cpu + cuda:"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("MISMATCH"), std::string::npos) << o.output;
+}
+
+TEST_F(CudaDevice, CopiesOfOddSizesAndOffsetsRoundTrip) {
+  PluginRegistry& reg = PluginRegistry::Global();
+  Plugin* cu = Cu();
+  const DLDataType u8{kDLUInt, 8, 1};
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor pinned, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_PINNED)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::EmptyHost({4099}, u8));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, Tensor::EmptyHost({4099}, u8));
+  for (int i = 0; i < 4099; ++i) host.data_as<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + 3);
+  const DLDevice h{kDLCPU, 0};
+  for (auto [src_off, dst_off, n] : {std::tuple<uint64_t, uint64_t, uint64_t>{0, 0, 1}, {3, 5, 3}, {1, 0, 4097},
+                                     {7, 11, 1000}, {0, 0, 4099}, {9, 9, 0}}) {
+    SCOPED_TRACE(std::to_string(src_off) + "->" + std::to_string(dst_off) + " x" + std::to_string(n));
+    std::memset(back.data(), 0, 4099);
+    std::memset(pinned.data(), 0, 4099);
+    HETRT_ASSERT_OK(reg.CopyBytes(host.data(), src_off, h, a.data(), dst_off, kCu, n));    // pageable -> device
+    HETRT_ASSERT_OK(reg.CopyBytes(a.data(), dst_off, kCu, b.data(), src_off, kCu, n));     // device -> device
+    HETRT_ASSERT_OK(reg.CopyBytes(b.data(), src_off, kCu, pinned.data(), dst_off, kCu, n));  // device -> pinned (labelled cuda)
+    HETRT_ASSERT_OK(reg.CopyBytes(pinned.data(), dst_off, h, back.data(), dst_off, h, n));   // pinned -> pageable
+    EXPECT_EQ(std::memcmp(back.data_as<uint8_t>() + dst_off, host.data_as<uint8_t>() + src_off, n), 0);
+  }
+  Status s = reg.CopyBytes(host.data(), 0, h, a.data(), 4000, kCu, 200);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("copy destination range [4000, +200) exceeds the 4099-byte buffer"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(CudaDevice, TwoDevicesCopyToEachOtherDirectly) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto count, Cu()->CountDevices(kDLCUDA));
+  if (count.count < 2) GTEST_SKIP() << "one CUDA device";
+  const DLDevice second{kDLCUDA, 1};
+  PluginRegistry& reg = PluginRegistry::Global();
+  const Tensor host = Random({1000}, 3);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::Empty({1000}, kF32, Cu()->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::Empty({1000}, kF32, Cu()->DeviceAllocator(second)));
+  HETRT_ASSERT_OK(reg.CopyTensor(host, a));
+  EXPECT_TRUE(Cu()->CanCopy(kCu, second));
+  const std::string log = FakeLog([&] { EXPECT_TRUE(reg.CopyTensor(a, b).ok()); });
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, reg.ToHost(b));
+  EXPECT_EQ(std::memcmp(back.data(), host.data(), 4000), 0);
+  if (OnFakeDriver()) {
+    EXPECT_NE(log.find("peer copy 4000 cuda:0 -> cuda:1"), std::string::npos) << log;
+  }
+}
+
+TEST_F(CudaDevice, AttributesMemoryKindsAndStats) {
+  Plugin* cu = Cu();
+  HETRT_ASSERT_OK_AND_ASSIGN(std::string compute, cu->AttributeString(kCu, HETRT_DEVICE_ATTR_COMPUTE_VERSION));
+  EXPECT_NE(compute.find('.'), std::string::npos);
+  HETRT_ASSERT_OK_AND_ASSIGN(std::string driver, cu->AttributeString(kCu, HETRT_DEVICE_ATTR_DRIVER_VERSION));
+  EXPECT_NE(cu->DeviceName(kCu).find("driver " + driver), std::string::npos) << cu->DeviceName(kCu);
+  for (int32_t attribute : {HETRT_DEVICE_ATTR_TOTAL_MEMORY, HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK,
+                            HETRT_DEVICE_ATTR_WARP_SIZE, HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK,
+                            HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(int64_t v, cu->AttributeInt(kCu, attribute));
+    EXPECT_GT(v, 0) << "attribute " << attribute;
+  }
+  EXPECT_EQ(cu->AttributeInt(kCu, 0x7777).status().code(), StatusCode::kNotFound);
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats before, cu->MemoryStats(kCu));
+  {
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Empty({1000}, {kDLUInt, 8, 1}, cu->DeviceAllocator(kCu)));
+    HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats during, cu->MemoryStats(kCu));
+    EXPECT_EQ(during.bytes_in_use, before.bytes_in_use + 1000);
+    EXPECT_EQ(during.num_allocations, before.num_allocations + 1);
+    EXPECT_GE(during.peak_bytes_in_use, during.bytes_in_use);
+    EXPECT_GT(during.bytes_limit, 0u);
+    // Pinned memory is a host address.
+    Allocator& pinned = cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_PINNED);
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor p, Tensor::Empty({64}, kF32, pinned));
+    EXPECT_EQ(pinned.HostPointer(p.data()), p.data());
+    static_cast<float*>(p.data())[63] = 1.f;
+  }
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats after, cu->MemoryStats(kCu));
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  // HOST_VISIBLE memory only where device memory is host memory.
+  auto visible = Tensor::Empty({16}, kF32, cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_VISIBLE));
+  EXPECT_EQ(visible.ok(), cu->SharesHostMemory(kCu)) << (visible.ok() ? "" : visible.status().message());
+}
+
+// A module of the test kernels (tests/cuda/test_kernels.cu).
+Result<std::shared_ptr<Module>> TestKernels() {
+  if (!kHaveTestKernels) return Unimplemented("built without nvcc: no test kernels");
+  return LoadCudaBlob(CudaBlob("ptx",
+                               {{"hetrt_test_args_kernel", {kHandle, kI32, kU32, kI64, kF32, kF64}},
+                                {"hetrt_test_shared_kernel",
+                                 {kHandle, kI32},
+                                 {"blockIdx.x", "threadIdx.x", "tir.use_dyn_shared_memory"}}},
+                               kTestKernelsPtxText));
+}
+
+// Calls a kernel as TVM host code does: __tvm_set_device, then the packed function.
+Status Launch(Module& m, const std::string& kernel, std::vector<hetrt_value_t> args, std::vector<int32_t> codes) {
+  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
+  if (set_device == nullptr) return NotFound("__tvm_set_device");
+  hetrt_value_t dev[2] = {{.v_int64 = kDLCUDA}, {.v_int64 = 0}};
+  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
+  HETRT_RETURN_IF_ERROR(CallPackedFunc(*set_device, dev, dev_codes, 2));
+  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
+  if (f == nullptr) return NotFound(kernel);
+  return CallPackedFunc(*f, args.data(), codes.data(), static_cast<int32_t>(args.size()));
+}
+
+TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, Tensor::Empty({5}, kF64, Cu()->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK(Launch(*m, "hetrt_test_args_kernel",
+                         {{.v_handle = out.data()}, {.v_int64 = -7}, {.v_int64 = 4000000000LL},
+                          {.v_int64 = int64_t{1} << 40}, {.v_float64 = 1.25}, {.v_float64 = -3.5}, {.v_int64 = 1},
+                          {.v_int64 = 1}},
+                         {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT,
+                          HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT}));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, PluginRegistry::Global().ToHost(out));
+  const double* v = host.data_as<double>();
+  EXPECT_EQ(v[0], -7);
+  EXPECT_EQ(v[1], 4000000000.0);
+  EXPECT_EQ(v[2], std::ldexp(1.0, 40));
+  EXPECT_EQ(v[3], 1.25);  // a float32 parameter got float32 bits, not a double's low half
+  EXPECT_EQ(v[4], -3.5);
+  // Wrong calls are errors naming the kernel.
+  Status s = Launch(*m, "hetrt_test_args_kernel", {{.v_handle = out.data()}}, {HETRT_TYPE_HANDLE});
+  EXPECT_NE(s.message().find("CUDA kernel 'hetrt_test_args_kernel' takes 8 arguments (6 kernel arguments + 2 launch "
+                             "values), got 1"),
+            std::string::npos)
+      << s.message();
+  s = Launch(*m, "hetrt_test_args_kernel",
+             {{.v_handle = out.data()}, {.v_float64 = 1}, {.v_int64 = 1}, {.v_int64 = 1}, {.v_float64 = 1},
+              {.v_float64 = 1}, {.v_int64 = 1}, {.v_int64 = 1}},
+             {HETRT_TYPE_HANDLE, HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT, HETRT_TYPE_FLOAT,
+              HETRT_TYPE_INT, HETRT_TYPE_INT});
+  EXPECT_NE(s.message().find("argument 1 has type code 2, which does not fit its parameter (a scalar)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CudaDevice, DynamicSharedMemoryAbove48KiBRaisesTheFunctionsLimitOnce) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::Empty({64}, kF32, Cu()->DeviceAllocator(kCu)));
+  constexpr int64_t kBytes = 64 * 1024;
+  auto launch = [&](int64_t bytes) {
+    return Launch(*m, "hetrt_test_shared_kernel",
+                  {{.v_handle = y.data()}, {.v_int64 = bytes / 4}, {.v_int64 = 1}, {.v_int64 = 64}, {.v_int64 = bytes}},
+                  {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT});
+  };
+  const std::string log = FakeLog([&] {
+    EXPECT_TRUE(launch(kBytes).ok());
+    EXPECT_TRUE(launch(kBytes).ok());
+  });
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, PluginRegistry::Global().ToHost(y));
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(host.data_as<float>()[t], static_cast<float>(t));
+  if (OnFakeDriver()) {
+    EXPECT_EQ(Count(log, "attribute hetrt_test_shared_kernel max_dynamic_shared=65536"), 1u) << log;
+    EXPECT_EQ(Count(log, "launch hetrt_test_shared_kernel grid=1,1,1 block=64,1,1 shared=65536"), 2u) << log;
+  }
+  Status s = launch(int64_t{16} << 20);
+  EXPECT_NE(s.message().find("CUDA kernel 'hetrt_test_shared_kernel' asks for 16777216 bytes of dynamic shared "
+                             "memory; cuda:0 allows"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
+  Plugin* cu = Cu();
+  const hetrt_device_api_t* api = cu->device_api();
+  hetrt_stream_t* streams[2] = {};
+  for (auto& stream : streams) {
+    auto args = CuArgs<hetrt_stream_create_args_t>();
+    HETRT_ASSERT_OK(cu->Consume(api->stream_create(&args)));
+    stream = args.stream;
+  }
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out0, Tensor::Empty({5}, kF64, cu->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out1, Tensor::Empty({5}, kF64, cu->DeviceAllocator(kCu)));
+  auto work = [&](int k, Tensor& out) {
+    auto set = CuArgs<hetrt_stream_current_args_t>();
+    set.stream = streams[k];
+    EXPECT_TRUE(cu->Consume(api->stream_set_current(&set)).ok());
+    EXPECT_TRUE(Launch(*m, "hetrt_test_args_kernel",
+                       {{.v_handle = out.data()}, {.v_int64 = k}, {.v_int64 = 0}, {.v_int64 = 0}, {.v_float64 = 0},
+                        {.v_float64 = 0}, {.v_int64 = 1}, {.v_int64 = 1}},
+                       {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT,
+                        HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT})
+                    .ok());
+    auto sync = CuArgs<hetrt_stream_args_t>();
+    sync.stream = streams[k];
+    EXPECT_TRUE(cu->Consume(api->stream_synchronize(&sync)).ok());
+    set.stream = nullptr;
+    EXPECT_TRUE(cu->Consume(api->stream_set_current(&set)).ok());
+    EXPECT_EQ(set.previous, streams[k]);
+  };
+  const std::string log = FakeLog([&] {
+    std::thread a([&] { work(0, out0); });
+    a.join();
+    std::thread b([&] { work(1, out1); });
+    b.join();
+  });
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor h1, PluginRegistry::Global().ToHost(out1));
+  EXPECT_EQ(h1.data_as<double>()[0], 1.0);
+  // This thread's current stream was never set: still the default.
+  auto get = CuArgs<hetrt_stream_current_args_t>();
+  HETRT_ASSERT_OK(cu->Consume(api->stream_get_current(&get)));
+  EXPECT_EQ(get.stream, nullptr);
+  if (OnFakeDriver()) {
+    // The two launches went to two different streams, neither the NULL one.
+    std::vector<std::string> ids;
+    for (size_t at = log.find("launch hetrt_test_args_kernel"); at != std::string::npos;
+         at = log.find("launch hetrt_test_args_kernel", at + 1))
+      ids.push_back(log.substr(log.find("stream=", at), log.find(' ', log.find("stream=", at)) - log.find("stream=", at)));
+    ASSERT_EQ(ids.size(), 2u) << log;
+    EXPECT_NE(ids[0], ids[1]) << log;
+    EXPECT_NE(ids[0], "stream=0");
+  }
+  for (hetrt_stream_t* stream : streams) {
+    auto args = CuArgs<hetrt_stream_args_t>();
+    args.stream = stream;
+    HETRT_ASSERT_OK(cu->Consume(api->stream_destroy(&args)));
+  }
+}
+
+TEST_F(CudaDevice, EventsOrderStreamsTimeWorkAndMapOntoTheHostClock) {
+  Plugin* cu = Cu();
+  const hetrt_device_api_t* api = cu->device_api();
+  auto event = [&](uint32_t flags) {
+    auto args = CuArgs<hetrt_event_create_args_t>();
+    args.flags = flags;
+    EXPECT_TRUE(cu->Consume(api->event_create(&args)).ok());
+    return args.event;
+  };
+  hetrt_event_t* start = event(HETRT_EVENT_TIMING);
+  hetrt_event_t* end = event(HETRT_EVENT_TIMING);
+  hetrt_event_t* plain = event(0);
+  // Never recorded: complete, and waiting for it is a no-op.
+  auto query = CuArgs<hetrt_event_args_t>();
+  query.event = plain;
+  HETRT_ASSERT_OK(cu->Consume(api->event_query(&query)));
+  EXPECT_EQ(query.complete, 1);
+  auto wait = CuArgs<hetrt_stream_wait_event_args_t>();
+  wait.event = plain;
+  HETRT_ASSERT_OK(cu->Consume(api->stream_wait_event(&wait)));
+  auto clock = CuArgs<hetrt_device_clock_args_t>();
+  HETRT_ASSERT_OK(cu->Consume(api->device_clock(&clock)));
+  EXPECT_LT(clock.uncertainty_ns, 10'000'000u);
+  auto record = [&](hetrt_event_t* e) {
+    auto args = CuArgs<hetrt_event_record_args_t>();
+    args.event = e;
+    EXPECT_TRUE(cu->Consume(api->event_record(&args)).ok());
+  };
+  record(start);
+  const Tensor host = Random({1 << 20}, 5);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor d, Tensor::Empty({1 << 20}, kF32, cu->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK(PluginRegistry::Global().CopyTensor(host, d));
+  record(end);
+  record(plain);
+  auto elapsed = CuArgs<hetrt_event_elapsed_args_t>();
+  elapsed.start = start;
+  elapsed.end = end;
+  HETRT_ASSERT_OK(cu->Consume(api->event_elapsed_ms(&elapsed)));
+  EXPECT_GE(elapsed.milliseconds, 0.0);
+  uint64_t stamps[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    auto ts = CuArgs<hetrt_event_timestamp_args_t>();
+    ts.event = i ? end : start;
+    HETRT_ASSERT_OK(cu->Consume(api->event_timestamp(&ts)));
+    stamps[i] = ts.device_ns;
+  }
+  EXPECT_LE(stamps[0], stamps[1]);
+  EXPECT_NEAR(static_cast<double>(stamps[1] - stamps[0]) / 1e6, elapsed.milliseconds, 0.01);
+  // On the host clock (through device_clock's offset), the work happened within this test.
+  auto now = CuArgs<hetrt_device_clock_args_t>();
+  HETRT_ASSERT_OK(cu->Consume(api->device_clock(&now)));
+  const int64_t offset = static_cast<int64_t>(now.host_ns) - static_cast<int64_t>(now.device_ns);
+  EXPECT_LE(static_cast<int64_t>(stamps[1]) + offset, static_cast<int64_t>(now.host_ns) + 1'000'000);
+  EXPECT_GE(static_cast<int64_t>(stamps[0]) + offset, static_cast<int64_t>(clock.host_ns) - 1'000'000);
+  // Timing a plain event is refused with the reason.
+  elapsed.end = plain;
+  Status s = cu->Consume(api->event_elapsed_ms(&elapsed));
+  EXPECT_NE(s.message().find("needs events created with HETRT_EVENT_TIMING"), std::string::npos) << s.message();
+  for (hetrt_event_t* e : {start, end, plain}) {
+    auto args = CuArgs<hetrt_event_args_t>();
+    args.event = e;
+    HETRT_ASSERT_OK(cu->Consume(api->event_destroy(&args)));
+  }
+}
+
+TEST_F(CudaDevice, WorkspaceIsReusedOnTheStreamThatFreedItOnly) {
+  Plugin* cu = Cu();
+  const hetrt_device_api_t* api = cu->device_api();
+  auto ws = [&](void* data, bool alloc) {
+    auto args = CuArgs<hetrt_workspace_args_t>();
+    args.nbytes = 3000;
+    args.data = data;
+    EXPECT_TRUE(cu->Consume(alloc ? api->workspace_alloc(&args) : api->workspace_free(&args)).ok());
+    return args.data;
+  };
+  void* first = ws(nullptr, true);
+  ws(first, false);
+  EXPECT_EQ(ws(nullptr, true), first);  // same (default) stream: reused
+  ws(first, false);
+  auto create = CuArgs<hetrt_stream_create_args_t>();
+  HETRT_ASSERT_OK(cu->Consume(api->stream_create(&create)));
+  auto set = CuArgs<hetrt_stream_current_args_t>();
+  set.stream = create.stream;
+  HETRT_ASSERT_OK(cu->Consume(api->stream_set_current(&set)));
+  void* other = ws(nullptr, true);  // another stream: the default stream's kernel may still use `first`
+  EXPECT_NE(other, first);
+  ws(other, false);
+  set.stream = nullptr;
+  HETRT_ASSERT_OK(cu->Consume(api->stream_set_current(&set)));
+  auto destroy = CuArgs<hetrt_stream_args_t>();
+  destroy.stream = create.stream;
+  HETRT_ASSERT_OK(cu->Consume(api->stream_destroy(&destroy)));
+  // Its stream gone, `other` serves the default stream too.
+  void* a = ws(nullptr, true);
+  void* b = ws(nullptr, true);
+  EXPECT_TRUE((a == first && b == other) || (a == other && b == first));
+  ws(a, false);
+  ws(b, false);
+  auto bad = CuArgs<hetrt_workspace_args_t>();
+  int not_workspace = 0;
+  bad.data = &not_workspace;
+  EXPECT_FALSE(cu->Consume(api->workspace_free(&bad)).ok());
+}
+
+TEST_F(CudaDevice, ModuleErrorsNameTheKernelTheImageAndTheDriver) {
+  // PTX of an ISA no driver knows yet.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadCudaBlob(CudaBlob("ptx", {{"k", {kHandle}}}, Ptx("k", "99.0"))));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::Empty({4}, kF32, Cu()->DeviceAllocator(kCu)));
+  Status s = Launch(*m, "k", {{.v_handle = y.data()}, {.v_int64 = 1}, {.v_int64 = 1}},
+                    {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("loading the module of kernel 'k' (PTX 99.0 for sm_75)"), std::string::npos)
+      << s.message();
+  if (OnFakeDriver()) {
+    EXPECT_NE(s.message().find("its PTX is newer than the driver (13.0) compiles; a newer NVIDIA driver is needed"),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("JIT log: ptxas fatal: Unsupported .version"), std::string::npos) << s.message();
+  }
+  // A kernel the FunctionInfo lists but the image does not hold.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto missing, LoadCudaBlob(CudaBlob("ptx", {{"absent", {kHandle}}}, Ptx("k"))));
+  s = Launch(*missing, "absent", {{.v_handle = y.data()}, {.v_int64 = 1}, {.v_int64 = 1}},
+             {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT});
+  EXPECT_NE(s.message().find("CUDA kernel 'absent' is not in its module (PTX 8.0 for sm_75): CUDA_ERROR_NOT_FOUND"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CudaDevice, TwoRegistriesHoldIndependentInstances) {
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < 2; ++i) {
+    auto registry = PluginRegistry::Discover({});
+    HETRT_ASSERT_OK_AND_ASSIGN(Plugin * cu, registry->ForDevice(kCu));
+    EXPECT_NE(cu->instance(), Cu()->instance());
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Empty({256}, kF32, cu->DeviceAllocator(kCu)));
+    HETRT_ASSERT_OK(registry->CopyTensor(Random({256}, 9), t));
+    tensors.push_back(std::move(t));
+  }  // both registries gone; their tensors keep their instances alive
+  for (const Tensor& t : tensors) {
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, PluginRegistry::Global().ToHost(t));
+    EXPECT_TRUE(testing::TensorsClose(back, Random({256}, 9), 0, 0));
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// hetrt's own kernels (CPU and OpenCL) against reference loops written here,
+// hetrt's own kernels (CPU, OpenCL, CUDA) against reference loops written here,
 // each through the whole path: builder -> export -> load -> run.
 #include <gtest/gtest.h>
 
@@ -43,7 +43,7 @@ Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_
   static int counter = 0;
   const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" +
                            std::to_string(counter++) + ".so";
-  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, device == kDLOpenCL, path));
+  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{device}, path));
   GraphExecutor::Options options;
   options.devices = {{kDLCPU, 0}};
   if (device != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(device), 0});
@@ -158,6 +158,15 @@ TEST(KernelSet, CpuKernelsMatchReferenceLoops) { CheckAll(kDLCPU); }
 TEST(KernelSet, OpenClKernelsMatchReferenceLoops) {
   if (!PluginRegistry::Global().ForDevice({kDLOpenCL, 0}).ok()) GTEST_SKIP() << "no OpenCL device";
   CheckAll(kDLOpenCL);
+}
+
+// On a GPU, or on the fake CUDA driver (ctest's fake_driver.KernelSet.*),
+// which runs cuda_kernels.cu as host code.
+TEST(KernelSet, CudaKernelsMatchReferenceLoops) {
+  auto device = PluginRegistry::Global().ForDevice({kDLCUDA, 0});
+  if (!device.ok()) GTEST_SKIP() << "no CUDA device: " << device.status().message();
+  if (auto f = kernels::FunctionName(Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
+  CheckAll(kDLCUDA);
 }
 
 TEST(KernelSet, KernelsRefuseMismatchedShapesWithTheirName) {

@@ -107,7 +107,7 @@ std::vector<DemoModel> Models() {
 struct RunResult {
   Tensor output;
   double ms_per_run = 0;
-  std::map<std::string, double> ms_per_device;  // "cpu", "opencl", "vulkan", "copies"
+  std::map<std::string, double> ms_per_device;  // "cpu", "opencl", "vulkan", "cuda", "copies"
   std::vector<std::pair<std::string, std::string>> placement;  // node, device
 };
 
@@ -159,7 +159,7 @@ int Demo(const std::string& keep_dir) {
   std::vector<DLDevice> devices{{kDLCPU, 0}};
   std::vector<int32_t> accelerators;
   // Devices with a plugin, a device and kernels in hetrt's set.
-  for (int32_t type : {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan)}) {
+  for (int32_t type : {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan), static_cast<int32_t>(kDLCUDA)}) {
     auto plugin = registry.ForDevice({static_cast<DLDeviceType>(type), 0});
     if (auto kernels = kernels::FunctionName(Op::kAdd, type); plugin.ok() && !kernels.ok()) {
       std::printf("device %s: not used (%s)\n", DeviceTypeName(type).c_str(), kernels.status().message().c_str());

@@ -471,6 +471,7 @@ hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   if (!e->recorded) return nullptr;
+  if (hetrt_error_t* err = args->self->Activate(e->device)) return err;
   const CUresult r = args->self->driver()->cuEventQuery(e->event);
   if (r == CUDA_ERROR_NOT_READY) {
     args->complete = 0;
@@ -481,6 +482,7 @@ hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
 
 hetrt_error_t* SynchronizeEvent(hetrt_instance* inst, hetrt_event* e) {
   if (!e->recorded) return nullptr;
+  if (hetrt_error_t* err = inst->Activate(e->device)) return err;  // event calls run in their context
   const CUresult r = inst->driver()->cuEventSynchronize(e->event);
   return r == CUDA_SUCCESS ? nullptr : inst->Error(e->device, "work before the event failed", r);
 }

@@ -1,0 +1,579 @@
+// A fake CUDA driver (libcuda.so.1) for machines without a GPU: the entry
+// points the CUDA plugin resolves, on host memory, with work done at once
+// (every stream is always idle). Kernels are host builds of hetrt's CUDA C
+// (kernels/cuda_kernels.cu, tests/cuda/test_kernels.cu) and of the TVM
+// fixture's add kernel, run thread by thread. It checks what a real driver
+// would refuse (no current context, a stream or event of another context, more
+// dynamic shared memory than the function allows, copies past an allocation)
+// so that the plugin's use of contexts, streams and limits is tested here.
+//
+// Configured by the environment:
+//   HETRT_FAKE_CUDA_DEVICES   number of devices (2, so that peer copies are tested)
+//   HETRT_FAKE_CUDA_VERSION   cuDriverGetVersion (13000)
+//   HETRT_FAKE_CUDA_INIT      CUresult cuInit returns (0), e.g. 100: no device
+//   HETRT_FAKE_CUDA_SM        compute capability x 10 (80)
+//   HETRT_FAKE_CUDA_INTEGRATED  1: an integrated GPU that maps host memory
+//   HETRT_FAKE_CUDA_NO_PROC_ADDRESS  1: cuGetProcAddress finds nothing (dlsym path)
+//   HETRT_FAKE_CUDA_LOG       file that gets a line per launch, copy and attribute
+#include <cuda.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_driver.h"
+#include "fake_cuda_shim.h"
+
+// The kernels, compiled here as host code.
+#include "../../kernels/cuda_kernels.cu"
+#include "test_kernels.cu"
+
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+int NumDevices() { return std::clamp(EnvInt("HETRT_FAKE_CUDA_DEVICES", 2), 0, 8); }
+int Sm() { return EnvInt("HETRT_FAKE_CUDA_SM", 80); }
+
+void Log(const std::string& line) {
+  const char* path = std::getenv("HETRT_FAKE_CUDA_LOG");
+  if (path == nullptr || *path == '\0') return;
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%s\n", line.c_str());
+    std::fclose(f);
+  }
+}
+
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+// Handles: what CUcontext, CUstream, ... point to in this driver.
+struct CUctx_st {
+  int device = 0;
+  int retains = 0;
+  std::vector<int> peers;  // devices whose memory this context may access
+};
+struct CUstream_st {
+  CUctx_st* ctx = nullptr;
+  int id = 0;
+};
+struct CUevent_st {
+  CUctx_st* ctx = nullptr;
+  unsigned flags = 0;
+  bool recorded = false;
+  uint64_t ns = 0;
+};
+struct CUmod_st {
+  CUctx_st* ctx = nullptr;
+  std::string image;  // the bytes that name the kernels
+};
+
+namespace {
+
+using Invoker = void (*)(void** params);
+template <class... A, size_t... I>
+void InvokeWith(void (*f)(A...), void** params, std::index_sequence<I...>) {
+  f(*static_cast<A*>(params[I])...);  // the driver copies each parameter's own width from params[i]
+}
+template <class F>
+struct Arity;
+template <class... A>
+struct Arity<void (*)(A...)> {
+  static constexpr size_t value = sizeof...(A);
+};
+template <auto F>
+void Invoke(void** params) {
+  InvokeWith(F, params, std::make_index_sequence<Arity<decltype(F)>::value>{});
+}
+
+struct State;
+State& S();
+
+// TVM's tvmgen_default_fused_add_kernel of hetero_cuda_seed: T_add = p0 + p1,
+// one thread per element (the output comes first, as TVM orders kernel
+// buffers); bounded by the output's allocation.
+void TvmFusedAddKernel(float* t_add, float* p0, float* p1);
+
+struct FakeKernel {
+  const char* name;
+  Invoker invoke;  // NULL: does nothing (a TVM kernel this fake does not know)
+};
+const FakeKernel kKernels[] = {
+    {"hetrt_cu_add_kernel", Invoke<hetrt_cu_add_kernel>},
+    {"hetrt_cu_mul_kernel", Invoke<hetrt_cu_mul_kernel>},
+    {"hetrt_cu_relu_kernel", Invoke<hetrt_cu_relu_kernel>},
+    {"hetrt_cu_dense_kernel", Invoke<hetrt_cu_dense_kernel>},
+    {"hetrt_cu_softmax_kernel", Invoke<hetrt_cu_softmax_kernel>},
+    {"hetrt_cu_conv2d_kernel", Invoke<hetrt_cu_conv2d_kernel>},
+    {"hetrt_cu_maxpool_kernel", Invoke<hetrt_cu_maxpool_kernel>},
+    {"hetrt_test_args_kernel", Invoke<hetrt_test_args_kernel>},
+    {"hetrt_test_shared_kernel", Invoke<hetrt_test_shared_kernel>},
+    {"tvmgen_default_fused_add_kernel", Invoke<TvmFusedAddKernel>},
+};
+
+struct Allocation {
+  size_t size = 0;
+  int device = 0;
+  bool host = false;
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  CUctx_st contexts[8];
+  std::map<uintptr_t, Allocation> allocations;
+  int next_stream = 1;
+};
+State& S() {
+  static State s;
+  return s;
+}
+thread_local CUctx_st* t_current = nullptr;
+
+const Allocation* FindAllocation(uintptr_t p, uintptr_t* base) {
+  auto& all = S().allocations;
+  auto it = all.upper_bound(p);
+  if (it == all.begin()) return nullptr;
+  --it;
+  if (p >= it->first + std::max<size_t>(it->second.size, 1)) return nullptr;
+  *base = it->first;
+  return &it->second;
+}
+
+void TvmFusedAddKernel(float* t_add, float* p0, float* p1) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  uintptr_t base = 0;
+  const Allocation* a = FindAllocation(reinterpret_cast<uintptr_t>(t_add), &base);
+  if (a == nullptr || (reinterpret_cast<uintptr_t>(t_add + i + 1) > base + a->size)) return;
+  t_add[i] = p0[i] + p1[i];
+}
+
+// A device range must lie inside one of this driver's device allocations;
+// anything else is host memory, which the fake cannot check.
+bool RangeOk(uintptr_t p, size_t n) {
+  uintptr_t base = 0;
+  const Allocation* a = FindAllocation(p, &base);
+  return a == nullptr || a->host || p + n <= base + a->size;
+}
+
+}  // namespace
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  const FakeKernel* kernel = nullptr;
+  std::string name;
+  int max_dynamic_shared = 48 * 1024;
+};
+
+namespace {
+
+CUresult NeedContext() { return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUctx_st* ContextOf(CUstream s) { return s ? s->ctx : t_current; }
+int StreamId(CUstream s) { return s ? s->id : 0; }
+
+// PTX needs a driver whose version knows its ISA: 13.x reads PTX 9.x, 12.x 8.x.
+bool PtxVersionSupported(const std::string& ptx, int driver_version) {
+  const size_t at = ptx.find(".version ");
+  if (at == std::string::npos) return false;
+  return std::atoi(ptx.c_str() + at + 9) <= driver_version / 1000 - 4;
+}
+
+// Whether a fatbin holds code for this GPU: PTX of an older architecture, or
+// a cubin of the same major version and no newer minor one.
+bool FatbinFits(const unsigned char* p, int sm) {
+  uint16_t header = 0;
+  uint64_t size = 0;
+  std::memcpy(&header, p + 6, 2);
+  std::memcpy(&size, p + 8, 8);
+  for (uint64_t at = header; at + 32 <= header + size;) {
+    uint16_t kind = 0;
+    uint32_t entry_header = 0, arch = 0;
+    uint64_t payload = 0;
+    std::memcpy(&kind, p + at, 2);
+    std::memcpy(&entry_header, p + at + 4, 4);
+    std::memcpy(&payload, p + at + 8, 8);
+    std::memcpy(&arch, p + at + 28, 4);
+    if ((kind == 1 && static_cast<int>(arch) <= sm) ||
+        (kind == 2 && static_cast<int>(arch) / 10 == sm / 10 && static_cast<int>(arch) <= sm))
+      return true;
+    if (entry_header == 0) break;
+    at += entry_header + payload;
+  }
+  return false;
+}
+
+std::string FatbinBytes(const void* image) {
+  const auto* p = static_cast<const unsigned char*>(image);
+  uint16_t header = 0;
+  uint64_t size = 0;
+  std::memcpy(&header, p + 6, 2);
+  std::memcpy(&size, p + 8, 8);
+  return std::string(reinterpret_cast<const char*>(p), header + size);
+}
+
+void WriteLog(unsigned n, CUjit_option* options, void** values, const std::string& text) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) buffer = static_cast<char*>(values[i]);
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) size = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  if (buffer && size) std::snprintf(buffer, size, "%s", text.c_str());
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuInit(unsigned int) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  const int result = EnvInt("HETRT_FAKE_CUDA_INIT", 0);
+  if (result == 0) S().initialized = true;
+  return static_cast<CUresult>(result);
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  *version = EnvInt("HETRT_FAKE_CUDA_VERSION", 13000);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
+  switch (error) {
+    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *name = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) {
+  *text = error == CUDA_SUCCESS ? "no error" : "reported by the fake CUDA driver";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  if (!S().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = NumDevices();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (ordinal < 0 || ordinal >= NumDevices()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice device) {
+  std::snprintf(name, static_cast<size_t>(len), "hetrt fake CUDA device %d", device);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = Sm() / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = Sm() % 10; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 4; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 160 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1000000; break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 2; break;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = EnvInt("HETRT_FAKE_CUDA_INTEGRATED", 0); break;
+    default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  *bytes = size_t{1} << 30;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
+  *can = a != b;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  if (device < 0 || device >= NumDevices()) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st& c = S().contexts[device];
+  c.device = device;
+  ++c.retains;
+  *ctx = &c;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  CUctx_st& c = S().contexts[device];
+  if (c.retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  --c.retains;
+  if (t_current == &c && c.retains == 0) t_current = nullptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
+  *ctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  if (ctx && ctx->retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int) {
+  if (CUresult r = NeedContext()) return r;
+  std::lock_guard<std::mutex> lock(S().mutex);
+  auto& peers = t_current->peers;
+  if (std::find(peers.begin(), peers.end(), peer->device) != peers.end()) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  peers.push_back(peer->device);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t size) {
+  if (CUresult r = NeedContext()) return r;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(S().mutex);
+  S().allocations[reinterpret_cast<uintptr_t>(p)] = {size, t_current->device, false};
+  *ptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t size, unsigned int) {
+  if (CUresult r = NeedContext()) return r;
+  void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(S().mutex);
+  S().allocations[reinterpret_cast<uintptr_t>(p)] = {size, t_current->device, true};
+  *ptr = p;
+  return CUDA_SUCCESS;
+}
+
+static CUresult FreeAllocation(uintptr_t p, bool host) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  auto it = S().allocations.find(p);
+  if (it == S().allocations.end() || it->second.host != host) return CUDA_ERROR_INVALID_VALUE;
+  S().allocations.erase(it);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
+  if (CUresult r = NeedContext()) return r;
+  return FreeAllocation(ptr, false);
+}
+
+CUresult CUDAAPI cuMemFreeHost(void* ptr) { return FreeAllocation(reinterpret_cast<uintptr_t>(ptr), true); }
+
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* device, void* host, unsigned int) {
+  *device = reinterpret_cast<CUdeviceptr>(host);  // one address space, as on an integrated GPU
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
+  *free = *total = size_t{1} << 30;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
+  if (CUresult r = NeedContext()) return r;
+  std::lock_guard<std::mutex> lock(S().mutex);
+  if (ContextOf(stream) != t_current) return CUDA_ERROR_INVALID_HANDLE;
+  if (!RangeOk(dst, n) || !RangeOk(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  Log("copy " + std::to_string(n) + " stream=" + std::to_string(StreamId(stream)));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
+                                   CUstream stream) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  if (dst_ctx == nullptr || src_ctx == nullptr || ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!RangeOk(dst, n) || !RangeOk(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  Log("peer copy " + std::to_string(n) + " cuda:" + std::to_string(src_ctx->device) + " -> cuda:" +
+      std::to_string(dst_ctx->device) + " stream=" + std::to_string(StreamId(stream)));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  if (CUresult r = NeedContext()) return r;
+  std::lock_guard<std::mutex> lock(S().mutex);
+  *stream = new CUstream_st{t_current, S().next_stream++};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  if (stream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) { return ContextOf(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return ContextOf(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
+  if (CUresult r = NeedContext()) return r;
+  *event = new CUevent_st{t_current, flags};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (ContextOf(stream) != event->ctx) return CUDA_ERROR_INVALID_HANDLE;  // an event and its stream share a context
+  event->recorded = true;
+  event->ns = NowNs();
+  return CUDA_SUCCESS;
+}
+
+// Stricter than a real driver: event calls run with the event's context current.
+CUresult CUDAAPI cuEventQuery(CUevent event) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return t_current == event->ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent event) { return cuEventQuery(event); }
+
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  if (!start || !end || !start->recorded || !end->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (t_current != start->ctx || t_current != end->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  *ms = static_cast<float>((static_cast<double>(end->ns) - static_cast<double>(start->ns)) / 1e6);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int n, CUjit_option* options,
+                                    void** values) {
+  if (CUresult r = NeedContext()) return r;
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  uint32_t magic = 0;
+  std::memcpy(&magic, bytes, 4);
+  std::string text;
+  if (magic == 0xBA55ED50) {
+    if (!FatbinFits(bytes, Sm())) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    text = FatbinBytes(image);
+  } else if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
+    return CUDA_ERROR_INVALID_IMAGE;  // no bare cubins in hetrt's tests
+  } else {
+    text = static_cast<const char*>(image);
+    if (text.find(".version") == std::string::npos) return CUDA_ERROR_INVALID_IMAGE;
+    int version = 0;
+    cuDriverGetVersion(&version);
+    if (!PtxVersionSupported(text, version)) {
+      WriteLog(n, options, values, "ptxas fatal: Unsupported .version; the fake driver reads PTX up to " +
+                                       std::to_string(version / 1000 - 4) + ".x");
+      return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+    }
+  }
+  *module = new CUmod_st{t_current, std::move(text)};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (t_current != module->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  delete module;  // functions of it leak, as their handles die with it
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  if (module == nullptr || module->image.find(name) == std::string::npos) return CUDA_ERROR_NOT_FOUND;
+  const FakeKernel* kernel = nullptr;
+  for (const FakeKernel& k : kKernels)
+    if (std::strcmp(k.name, name) == 0) kernel = &k;
+  *f = new CUfunc_st{module, kernel, name};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
+  if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (value > 160 * 1024) return CUDA_ERROR_INVALID_VALUE;
+  f->max_dynamic_shared = value;
+  Log("attribute " + f->name + " max_dynamic_shared=" + std::to_string(value));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  if (CUresult r = NeedContext()) return r;
+  if (f == nullptr || f->module->ctx != t_current || ContextOf(stream) != t_current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
+  Log("launch " + f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
+      " block=" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
+      " shared=" + std::to_string(shared) + " stream=" + std::to_string(StreamId(stream)) +
+      " cuda:" + std::to_string(t_current->device));
+  if (f->kernel == nullptr || f->kernel->invoke == nullptr) return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lock(S().mutex);  // one launch at a time; kernels may read the allocations
+  std::vector<unsigned char> dynamic_shared(shared);
+  fake_dynamic_shared = dynamic_shared.data();
+  gridDim = {gx, gy, gz};
+  blockDim = {bx, by, bz};
+  for (unsigned z = 0; z < gz; ++z)
+    for (unsigned y = 0; y < gy; ++y)
+      for (unsigned x = 0; x < gx; ++x)
+        for (unsigned tz = 0; tz < bz; ++tz)
+          for (unsigned ty = 0; ty < by; ++ty)
+            for (unsigned tx = 0; tx < bx; ++tx) {
+              blockIdx = {x, y, z};
+              threadIdx = {tx, ty, tz};
+              f->kernel->invoke(params);
+            }
+  fake_dynamic_shared = nullptr;
+  return CUDA_SUCCESS;
+}
+
+// Every function above by its un-versioned name, as a 12.0+ driver answers.
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** fn, int, cuuint64_t, CUdriverProcAddressQueryResult* found) {
+  *fn = nullptr;
+  if (found) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (EnvInt("HETRT_FAKE_CUDA_NO_PROC_ADDRESS", 0)) return CUDA_ERROR_NOT_FOUND;
+#define HETRT_FAKE_PROC(name) \
+  if (std::strcmp(symbol, #name) == 0) *fn = reinterpret_cast<void*>(&name);
+  HETRT_CUDA_DRIVER_FUNCTIONS(HETRT_FAKE_PROC)
+#undef HETRT_FAKE_PROC
+  if (*fn == nullptr) return CUDA_ERROR_NOT_FOUND;
+  if (found) *found = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
