@@ -676,9 +676,25 @@ TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMod
   EXPECT_GT(cuda_nodes, 0);
 }
 
+// Environment for a CLI whose core finds only the CPU and CUDA plugins: a copy
+// of the core library with just those beside it, first on the library path.
+std::string CpuAndCudaPluginsOnly() {
+  namespace fs = std::filesystem;
+  const fs::path cuda_plugin = Cu()->path();
+  const fs::path cpu_plugin = PluginRegistry::Global().ForDeviceType(kDLCPU).value()->path();
+  const fs::path dir = ::testing::TempDir() + "/hetrt_cuda_only_" + std::to_string(getpid());
+  fs::create_directories(dir / "hetrt-plugins");
+  fs::copy_file(cuda_plugin.parent_path().parent_path() / "libhetrt_core.so", dir / "libhetrt_core.so",
+                fs::copy_options::overwrite_existing);
+  for (const fs::path& plugin : {cuda_plugin, cpu_plugin})
+    fs::copy_file(plugin, dir / "hetrt-plugins" / plugin.filename(), fs::copy_options::overwrite_existing);
+  return "LD_LIBRARY_PATH=" + dir.string();
+}
+
 TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
   if (auto f = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
-  const Outcome o = RunCli("demo");
+  const Outcome o = RunCli("demo", CpuAndCudaPluginsOnly());
+  EXPECT_NE(o.output.find("device opencl: not used (no plugin provides"), std::string::npos) << o.output;
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("cpu + cuda:"), std::string::npos) << o.output;
   EXPECT_EQ(o.output.find("MISMATCH"), std::string::npos) << o.output;

@@ -78,9 +78,12 @@ struct CUevent_st {
   bool recorded = false;
   uint64_t ns = 0;
 };
+struct CUfunc_st;
 struct CUmod_st {
   CUctx_st* ctx = nullptr;
   std::string image;  // the bytes that name the kernels
+  std::vector<std::unique_ptr<CUfunc_st>> functions;  // handles die with the module, as in the driver
+  ~CUmod_st();
 };
 
 namespace {
@@ -179,6 +182,8 @@ struct CUfunc_st {
   std::string name;
   int max_dynamic_shared = 48 * 1024;
 };
+
+CUmod_st::~CUmod_st() = default;
 
 namespace {
 
@@ -520,7 +525,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current != module->ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  delete module;  // functions of it leak, as their handles die with it
+  delete module;
   return CUDA_SUCCESS;
 }
 
@@ -529,7 +534,8 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char*
   const FakeKernel* kernel = nullptr;
   for (const FakeKernel& k : kKernels)
     if (std::strcmp(k.name, name) == 0) kernel = &k;
-  *f = new CUfunc_st{module, kernel, name};
+  module->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{module, kernel, name}));
+  *f = module->functions.back().get();
   return CUDA_SUCCESS;
 }
 
