@@ -197,6 +197,32 @@ TEST_F(VulkanTest, CpuPlusVulkanModelMatchesAllCpuAsSoAndTarInEveryExecutorMode)
   }
 }
 
+// The plugin's other paths under a whole model: staged copies (as on a
+// discrete GPU), a submission per command, descriptor pools.
+TEST_F(VulkanTest, ModelMatchesOnEveryPluginPath) {
+  const Tensor input = Random({16, 256}, 11);
+  GraphExecutor::Options cpu;
+  cpu.devices = {kHost};
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(TwoBranchLibrary(kDLCPU, ".so"), cpu, input));
+  const std::pair<const char*, const char*> paths[] = {
+      {"direct_mapping", "0"}, {"batch_limit", "1"}, {"push_descriptors", "0"}};
+  const std::pair<const char*, const char*> defaults[] = {
+      {"direct_mapping", "1"}, {"batch_limit", "256"}, {"push_descriptors", "1"}};
+  for (size_t p = 0; p < std::size(paths); ++p) {
+    SCOPED_TRACE(std::string(paths[p].first) + "=" + paths[p].second);
+    HETRT_ASSERT_OK(Vk()->SetOption(paths[p].first, paths[p].second));
+    for (bool sequential : {false, true}) {
+      GraphExecutor::Options options;
+      options.devices = {kHost, kVk};
+      options.sequential = sequential;
+      auto out = RunTwoBranch(TwoBranchLibrary(kDLVulkan, ".so"), options, input);
+      if (out.ok()) EXPECT_TRUE(testing::TensorsClose(*out, reference, 1e-5, 1e-5)) << sequential;
+      else ADD_FAILURE() << out.status().ToString();
+    }
+    HETRT_ASSERT_OK(Vk()->SetOption(defaults[p].first, defaults[p].second));
+  }
+}
+
 TEST_F(VulkanTest, RepeatedRunsAndProfiledRunsStayCorrect) {
   const Tensor input = Random({16, 256}, 7);
   GraphExecutor::Options cpu;

@@ -675,6 +675,11 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
     value = s->submitted;
   }
   if (error == nullptr) error = WaitValue(s, value, 0);
+  std::vector<std::shared_ptr<StreamCore>> held;  // released with no lock held: their destructors run here
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (error == nullptr) held.swap(s->held);
+  }
   // Its work done, workspace last freed on it is free for any stream.
   {
     std::lock_guard<std::mutex> lock(s->device->workspace.mutex);
@@ -726,6 +731,8 @@ hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   std::lock_guard<std::mutex> lock(s->mutex);
   s->waits.emplace_back(source->timeline, event->value);
   s->nonempty = true;
+  // The source's semaphore must outlive the batch that waits on it.
+  if (std::find(s->held.begin(), s->held.end(), event->stream) == s->held.end()) s->held.push_back(event->stream);
   return nullptr;
 }
 
@@ -931,6 +938,10 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
       args->device_ns = static_cast<uint64_t>(static_cast<double>(ticks & d->timestamp_mask) * d->timestamp_period);
       args->uncertainty_ns = (t1 - t0 + 1) / 2;
     }
+  }
+  {
+    std::lock_guard<std::mutex> lock(d->queues[0].mutex);  // as ~StreamCore: let the submit thread finish
+    vkQueueWaitIdle(d->queues[0].handle);
   }
   if (query) vkDestroyQueryPool(d->handle, query, nullptr);
   vkDestroyCommandPool(d->handle, pool, nullptr);
@@ -1208,6 +1219,15 @@ StreamCore::~StreamCore() {
     info.pValues = &submitted;
     vkWaitSemaphores(dev, &info, UINT64_MAX);
   }
+  // The value is reached, but the driver's submit thread may still be
+  // finishing the batch (lavapipe's releases its timeline point after the
+  // signal): wait for the queues to drain before the semaphore and command
+  // buffers go. Seen as a crash in lavapipe's queue thread without it.
+  if (submitted > 0)
+    for (int q = 0; q < device->num_queues; ++q) {
+      std::lock_guard<std::mutex> lock(device->queues[q].mutex);
+      vkQueueWaitIdle(device->queues[q].handle);
+    }
   {
     std::lock_guard<std::mutex> lock(device->streams_mutex);
     auto& all = device->streams;

@@ -59,6 +59,7 @@ struct StreamCore {
   uint32_t work = 0;      // dispatches and copies in the open batch
   bool nonempty = false;  // the open batch has something to submit
   std::vector<std::pair<VkSemaphore, uint64_t>> waits;  // for the open batch
+  std::vector<std::shared_ptr<StreamCore>> held;         // streams whose semaphores our batches wait on
   struct InFlight {
     uint64_t value;
     VkCommandBuffer commands;
