@@ -622,6 +622,17 @@ TEST_F(CudaDevice, FixtureKernelsLaunchWithTheGeometryTvmHostCodeGives) {
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("stream=0 "), std::string::npos) << "a launch went to the legacy NULL stream:\n" << log;
+  // The __copy of its output to the CPU goes on a copy stream that first waits for the kernel's stream.
+  const size_t launch = log.find("launch tvmgen_default_fused_add_kernel");
+  ASSERT_NE(launch, std::string::npos) << log;
+  const size_t at = log.find("stream=", launch) + 7;
+  const std::string kernel_stream = log.substr(at, log.find(' ', at) - at);
+  const size_t wait = log.find(" for stream=" + kernel_stream + "\n", launch);
+  ASSERT_NE(wait, std::string::npos) << log;
+  const size_t w = log.rfind("wait stream=", wait) + 12;
+  const std::string copy_stream = log.substr(w, wait - w);
+  EXPECT_NE(copy_stream, kernel_stream);
+  EXPECT_NE(log.find("copy 20 stream=" + copy_stream + "\n", wait), std::string::npos) << log;
 }
 
 Tensor TwoBranchInput() { return Random({16, 256}, 11); }

@@ -1,11 +1,16 @@
 // A fake CUDA driver (libcuda.so.1) for machines without a GPU: the entry
-// points the CUDA plugin resolves, on host memory, with work done at once
-// (every stream is always idle). Kernels are host builds of hetrt's CUDA C
-// (kernels/cuda_kernels.cu, tests/cuda/test_kernels.cu) and of the TVM
-// fixture's add kernel, run thread by thread. It checks what a real driver
-// would refuse (no current context, a stream or event of another context, more
-// dynamic shared memory than the function allows, copies past an allocation)
-// so that the plugin's use of contexts, streams and limits is tested here.
+// points the CUDA plugin resolves, on host memory. Work on a stream is queued
+// and runs only when something waits for it (a stream or event synchronize, a
+// stream waiting for an event when its own work runs, a free, a copy into
+// pageable memory, which CUDA makes synchronous), so work that a caller
+// forgot to wait for shows up as stale data, as it could on a GPU. Kernels are
+// host builds of hetrt's CUDA C (kernels/cuda_kernels.cu,
+// tests/cuda/test_kernels.cu) and of the TVM fixture's add kernel, run thread
+// by thread with their arguments copied at launch. It checks what a real
+// driver would refuse (no current context, a stream or event of another
+// context, more dynamic shared memory than the function allows, copies past an
+// allocation) so that the plugin's use of contexts, streams and limits is
+// tested here.
 //
 // Configured by the environment:
 //   HETRT_FAKE_CUDA_DEVICES   number of devices (2, so that peer copies are tested)
@@ -22,10 +27,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,12 +79,16 @@ struct CUctx_st {
 struct CUstream_st {
   CUctx_st* ctx = nullptr;
   int id = 0;
+  std::deque<std::function<void()>> pending;  // work not run yet, in order
+  bool running = false;
 };
 struct CUevent_st {
   CUctx_st* ctx = nullptr;
   unsigned flags = 0;
   bool recorded = false;
+  bool done = true;  // the stream reached it
   uint64_t ns = 0;
+  int stream = 0;  // where it was last recorded (0: the legacy stream)
 };
 struct CUfunc_st;
 struct CUmod_st {
@@ -88,10 +100,13 @@ struct CUmod_st {
 
 namespace {
 
-using Invoker = void (*)(void** params);
+// A kernel with its arguments copied, as cuLaunchKernel does: each parameter
+// takes its own width from params[i].
+using Binder = std::function<void()> (*)(void** params);
 template <class... A, size_t... I>
-void InvokeWith(void (*f)(A...), void** params, std::index_sequence<I...>) {
-  f(*static_cast<A*>(params[I])...);  // the driver copies each parameter's own width from params[i]
+std::function<void()> BindWith(void (*f)(A...), void** params, std::index_sequence<I...>) {
+  std::tuple<A...> args{*static_cast<A*>(params[I])...};
+  return [f, args] { std::apply(f, args); };
 }
 template <class F>
 struct Arity;
@@ -100,8 +115,8 @@ struct Arity<void (*)(A...)> {
   static constexpr size_t value = sizeof...(A);
 };
 template <auto F>
-void Invoke(void** params) {
-  InvokeWith(F, params, std::make_index_sequence<Arity<decltype(F)>::value>{});
+std::function<void()> Bind(void** params) {
+  return BindWith(F, params, std::make_index_sequence<Arity<decltype(F)>::value>{});
 }
 
 struct State;
@@ -114,19 +129,19 @@ void TvmFusedAddKernel(float* t_add, float* p0, float* p1);
 
 struct FakeKernel {
   const char* name;
-  Invoker invoke;  // NULL: does nothing (a TVM kernel this fake does not know)
+  Binder bind;  // NULL: does nothing (a TVM kernel this fake does not know)
 };
 const FakeKernel kKernels[] = {
-    {"hetrt_cu_add_kernel", Invoke<hetrt_cu_add_kernel>},
-    {"hetrt_cu_mul_kernel", Invoke<hetrt_cu_mul_kernel>},
-    {"hetrt_cu_relu_kernel", Invoke<hetrt_cu_relu_kernel>},
-    {"hetrt_cu_dense_kernel", Invoke<hetrt_cu_dense_kernel>},
-    {"hetrt_cu_softmax_kernel", Invoke<hetrt_cu_softmax_kernel>},
-    {"hetrt_cu_conv2d_kernel", Invoke<hetrt_cu_conv2d_kernel>},
-    {"hetrt_cu_maxpool_kernel", Invoke<hetrt_cu_maxpool_kernel>},
-    {"hetrt_test_args_kernel", Invoke<hetrt_test_args_kernel>},
-    {"hetrt_test_shared_kernel", Invoke<hetrt_test_shared_kernel>},
-    {"tvmgen_default_fused_add_kernel", Invoke<TvmFusedAddKernel>},
+    {"hetrt_cu_add_kernel", Bind<hetrt_cu_add_kernel>},
+    {"hetrt_cu_mul_kernel", Bind<hetrt_cu_mul_kernel>},
+    {"hetrt_cu_relu_kernel", Bind<hetrt_cu_relu_kernel>},
+    {"hetrt_cu_dense_kernel", Bind<hetrt_cu_dense_kernel>},
+    {"hetrt_cu_softmax_kernel", Bind<hetrt_cu_softmax_kernel>},
+    {"hetrt_cu_conv2d_kernel", Bind<hetrt_cu_conv2d_kernel>},
+    {"hetrt_cu_maxpool_kernel", Bind<hetrt_cu_maxpool_kernel>},
+    {"hetrt_test_args_kernel", Bind<hetrt_test_args_kernel>},
+    {"hetrt_test_shared_kernel", Bind<hetrt_test_shared_kernel>},
+    {"tvmgen_default_fused_add_kernel", Bind<TvmFusedAddKernel>},
 };
 
 struct Allocation {
@@ -135,11 +150,14 @@ struct Allocation {
   bool host = false;
 };
 
+// One lock for everything: queued work runs under it, and work may queue
+// nothing but may look up allocations, so it is recursive.
 struct State {
-  std::mutex mutex;
+  std::recursive_mutex mutex;
   bool initialized = false;
   CUctx_st contexts[8];
   std::map<uintptr_t, Allocation> allocations;
+  std::map<int, CUstream_st*> streams;  // live streams by id
   int next_stream = 1;
 };
 State& S() {
@@ -147,6 +165,34 @@ State& S() {
   return s;
 }
 thread_local CUctx_st* t_current = nullptr;
+using Lock = std::lock_guard<std::recursive_mutex>;
+
+// Runs a stream's queued work (the GPU catching up).
+void Drain(CUstream_st* s) {
+  if (s == nullptr || s->running) return;  // already running: its earlier work is done
+  s->running = true;
+  while (!s->pending.empty()) {
+    auto work = std::move(s->pending.front());
+    s->pending.pop_front();
+    work();
+  }
+  s->running = false;
+}
+void DrainAll() {
+  for (auto& [id, s] : S().streams) Drain(s);
+}
+void DrainStream(int id) {
+  if (auto it = S().streams.find(id); it != S().streams.end()) Drain(it->second);
+}
+// Queues work on a stream; the legacy NULL stream runs it now, after everything.
+void Enqueue(CUstream_st* s, std::function<void()> work) {
+  if (s != nullptr) {
+    s->pending.push_back(std::move(work));
+    return;
+  }
+  DrainAll();
+  work();
+}
 
 const Allocation* FindAllocation(uintptr_t p, uintptr_t* base) {
   auto& all = S().allocations;
@@ -164,6 +210,12 @@ void TvmFusedAddKernel(float* t_add, float* p0, float* p1) {
   const Allocation* a = FindAllocation(reinterpret_cast<uintptr_t>(t_add), &base);
   if (a == nullptr || (reinterpret_cast<uintptr_t>(t_add + i + 1) > base + a->size)) return;
   t_add[i] = p0[i] + p1[i];
+}
+
+// Whether an address is memory this driver allocated (device or pinned host).
+bool DriverMemory(uintptr_t p) {
+  uintptr_t base = 0;
+  return FindAllocation(p, &base) != nullptr;
 }
 
 // A device range must lie inside one of this driver's device allocations;
@@ -246,7 +298,7 @@ void WriteLog(unsigned n, CUjit_option* options, void** values, const std::strin
 extern "C" {
 
 CUresult CUDAAPI cuInit(unsigned int) {
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   const int result = EnvInt("HETRT_FAKE_CUDA_INIT", 0);
   if (result == 0) S().initialized = true;
   return static_cast<CUresult>(result);
@@ -325,7 +377,7 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   if (device < 0 || device >= NumDevices()) return CUDA_ERROR_INVALID_DEVICE;
   CUctx_st& c = S().contexts[device];
   c.device = device;
@@ -335,7 +387,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device) {
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   CUctx_st& c = S().contexts[device];
   if (c.retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
   --c.retains;
@@ -356,7 +408,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int) {
   if (CUresult r = NeedContext()) return r;
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   auto& peers = t_current->peers;
   if (std::find(peers.begin(), peers.end(), peer->device) != peers.end()) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   peers.push_back(peer->device);
@@ -368,7 +420,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t size) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   S().allocations[reinterpret_cast<uintptr_t>(p)] = {size, t_current->device, false};
   *ptr = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
@@ -378,14 +430,16 @@ CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t size, unsigned int) {
   if (CUresult r = NeedContext()) return r;
   void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   S().allocations[reinterpret_cast<uintptr_t>(p)] = {size, t_current->device, true};
   *ptr = p;
   return CUDA_SUCCESS;
 }
 
+// Freeing waits for all work first, as cuMemFree does.
 static CUresult FreeAllocation(uintptr_t p, bool host) {
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
+  DrainAll();
   auto it = S().allocations.find(p);
   if (it == S().allocations.end() || it->second.host != host) return CUDA_ERROR_INVALID_VALUE;
   S().allocations.erase(it);
@@ -410,13 +464,25 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
   return CUDA_SUCCESS;
 }
 
+// As CUDA does: a copy into pageable host memory returns once it is done
+// (after the stream's earlier work); one from pageable memory reads it now and
+// lands later; anything else runs when the stream gets to it.
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
   if (CUresult r = NeedContext()) return r;
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   if (ContextOf(stream) != t_current) return CUDA_ERROR_INVALID_HANDLE;
   if (!RangeOk(dst, n) || !RangeOk(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   Log("copy " + std::to_string(n) + " stream=" + std::to_string(StreamId(stream)));
+  auto* to = reinterpret_cast<unsigned char*>(dst);
+  if (!DriverMemory(dst)) {
+    Drain(stream);
+    std::memmove(to, reinterpret_cast<const void*>(src), n);
+  } else if (!DriverMemory(src)) {
+    const auto* from = reinterpret_cast<const unsigned char*>(src);
+    Enqueue(stream, [to, bytes = std::vector<unsigned char>(from, from + n)] { std::memcpy(to, bytes.data(), bytes.size()); });
+  } else {
+    Enqueue(stream, [to, src, n] { std::memmove(to, reinterpret_cast<const void*>(src), n); });
+  }
   return CUDA_SUCCESS;
 }
 
@@ -431,33 +497,50 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) { retu
 
 CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
                                    CUstream stream) {
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   if (dst_ctx == nullptr || src_ctx == nullptr || ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (!RangeOk(dst, n) || !RangeOk(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   Log("peer copy " + std::to_string(n) + " cuda:" + std::to_string(src_ctx->device) + " -> cuda:" +
       std::to_string(dst_ctx->device) + " stream=" + std::to_string(StreamId(stream)));
+  Enqueue(stream, [dst, src, n] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); });
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
   if (CUresult r = NeedContext()) return r;
-  std::lock_guard<std::mutex> lock(S().mutex);
+  Lock lock(S().mutex);
   *stream = new CUstream_st{t_current, S().next_stream++};
+  S().streams[(*stream)->id] = *stream;
   return CUDA_SUCCESS;
 }
 
+// Its work still completes, as on a GPU.
 CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   if (stream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  Lock lock(S().mutex);
+  Drain(stream);
+  S().streams.erase(stream->id);
   delete stream;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream stream) { return ContextOf(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  Lock lock(S().mutex);
+  if (ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stream) Drain(stream);
+  else DrainAll();
+  return CUDA_SUCCESS;
+}
 
+// When the waiting stream's work gets here, the event's stream catches up
+// first (all of it: being ahead is allowed).
 CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return ContextOf(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  Lock lock(S().mutex);
+  if (ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  Log("wait stream=" + std::to_string(StreamId(stream)) + " for stream=" + std::to_string(event->stream));
+  if (!event->done) Enqueue(stream, [source = event->stream] { DrainStream(source); });
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
@@ -468,29 +551,43 @@ CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
 
 CUresult CUDAAPI cuEventDestroy(CUevent event) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  Lock lock(S().mutex);
+  DrainStream(event->stream);  // queued work may still mark it
   delete event;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  Lock lock(S().mutex);
   if (ContextOf(stream) != event->ctx) return CUDA_ERROR_INVALID_HANDLE;  // an event and its stream share a context
+  DrainStream(event->stream);  // a queued mark of the previous record must not land after this one
   event->recorded = true;
-  event->ns = NowNs();
+  event->done = false;
+  event->stream = StreamId(stream);
+  Enqueue(stream, [event] {
+    event->ns = NowNs();
+    event->done = true;
+  });
   return CUDA_SUCCESS;
 }
 
-// Stricter than a real driver: event calls run with the event's context current.
-CUresult CUDAAPI cuEventQuery(CUevent event) {
+// Stricter than a real driver: event calls run with the event's context
+// current. A query lets the GPU catch up (it would, eventually).
+CUresult CUDAAPI cuEventSynchronize(CUevent event) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return t_current == event->ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  Lock lock(S().mutex);
+  if (t_current != event->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  DrainStream(event->stream);
+  return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventSynchronize(CUevent event) { return cuEventQuery(event); }
+CUresult CUDAAPI cuEventQuery(CUevent event) { return cuEventSynchronize(event); }
 
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   if (!start || !end || !start->recorded || !end->recorded) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current != start->ctx || t_current != end->ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!start->done || !end->done) return CUDA_ERROR_NOT_READY;
   *ms = static_cast<float>((static_cast<double>(end->ns) - static_cast<double>(start->ns)) / 1e6);
   return CUDA_SUCCESS;
 }
@@ -525,6 +622,8 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current != module->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  Lock lock(S().mutex);
+  DrainAll();  // queued launches of its functions run first
   delete module;
   return CUDA_SUCCESS;
 }
@@ -557,23 +656,25 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
       " block=" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
       " shared=" + std::to_string(shared) + " stream=" + std::to_string(StreamId(stream)) +
       " cuda:" + std::to_string(t_current->device));
-  if (f->kernel == nullptr || f->kernel->invoke == nullptr) return CUDA_SUCCESS;
-  std::lock_guard<std::mutex> lock(S().mutex);  // one launch at a time; kernels may read the allocations
-  std::vector<unsigned char> dynamic_shared(shared);
-  fake_dynamic_shared = dynamic_shared.data();
-  gridDim = {gx, gy, gz};
-  blockDim = {bx, by, bz};
-  for (unsigned z = 0; z < gz; ++z)
-    for (unsigned y = 0; y < gy; ++y)
-      for (unsigned x = 0; x < gx; ++x)
-        for (unsigned tz = 0; tz < bz; ++tz)
-          for (unsigned ty = 0; ty < by; ++ty)
-            for (unsigned tx = 0; tx < bx; ++tx) {
-              blockIdx = {x, y, z};
-              threadIdx = {tx, ty, tz};
-              f->kernel->invoke(params);
-            }
-  fake_dynamic_shared = nullptr;
+  if (f->kernel == nullptr || f->kernel->bind == nullptr) return CUDA_SUCCESS;
+  Lock lock(S().mutex);  // queued work runs under it; kernels may look up allocations
+  Enqueue(stream, [run = f->kernel->bind(params), grid = FakeDim3{gx, gy, gz}, block = FakeDim3{bx, by, bz}, shared] {
+    std::vector<unsigned char> dynamic_shared(shared);
+    fake_dynamic_shared = dynamic_shared.data();
+    gridDim = grid;
+    blockDim = block;
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x)
+          for (unsigned tz = 0; tz < block.z; ++tz)
+            for (unsigned ty = 0; ty < block.y; ++ty)
+              for (unsigned tx = 0; tx < block.x; ++tx) {
+                blockIdx = {x, y, z};
+                threadIdx = {tx, ty, tz};
+                run();
+              }
+    fake_dynamic_shared = nullptr;
+  });
   return CUDA_SUCCESS;
 }
 
