@@ -72,10 +72,15 @@ Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
   return t;
 }
 
-TEST_F(VulkanTest, ValidationLayerIsOnWhenAsked) {
+// A missing layer must fail the suite, not skip it as "no device".
+TEST(VulkanValidation, LayerIsOnWhenAsked) {
   const char* asked = std::getenv("HETRT_VULKAN_VALIDATION");
   if (asked == nullptr || std::string(asked) == "0") GTEST_SKIP() << "HETRT_VULKAN_VALIDATION is not set";
-  HETRT_ASSERT_OK_AND_ASSIGN(int64_t on, Vk()->AttributeInt(kVk, HETRT_VULKAN_ATTR_VALIDATION_ENABLED));
+  HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, PluginRegistry::Global().ForDeviceType(kDLVulkan));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto count, plugin->CountDevices(kDLVulkan));
+  ASSERT_EQ(count.unavailable_reason.find("VK_LAYER_KHRONOS_validation"), std::string::npos) << count.unavailable_reason;
+  if (count.count == 0) GTEST_SKIP() << "no Vulkan device: " << count.unavailable_reason;
+  HETRT_ASSERT_OK_AND_ASSIGN(int64_t on, plugin->AttributeInt(kVk, HETRT_VULKAN_ATTR_VALIDATION_ENABLED));
   EXPECT_EQ(on, 1);
 }
 
