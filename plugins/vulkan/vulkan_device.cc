@@ -813,7 +813,12 @@ hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
     s->nonempty = true;
     event->stamped = true;
   }
-  // An empty open batch adds nothing: the event is the last submitted batch.
+  // An event exists to be waited for: submit what it follows now, so the
+  // device works while the host goes on (timing-only events of a profile do
+  // not split the batch). An empty open batch adds nothing: the event is the
+  // last submitted batch.
+  if (!(event->flags & HETRT_EVENT_TIMING))
+    if (hetrt_error_t* e = Flush(s)) return e;
   event->value = s->nonempty ? s->open_value() : s->submitted;
   event->stream = args->stream ? args->stream->core : d->default_stream;
   return nullptr;
