@@ -539,6 +539,13 @@ TEST_F(VulkanTest, MalformedBlobsAndShadersAreErrors) {
     std::vector<uint8_t> cut(blob.begin(), blob.begin() + static_cast<long>(n));
     EXPECT_NE(LoadError(cut), "(loaded)") << n;
   }
+  // Random byte changes anywhere: an error or a module, never a crash.
+  std::mt19937 rng(5);
+  for (int i = 0; i < 300; ++i) {
+    auto mutated = blob;
+    mutated[rng() % mutated.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    (void)LoadError(mutated);
+  }
   auto expect = [](const std::string& message, const std::string& part) {
     EXPECT_NE(message.find(part), std::string::npos) << message;
   };
