@@ -86,5 +86,12 @@ TEST(Stress, EightExecutorsOnEightThreadsOverOneCpuPlusOpenClModel) {
   StressModel("hetero_opencl_seed", {{kDLCPU, 0}, {kDLOpenCL, 0}}, 100);
 }
 
+// On a GPU, or on the fake CUDA driver (ctest's fake_driver.Stress.*).
+TEST(Stress, EightExecutorsOnEightThreadsOverOneCpuPlusCudaModel) {
+  if (auto cuda = PluginRegistry::Global().ForDevice({kDLCUDA, 0}); !cuda.ok())
+    GTEST_SKIP() << "no CUDA device: " << cuda.status().message();
+  StressModel("hetero_cuda_seed", {{kDLCPU, 0}, {kDLCUDA, 0}}, 100);
+}
+
 }  // namespace
 }  // namespace hetrt
