@@ -1,8 +1,10 @@
 #include "kernel_set.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/module_export.h"
 #include "hetrt/module_loader.h"
@@ -165,6 +167,19 @@ Result<std::vector<uint8_t>> CudaModuleBytes() {
 Result<std::shared_ptr<Module>> LoadCudaModule(PluginRegistry& registry) {
   HETRT_ASSIGN_OR_RETURN(auto bytes, CudaModuleBytes());
   return LoadPluginModule(registry, "cuda", bytes);
+}
+
+Status CudaKernelsRunOn(const Plugin& plugin, DLDevice device) {
+  if (!kHaveCudaKernels) return NoCudaKernels();
+  HETRT_ASSIGN_OR_RETURN(std::string driver, plugin.AttributeString(device, HETRT_DEVICE_ATTR_DRIVER_VERSION));
+  const std::string_view ptx(kCudaKernelsPtxText);
+  const size_t at = ptx.find("\n.version ");
+  if (at == std::string_view::npos) return Internal("hetrt's CUDA kernels have no .version directive");
+  const int isa_major = std::atoi(ptx.data() + at + 10);
+  if (std::atoi(driver.c_str()) < isa_major + 4)
+    return Unimplemented("hetrt's CUDA kernels are PTX " + std::to_string(isa_major) + ".x, which needs a CUDA " +
+                         std::to_string(isa_major + 4) + " driver; " + DeviceToString(device) + " has " + driver);
+  return OkStatus();
 }
 
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,

@@ -43,6 +43,9 @@ Result<std::shared_ptr<Module>> LoadVulkanModule(PluginRegistry& registry);
 Result<std::vector<uint8_t>> CudaModuleBytes();
 // ... loaded through the CUDA plugin of `registry` (no device needed to load).
 Result<std::shared_ptr<Module>> LoadCudaModule(PluginRegistry& registry);
+// OK when `device` can run the CUDA kernels: the set was built (nvcc) and the
+// driver JIT-compiles their PTX (PTX ISA N.x needs a CUDA N+4 driver).
+Status CudaKernelsRunOn(const Plugin& plugin, DLDevice device);
 
 // Exports a graph (JSON + params) that calls this kernel set into a deploy
 // library at `path` (.so, or .tar): factory -> host code (the set's objects)

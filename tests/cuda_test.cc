@@ -490,6 +490,21 @@ Outcome RunOnFake(const std::string& args, const std::string& env) {
   return RunCli(args, std::string("HETRT_CUDA_DRIVER=") + HETRT_FAKE_CUDA_DRIVER + " " + env);
 }
 
+// Environment for a CLI whose core finds only the CPU and CUDA plugins: a copy
+// of the core library with just those beside it, first on the library path.
+std::string CpuAndCudaPluginsOnly() {
+  namespace fs = std::filesystem;
+  const fs::path cuda_plugin = PluginRegistry::Global().ForTypeKey("cuda").value()->path();
+  const fs::path cpu_plugin = PluginRegistry::Global().ForDeviceType(kDLCPU).value()->path();
+  const fs::path dir = ::testing::TempDir() + "/hetrt_cuda_only_" + std::to_string(getpid());
+  fs::create_directories(dir / "hetrt-plugins");
+  fs::copy_file(cuda_plugin.parent_path().parent_path() / "libhetrt_core.so", dir / "libhetrt_core.so",
+                fs::copy_options::overwrite_existing);
+  for (const fs::path& plugin : {cuda_plugin, cpu_plugin})
+    fs::copy_file(plugin, dir / "hetrt-plugins" / plugin.filename(), fs::copy_options::overwrite_existing);
+  return "LD_LIBRARY_PATH=" + dir.string();
+}
+
 TEST(CudaFakeDriver, EachWayOfHavingNoDeviceIsNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {"HETRT_FAKE_CUDA_VERSION=11040", "the CUDA driver is version 11.4 ("},
@@ -509,6 +524,17 @@ TEST(CudaFakeDriver, EachWayOfHavingNoDeviceIsNamed) {
   // Entry points found by dlsym where cuGetProcAddress finds none.
   const Outcome o = RunOnFake("plugins", "HETRT_FAKE_CUDA_NO_PROC_ADDRESS=1");
   EXPECT_NE(o.output.find("cuda:0: hetrt fake CUDA device 0, compute 8.0, 4 SMs, driver 13.0"), std::string::npos)
+      << o.output;
+}
+
+TEST(CudaFakeDriver, DemoLeavesCudaOutWhenTheDriverCannotCompileTheKernelSet) {
+  if (Status built = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA).status(); !built.ok())
+    GTEST_SKIP() << built.message();
+  const Outcome o = RunOnFake("demo", CpuAndCudaPluginsOnly() + " HETRT_FAKE_CUDA_VERSION=12040");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("device cuda: not used (hetrt's CUDA kernels are PTX 9.x, which needs a CUDA 13 driver; "
+                          "cuda:0 has 12.4)"),
+            std::string::npos)
       << o.output;
 }
 
@@ -656,7 +682,7 @@ Result<Tensor> RunTwoBranch(int32_t accel, GraphExecutor::Options options, Graph
 }
 
 TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMode) {
-  if (auto f = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
+  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
   GraphExecutor::Options cpu;
   cpu.devices = {{kDLCPU, 0}};
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(kDLCPU, cpu));
@@ -687,23 +713,8 @@ TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMod
   EXPECT_GT(cuda_nodes, 0);
 }
 
-// Environment for a CLI whose core finds only the CPU and CUDA plugins: a copy
-// of the core library with just those beside it, first on the library path.
-std::string CpuAndCudaPluginsOnly() {
-  namespace fs = std::filesystem;
-  const fs::path cuda_plugin = Cu()->path();
-  const fs::path cpu_plugin = PluginRegistry::Global().ForDeviceType(kDLCPU).value()->path();
-  const fs::path dir = ::testing::TempDir() + "/hetrt_cuda_only_" + std::to_string(getpid());
-  fs::create_directories(dir / "hetrt-plugins");
-  fs::copy_file(cuda_plugin.parent_path().parent_path() / "libhetrt_core.so", dir / "libhetrt_core.so",
-                fs::copy_options::overwrite_existing);
-  for (const fs::path& plugin : {cuda_plugin, cpu_plugin})
-    fs::copy_file(plugin, dir / "hetrt-plugins" / plugin.filename(), fs::copy_options::overwrite_existing);
-  return "LD_LIBRARY_PATH=" + dir.string();
-}
-
 TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
-  if (auto f = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA); !f.ok()) GTEST_SKIP() << f.status().message();
+  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
   const Outcome o = RunCli("demo", CpuAndCudaPluginsOnly());
   EXPECT_NE(o.output.find("device opencl: not used (no plugin provides"), std::string::npos) << o.output;
   EXPECT_EQ(o.exit_code, 0) << o.output;

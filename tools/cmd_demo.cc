@@ -160,9 +160,12 @@ int Demo(const std::string& keep_dir) {
   std::vector<int32_t> accelerators;
   // Devices with a plugin, a device and kernels in hetrt's set.
   for (int32_t type : {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan), static_cast<int32_t>(kDLCUDA)}) {
-    auto plugin = registry.ForDevice({static_cast<DLDeviceType>(type), 0});
-    if (auto kernels = kernels::FunctionName(Op::kAdd, type); plugin.ok() && !kernels.ok()) {
-      std::printf("device %s: not used (%s)\n", DeviceTypeName(type).c_str(), kernels.status().message().c_str());
+    const DLDevice device{static_cast<DLDeviceType>(type), 0};
+    auto plugin = registry.ForDevice(device);
+    Status kernels = kernels::FunctionName(Op::kAdd, type).status();
+    if (kernels.ok() && plugin.ok() && type == kDLCUDA) kernels = kernels::CudaKernelsRunOn(**plugin, device);
+    if (plugin.ok() && !kernels.ok()) {
+      std::printf("device %s: not used (%s)\n", DeviceTypeName(type).c_str(), kernels.message().c_str());
     } else if (plugin.ok()) {
       devices.push_back({static_cast<DLDeviceType>(type), 0});
       accelerators.push_back(type);
