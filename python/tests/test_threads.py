@@ -21,11 +21,13 @@ def test_two_threads_two_executors():
     modules = [lib.create(), lib.create()]
     windows = [[], []]
     outputs, errors = [None, None], []
+    start = threading.Barrier(2)  # both threads begin together, even on a loaded machine
 
     def work(k):
         try:
             m = modules[k]
             m.set_input(**inputs)
+            start.wait(timeout=60)
             for _ in range(3):
                 m.run()
                 # Start and end as the core saw them (CLOCK_MONOTONIC, taken without the GIL).
