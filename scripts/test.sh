@@ -7,4 +7,3 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 ctest --test-dir build --output-on-failure -j "$jobs"
 ./scripts/test_tsan.sh
-./scripts/test_asan.sh
