@@ -55,7 +55,7 @@ bool IsOurDevice(DLDevice device) {
 
 hetrt_error_t* CheckDevice(DLDevice device) {
   if (IsOurDevice(device)) return nullptr;
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                    "cpu plugin: no device (type %d, id %d); it serves only (type 1, id 0)",
                    static_cast<int>(device.device_type), static_cast<int>(device.device_id));
 }
@@ -63,14 +63,14 @@ hetrt_error_t* CheckDevice(DLDevice device) {
 // NULL is the default stream; anything else must come from this instance.
 hetrt_error_t* CheckStream(const hetrt_instance_t* self, const hetrt_stream_t* stream) {
   if (stream == nullptr || stream->owner == self) return nullptr;
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                    "cpu plugin: stream %p was not created by this instance",
                    static_cast<const void*>(stream));
 }
 
 hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* event) {
   if (event != nullptr && event->owner == self) return nullptr;
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                    "cpu plugin: event %p is null or was not created by this instance",
                    static_cast<const void*>(event));
 }
@@ -78,7 +78,7 @@ hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* eve
 hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t, unavailable_reason);
   if (args->device_type != kDLCPU) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: device type %d is not served (only 1, kDLCPU)",
                      static_cast<int>(args->device_type));
   }
@@ -119,7 +119,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
     default:
       break;
   }
-  return MakeError(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",
+  return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",
                    static_cast<int>(attribute));
 }
 
@@ -139,7 +139,7 @@ hetrt_error_t* CheckKind(int32_t kind) {
       kind == HETRT_MEMORY_HOST_PINNED) {
     return nullptr;
   }
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d",
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d",
                    static_cast<int>(kind));
 }
 
@@ -151,7 +151,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   if (hetrt_error_t* error = CheckKind(args->kind)) return error;  // all of them host memory
   const uint64_t requested = args->alignment;
   if (requested == 0 || (requested & (requested - 1)) != 0) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: alignment %llu is not a power of two",
                      static_cast<unsigned long long>(requested));
   }
@@ -160,7 +160,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   // data, so that a zero-byte request still gets a distinct pointer.
   const uint64_t nbytes = std::max<uint64_t>(args->nbytes, 1);
   if (alignment > SIZE_MAX / 4 || nbytes > SIZE_MAX - 2 * alignment) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
                      "cpu plugin: cannot allocate %llu bytes aligned to %llu",
                      static_cast<unsigned long long>(args->nbytes),
                      static_cast<unsigned long long>(alignment));
@@ -168,7 +168,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   const size_t total = static_cast<size_t>(alignment + ((nbytes + alignment - 1) & ~(alignment - 1)));
   auto* block = static_cast<std::byte*>(std::aligned_alloc(static_cast<size_t>(alignment), total));
   if (block == nullptr) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
                      "cpu plugin: cannot allocate %llu bytes aligned to %llu",
                      static_cast<unsigned long long>(args->nbytes),
                      static_cast<unsigned long long>(alignment));
@@ -198,7 +198,7 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
   AllocHeader* header = HeaderOf(args->data);
   hetrt_instance_t* self = args->self;
   if (header->tag != kAllocTag || header->owner != self) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: free of %p, which this instance did not allocate or already freed",
                      args->data);
   }
@@ -223,7 +223,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* args) {
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   if (args->nbytes == 0) return nullptr;
   if (args->src == nullptr || args->dst == nullptr) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: copy of %llu bytes with a null pointer",
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: copy of %llu bytes with a null pointer",
                      static_cast<unsigned long long>(args->nbytes));
   }
   // Blocking or not, the bytes have arrived on return. memmove: an in-place
@@ -259,7 +259,7 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t, stream);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (args->stream == nullptr) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: the default stream cannot be destroyed");
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: the default stream cannot be destroyed");
   }
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   // Only this thread's slot can be reset; other threads must not use it again.
@@ -360,7 +360,7 @@ hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* eve
   if (hetrt_error_t* error = CheckEvent(self, event)) return error;
   *ns = event->recorded_ns.load(std::memory_order_relaxed);
   if (*ns != 0) return nullptr;
-  return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+  return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
                    "cpu plugin: time asked of event %p, which was never recorded",
                    static_cast<const void*>(event));
 }
@@ -400,7 +400,7 @@ hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->data = ThreadWorkspace().Allocate(args->nbytes);
   if (args->data != nullptr) return nullptr;
-  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+  return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
                    "cpu plugin: cannot allocate %llu bytes of workspace",
                    static_cast<unsigned long long>(args->nbytes));
 }
@@ -409,7 +409,7 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t, data);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (ThreadWorkspace().Free(args->data)) return nullptr;
-  return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                    "cpu plugin: workspace_free of %p, which this thread's workspace_alloc did not "
                    "hand out, or already freed",
                    args->data);

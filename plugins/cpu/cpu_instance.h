@@ -60,11 +60,11 @@ inline bool IsLive(const hetrt_instance_t* self) {
 inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self,
                                 const char* type) {
   if (!holds_fields) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: %s is null or smaller than in ABI 2.0", type);
   }
   if (!IsLive(self)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: %s.self is not a live instance of this plugin", type);
   }
   return nullptr;

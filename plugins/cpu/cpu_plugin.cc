@@ -42,17 +42,17 @@ bool ParseThreadCount(const char* text, int32_t* count) {
 
 hetrt_error_t* ApplyOption(hetrt_instance_t* self, const char* key, const char* value) {
   if (key == nullptr || value == nullptr) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: set_option with a null key or value");
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: set_option with a null key or value");
   }
   if (std::strcmp(key, "num_threads") != 0) {
     // NOT_FOUND lets a caller that offers an option to every plugin tell
     // "not mine" from "bad value".
-    return MakeError(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads)",
+    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads)",
                      key);
   }
   int32_t num_threads = 0;
   if (!ParseThreadCount(value, &num_threads)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: num_threads=\"%s\" is not an integer in [1, %d]", value,
                      static_cast<int>(kMaxThreads));
   }
@@ -67,27 +67,27 @@ void DestroyInstance(hetrt_instance_t* self) {
 
 hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
   if (!HETRT_ARGS_HAS(args, hetrt_instance_create_args_t, instance)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: hetrt_instance_create_args_t is null or smaller than in ABI 2.0");
   }
   args->instance = nullptr;
   const hetrt_host_api_t* host = args->host;
   if (!HETRT_STRUCT_HAS(host, hetrt_host_api_t, abi_minor)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null or truncated host api");
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null or truncated host api");
   }
   if (host->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+    return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
                      "cpu plugin: host ABI major %d, plugin ABI major %d",
                      static_cast<int>(host->abi_major), HETRT_PLUGIN_ABI_MAJOR);
   }
   if (args->num_options > 0 && args->options == nullptr) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %zu options but a null array",
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %zu options but a null array",
                      args->num_options);
   }
   int32_t num_threads = std::min(AvailableCoreCount(), kMaxThreads);
   const char* from_environment = std::getenv("HETRT_NUM_THREADS");
   if (from_environment != nullptr && !ParseThreadCount(from_environment, &num_threads)) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: HETRT_NUM_THREADS=\"%s\" is not an integer in [1, %d]",
                      from_environment, static_cast<int>(kMaxThreads));
   }

@@ -51,14 +51,14 @@ hetrt_error_t* Launch(hetrt_parallel_launch_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_parallel_launch_args_t, failed_task);
   args->failed_task = -1;
   if (args->lambda == nullptr || args->num_task < 0) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                      "cpu plugin: parallel launch with a null lambda or num_task %d",
                      static_cast<int>(args->num_task));
   }
   InFlight in_flight(args->self);
   ThreadPool* pool = args->self->pool.load();
   if (pool == nullptr) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+    return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
                      "cpu plugin: parallel launch on an instance with no thread pool "
                      "(not created yet, or being destroyed)");
   }
@@ -69,7 +69,7 @@ hetrt_error_t* Launch(hetrt_parallel_launch_args_t* args) {
 hetrt_error_t* Barrier(hetrt_parallel_barrier_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_parallel_barrier_args_t, env);
   if (const char* message = ThreadPool::Barrier(args->env)) {
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "%s", message);
+    return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION, "%s", message);
   }
   return nullptr;
 }
@@ -91,7 +91,7 @@ constexpr hetrt_parallel_api_t kParallelApi{
 
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
   if (num_threads < 1 || num_threads > kMaxThreads) {
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
                      static_cast<int>(num_threads), static_cast<int>(kMaxThreads));
   }
   std::lock_guard<std::mutex> resize(self->resize_mutex);
@@ -102,10 +102,10 @@ hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
   try {
     pool = new ThreadPool(num_threads);
   } catch (const std::system_error& error) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot start %d threads: %s",
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot start %d threads: %s",
                      static_cast<int>(num_threads), error.what());
   } catch (const std::bad_alloc&) {
-    return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
                      "cpu plugin: out of memory starting %d threads", static_cast<int>(num_threads));
   }
   SwapPool(self, pool);

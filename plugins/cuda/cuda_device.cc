@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 // An event: a CUevent of the device it was last recorded on (re-created when
 // recorded on another device: events belong to a context).
@@ -18,54 +17,8 @@ struct hetrt_event {
 namespace hetrt::cuda {
 namespace {
 
-// ---- Thread-local current device and streams, one entry per instance. ----
-// Serial 0 marks a free entry; entries of destroyed instances are reclaimed
-// when a thread's table fills up.
-
-constexpr int kMaxCurrentDevices = 32;  // devices per instance with a current stream
-constexpr int kThreadEntries = 8;       // instances per thread with a current device/stream
-struct ThreadCurrent {
-  uint64_t serial = 0;
-  int device = 0;
-  std::array<hetrt_stream*, kMaxCurrentDevices> streams{};
-};
-thread_local ThreadCurrent t_current[kThreadEntries];
-
-std::mutex& LiveMutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_set<uint64_t>& Live() {
-  static std::unordered_set<uint64_t> live;
-  return live;
-}
-
-ThreadCurrent* FindCurrent(uint64_t serial) {
-  for (ThreadCurrent& c : t_current)
-    if (c.serial == serial) return &c;
-  return nullptr;
-}
-
-ThreadCurrent* ClaimCurrent(uint64_t serial) {
-  if (ThreadCurrent* c = FindCurrent(serial)) return c;
-  for (int pass = 0; pass < 2; ++pass) {
-    if (ThreadCurrent* free = FindCurrent(0)) {
-      *free = ThreadCurrent{};
-      free->serial = serial;
-      return free;
-    }
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    for (ThreadCurrent& c : t_current)
-      if (!Live().count(c.serial)) c.serial = 0;
-  }
-  return nullptr;
-}
-
-hetrt_error_t* ThreadTableFull() {
-  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "this thread has a current CUDA device or stream in " +
-                                                        std::to_string(kThreadEntries) +
-                                                        " live plugin instances already");
-}
+// The calling thread's current device and streams, per instance.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
 
 // ---- Helpers ----
 
@@ -349,9 +302,7 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   hetrt_stream* stream = args->stream;
   if (stream == nullptr) return nullptr;  // the default stream belongs to the device
   // Forget it as this thread's current stream (other threads must reset theirs).
-  for (ThreadCurrent& c : t_current)
-    for (hetrt_stream*& s : c.streams)
-      if (s == stream) s = nullptr;
+  Current::Forget(stream);
   Device* d = stream->device;
   if (hetrt_error_t* e = inst->Activate(d)) return e;
   const Driver* cu = inst->driver();
@@ -395,13 +346,7 @@ hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
   CUstream unused = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &unused)) return e;
-  if (d->id >= kMaxCurrentDevices)
-    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "a current stream is kept for CUDA devices 0.." +
-                                                     std::to_string(kMaxCurrentDevices - 1) + " only");
-  ThreadCurrent* c = args->stream ? ClaimCurrent(inst->serial) : FindCurrent(inst->serial);
-  if (c == nullptr && args->stream) return ThreadTableFull();
-  args->previous = c ? c->streams[static_cast<size_t>(d->id)] : nullptr;
-  if (c) c->streams[static_cast<size_t>(d->id)] = args->stream;
+  if (!Current::Set(inst->serial, d->id, args->stream, &args->previous)) return Current::TableFull("CUDA");
   return nullptr;
 }
 
@@ -665,35 +610,16 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
 hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  ThreadCurrent* c = d->id == 0 ? FindCurrent(args->self->serial) : ClaimCurrent(args->self->serial);
-  if (c == nullptr && d->id != 0) return ThreadTableFull();
-  if (c) c->device = d->id;
+  if (!Current::SetDevice(args->self->serial, d->id)) return Current::TableFull("CUDA");
   return nullptr;
 }
 
 }  // namespace
 
-int CurrentDevice(const hetrt_instance* inst) {
-  const ThreadCurrent* c = FindCurrent(inst->serial);
-  return c ? c->device : 0;
-}
+int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
 hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
-  const ThreadCurrent* c = FindCurrent(inst->serial);
-  return c && device_id >= 0 && device_id < kMaxCurrentDevices ? c->streams[static_cast<size_t>(device_id)] : nullptr;
-}
-
-uint64_t RegisterInstance() {
-  static std::atomic<uint64_t> next{1};
-  const uint64_t serial = next.fetch_add(1);
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().insert(serial);
-  return serial;
-}
-
-void UnregisterInstance(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().erase(serial);
+  return Current::Get(inst->serial, device_id);
 }
 
 const hetrt_device_api_t kDeviceApi = {
@@ -808,9 +734,6 @@ hetrt_error_t* hetrt_instance::Error(const hetrt::cuda::Device* d, const std::st
                                           what + ": " + hetrt::cuda::ResultText(driver_, result));
 }
 
-void hetrt_instance::ReportError(const std::string& message) const noexcept {
-  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message.c_str());
-}
 
 // Reclaims what the core left (memory, workspace), then the streams and the
 // primary contexts.
@@ -838,5 +761,4 @@ hetrt_instance::~hetrt_instance() {
     cu->cuStreamDestroy(d->stream);
     cu->cuDevicePrimaryCtxRelease(d->handle);
   }
-  UnregisterInstance(serial);
 }

@@ -77,7 +77,7 @@ struct Allocation {
 
 struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
-  uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+  hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
 
   // Discovers on first use; never fails: no device gives an empty list and a reason.
   int count();
@@ -96,7 +96,7 @@ struct hetrt_instance {
   // A driver error naming the device: "cuda:0 (NVIDIA ...): <what>: <CUresult>".
   hetrt_error_t* Error(const hetrt::cuda::Device* d, const std::string& what, CUresult result) const;
   // Reports a packed function's failure through the host's set_last_error.
-  void ReportError(const std::string& message) const noexcept;
+  void ReportError(const std::string& message) const noexcept { hetrt::sdk::ReportError(host, message.c_str()); }
 
   std::mutex allocations_mutex;
   std::map<uintptr_t, hetrt::cuda::Allocation> allocations;  // ordered: interior pointers find their allocation
@@ -134,8 +134,6 @@ inline CUstream LaunchStream(const hetrt_instance* inst, const Device* d) {
   return s ? s->stream : d->stream;
 }
 
-uint64_t RegisterInstance();
-void UnregisterInstance(uint64_t serial);
 
 extern const hetrt_device_api_t kDeviceApi;
 

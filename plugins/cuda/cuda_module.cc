@@ -252,9 +252,7 @@ hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
 
 hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
   if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  const auto& all = args->module->names;
-  for (size_t i = 0; i < all.size() && i < args->capacity && args->names; ++i) args->names[i] = all[i];
-  args->count = all.size();
+  sdk::ListFunctionNames(args->module->names, args);
   return nullptr;
 }
 

@@ -1,5 +1,5 @@
-// Shared pieces of the OpenCL plugin: error values, the entry-point guard, and
-// the buffer descriptor that DLTensor.data points to for OpenCL memory.
+// Shared pieces of the OpenCL plugin: errors, the entry-point guard (from the
+// SDK), and the buffer descriptor that DLTensor.data points to for OpenCL memory.
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -10,44 +10,19 @@
 #include <string>
 
 #include "hetrt/plugin_abi.h"
-
-struct hetrt_error {
-  hetrt_status_code_t code;
-  std::string message;
-};
+#include "hetrt/sdk/plugin.h"
 
 namespace hetrt::opencl {
 
-hetrt_error_t* MakeError(hetrt_status_code_t code, std::string message);
+inline constexpr char kLabel[] = "OpenCL plugin";
+// Every entry point is wrapped: args checked, no exception crosses the ABI.
+template <auto F>
+using Entry = sdk::Entry<F, kLabel>;
+using sdk::MakeError;
+
 // "clCreateBuffer failed: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)"
 hetrt_error_t* ClError(const char* call, cl_int status);
 const char* ClErrorName(cl_int status);
-// The error for the exception being handled (call only inside a catch block).
-hetrt_error_t* CurrentExceptionError() noexcept;
-// A static error that error_destroy leaves alone: what remains when even
-// allocating an error value fails.
-extern hetrt_error kOutOfMemory;
-
-// Wraps an entry point: checks the args struct holds every field of this ABI
-// version (and `self` where the struct has one), and turns any C++ exception
-// into an error value so that none crosses the C boundary.
-template <auto F>
-struct Entry;
-template <class A, hetrt_error_t* (*F)(A*)>
-struct Entry<F> {
-  static hetrt_error_t* Call(A* args) noexcept {
-    try {
-      if (args == nullptr || args->struct_size < sizeof(A))
-        return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL or too small args struct (struct_size < " +
-                                                            std::to_string(sizeof(A)) + ")");
-      if constexpr (requires { args->self; })
-        if (args->self == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL instance (self)");
-      return F(args);
-    } catch (...) {
-      return CurrentExceptionError();
-    }
-  }
-};
 
 // What an OpenCL tensor's `data` points to: TVM's host code hands this pointer
 // to the kernel launcher, which passes `buffer` to clSetKernelArg.

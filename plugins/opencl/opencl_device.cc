@@ -6,7 +6,6 @@
 #include <chrono>
 #include <thread>
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
 
 // An event: a marker enqueued at record time (NULL until then). Its profiling
@@ -19,61 +18,8 @@ struct hetrt_event {
 namespace hetrt::opencl {
 namespace {
 
-// ---- Thread-local current device and stream, keyed by instance serial. ----
-// Fixed arrays scanned linearly: the kernel launcher reads them on every call.
-// Serial 0 marks a free slot.
-
-constexpr int kSlots = 16;
-struct DeviceSlot {
-  uint64_t serial;
-  int device_id;
-};
-struct StreamSlot {
-  uint64_t serial;
-  int device_id;
-  hetrt_stream* stream;
-};
-thread_local DeviceSlot t_devices[kSlots];
-thread_local StreamSlot t_streams[kSlots];
-
-// Serials of live instances: consulted only when a thread's table is full, to
-// reclaim the slots of instances destroyed since.
-std::mutex& LiveMutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_set<uint64_t>& Live() {
-  static std::unordered_set<uint64_t> live;
-  return live;
-}
-
-template <class Slot, class Match>
-Slot* FindSlot(Slot (&table)[kSlots], Match match) {
-  for (Slot& s : table)
-    if (s.serial != 0 && match(s)) return &s;
-  return nullptr;
-}
-
-// The existing slot matching, else a free one (reclaiming dead instances' slots
-// when there is none); NULL when the table is full of live entries.
-template <class Slot, class Match>
-Slot* ClaimSlot(Slot (&table)[kSlots], Match match) {
-  if (Slot* s = FindSlot(table, match)) return s;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (Slot& s : table)
-      if (s.serial == 0) return &s;
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    for (Slot& s : table)
-      if (!Live().count(s.serial)) s = Slot{};
-  }
-  return nullptr;
-}
-
-hetrt_error_t* TableFull() {
-  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                   "this thread has a current OpenCL device/stream set in " + std::to_string(kSlots) +
-                       " (instance, device) pairs already; reset some to the default first");
-}
+// The calling thread's current device and streams, per instance.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
 
 // ---- Helpers ----
 
@@ -393,8 +339,7 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   hetrt_stream* stream = args->stream;
   if (stream == nullptr) return nullptr;  // the default stream belongs to the device
   // Forget it as this thread's current stream (other threads must reset theirs).
-  for (StreamSlot& s : t_streams)
-    if (s.stream == stream) s = StreamSlot{};
+  Current::Forget(stream);
   // Its work done, workspace last freed on it is free for any queue.
   const cl_int finished = clFinish(stream->queue);
   if (stream->device != nullptr) {
@@ -440,18 +385,8 @@ hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
-  const int id = args->device.device_id;
-  auto match = [&](const StreamSlot& s) { return s.serial == inst->serial && s.device_id == id; };
-  if (args->stream == nullptr) {  // back to the default queue: no slot needed
-    StreamSlot* slot = FindSlot(t_streams, match);
-    args->previous = slot ? slot->stream : nullptr;
-    if (slot) *slot = StreamSlot{};
-    return nullptr;
-  }
-  StreamSlot* slot = ClaimSlot(t_streams, match);
-  if (slot == nullptr) return TableFull();
-  args->previous = slot->serial ? slot->stream : nullptr;
-  *slot = StreamSlot{inst->serial, id, args->stream};
+  if (!Current::Set(inst->serial, args->device.device_id, args->stream, &args->previous))
+    return Current::TableFull("OpenCL");
   return nullptr;
 }
 
@@ -660,37 +595,16 @@ hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
   const hetrt_instance* inst = args->self;
   Device* d = nullptr;
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  DeviceSlot* slot = ClaimSlot(t_devices, [&](const DeviceSlot& s) { return s.serial == inst->serial; });
-  if (slot == nullptr) return TableFull();
-  *slot = DeviceSlot{inst->serial, args->device.device_id};
+  if (!Current::SetDevice(inst->serial, args->device.device_id)) return Current::TableFull("OpenCL");
   return nullptr;
 }
 
 }  // namespace
 
-int CurrentDevice(const hetrt_instance* inst) {
-  for (const DeviceSlot& s : t_devices)
-    if (s.serial == inst->serial) return s.device_id;
-  return 0;
-}
+int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
 hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
-  for (const StreamSlot& s : t_streams)
-    if (s.serial == inst->serial && s.device_id == device_id) return s.stream;
-  return nullptr;
-}
-
-uint64_t RegisterInstance() {
-  static std::atomic<uint64_t> next{1};
-  const uint64_t serial = next.fetch_add(1);
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().insert(serial);
-  return serial;
-}
-
-void UnregisterInstance(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().erase(serial);
+  return Current::Get(inst->serial, device_id);
 }
 
 const hetrt_device_api_t kDeviceApi = {
@@ -728,10 +642,6 @@ const hetrt_device_api_t kDeviceApi = {
 int hetrt_instance::count() {
   std::call_once(discovered_, [this] { Discover(); });
   return static_cast<int>(devices_.size());
-}
-
-void hetrt_instance::ReportError(const char* message) const noexcept {
-  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message);
 }
 
 void hetrt_instance::Discover() {
@@ -814,5 +724,4 @@ hetrt_instance::~hetrt_instance() {
     clReleaseCommandQueue(d->queue);
   }
   for (cl_context c : contexts_) clReleaseContext(c);
-  hetrt::opencl::UnregisterInstance(serial);
 }

@@ -48,7 +48,7 @@ struct Device {
 // One instance of the plugin: everything it discovers and creates.
 struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
-  uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+  hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
   // event_synchronize polls this long before sleeping in the driver (option
   // "wait_poll_us"): a driver thread's wake-up costs tens of microseconds.
   std::atomic<int64_t> wait_poll_us{50};
@@ -63,7 +63,7 @@ struct hetrt_instance {
     return reason_;
   }
   // Reports a packed function's failure through the host's set_last_error.
-  void ReportError(const char* message) const noexcept;
+  void ReportError(const char* message) const noexcept { hetrt::sdk::ReportError(host, message); }
   void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
 
   // HOST_PINNED allocations: host pointer -> mapped buffer.
@@ -98,11 +98,6 @@ namespace hetrt::opencl {
 // queue). Kernel-launch hot path: no allocation, no lock.
 int CurrentDevice(const hetrt_instance* inst);
 hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id);
-
-// Instance bookkeeping for the thread-local tables (slots of dead instances are
-// reclaimed when a table fills up).
-uint64_t RegisterInstance();
-void UnregisterInstance(uint64_t serial);
 
 // The device table of the plugin.
 extern const hetrt_device_api_t kDeviceApi;

@@ -2,38 +2,11 @@
 // type_key "opencl". Knows the core only through the plugin ABI header.
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "opencl_device.h"
 #include "opencl_module.h"
 
 namespace hetrt::opencl {
-
-hetrt_error kOutOfMemory{HETRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory in the OpenCL plugin"};
-
-hetrt_error_t* MakeError(hetrt_status_code_t code, std::string message) {
-  return new hetrt_error{code, std::move(message)};
-}
-
-hetrt_error_t* CurrentExceptionError() noexcept {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return &kOutOfMemory;
-  } catch (const std::exception& e) {
-    try {
-      return MakeError(HETRT_STATUS_INTERNAL, std::string("OpenCL plugin: ") + e.what());
-    } catch (...) {
-      return &kOutOfMemory;
-    }
-  } catch (...) {
-    try {
-      return MakeError(HETRT_STATUS_INTERNAL, "OpenCL plugin: unknown exception");
-    } catch (...) {
-      return &kOutOfMemory;
-    }
-  }
-}
 
 const char* ClErrorName(cl_int status) {
   switch (status) {
@@ -72,24 +45,6 @@ hetrt_error_t* ClError(const char* call, cl_int status) {
 
 namespace {
 
-// error_message / error_destroy never fail; a malformed args struct is ignored.
-hetrt_error_t* ErrorMessage(hetrt_error_message_args_t* args) {
-  if (!HETRT_ARGS_HAS(args, hetrt_error_message_args_t, code)) return nullptr;
-  if (args->error == nullptr) {
-    args->message = "";
-    args->code = HETRT_STATUS_OK;
-    return nullptr;
-  }
-  args->message = args->error->message.c_str();
-  args->code = args->error->code;
-  return nullptr;
-}
-
-hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) {
-  if (HETRT_ARGS_HAS(args, hetrt_error_destroy_args_t, error) && args->error != &kOutOfMemory) delete args->error;
-  return nullptr;
-}
-
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   const std::string key = args->key ? args->key : "(null)";
   if (key != "wait_poll_us")
@@ -103,47 +58,19 @@ hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   return nullptr;
 }
 
-// Devices are discovered on first use, not here: creating an instance is cheap.
-hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
-  auto inst = std::make_unique<hetrt_instance>();
-  inst->host = args->host;
-  inst->serial = RegisterInstance();
-  for (size_t i = 0; i < args->num_options && args->options; ++i) {
-    hetrt_set_option_args_t set{sizeof set, nullptr, inst.get(), args->options[i].key, args->options[i].value};
-    if (hetrt_error_t* e = SetOption(&set)) return e;
-  }
-  args->instance = inst.release();
-  return nullptr;
-}
-
-hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
-  delete args->self;
-  return nullptr;
-}
-
 const int32_t kDeviceTypes[] = {kDLOpenCL};
 const char* const kTypeKeys[] = {"opencl"};
 
-const hetrt_plugin_api_t kApi = {
-    sizeof(hetrt_plugin_api_t),
-    HETRT_PLUGIN_ABI_MAJOR,
-    HETRT_PLUGIN_ABI_MINOR,
-    "opencl",
-    "0.2.0",
-    ErrorMessage,
-    ErrorDestroy,
-    Entry<InstanceCreate>::Call,
-    Entry<InstanceDestroy>::Call,
-    Entry<SetOption>::Call,
-    nullptr,  // no global functions
-    kDeviceTypes,
-    1,
-    kTypeKeys,
-    1,
-    &kDeviceApi,
-    &kModuleApi,
-    nullptr,
-};
+// Devices are discovered on first use, not at instance_create: creating an
+// instance is cheap.
+constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
+    .name = "opencl",
+    .version = "0.2.0",
+    .device_types = kDeviceTypes,
+    .type_keys = kTypeKeys,
+    .device = &kDeviceApi,
+    .module = &kModuleApi,
+});
 
 }  // namespace
 }  // namespace hetrt::opencl

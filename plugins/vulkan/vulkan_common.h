@@ -1,5 +1,5 @@
-// Shared pieces of the Vulkan plugin: error values, the entry-point guard, and
-// the buffer that DLTensor.data points to for Vulkan memory.
+// Shared pieces of the Vulkan plugin: errors, the entry-point guard (from the
+// SDK), and // the buffer that DLTensor.data points to for Vulkan memory.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -7,45 +7,20 @@
 #include <string>
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/plugin.h"
 #include "vulkan_attributes.h"
-
-struct hetrt_error {
-  hetrt_status_code_t code;
-  std::string message;
-};
 
 namespace hetrt::vulkan {
 
-hetrt_error_t* MakeError(hetrt_status_code_t code, std::string message);
+inline constexpr char kLabel[] = "Vulkan plugin";
+// Every entry point is wrapped: args checked, no exception crosses the ABI.
+template <auto F>
+using Entry = sdk::Entry<F, kLabel>;
+using sdk::MakeError;
+
 // "vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (-2)"
 hetrt_error_t* VkError(const std::string& call, VkResult result);
 const char* VkResultName(VkResult result);
-// The error for the exception being handled (call only inside a catch block).
-hetrt_error_t* CurrentExceptionError() noexcept;
-// A static error that error_destroy leaves alone: what remains when even
-// allocating an error value fails.
-extern hetrt_error kOutOfMemory;
-
-// Wraps an entry point: checks the args struct holds every field of this ABI
-// version (and `self` where the struct has one), and turns any C++ exception
-// into an error value so that none crosses the C boundary.
-template <auto F>
-struct Entry;
-template <class A, hetrt_error_t* (*F)(A*)>
-struct Entry<F> {
-  static hetrt_error_t* Call(A* args) noexcept {
-    try {
-      if (args == nullptr || args->struct_size < sizeof(A))
-        return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL or too small args struct (struct_size < " +
-                                                            std::to_string(sizeof(A)) + ")");
-      if constexpr (requires { args->self; })
-        if (args->self == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL instance (self)");
-      return F(args);
-    } catch (...) {
-      return CurrentExceptionError();
-    }
-  }
-};
 
 struct StreamCore;
 

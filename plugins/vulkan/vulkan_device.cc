@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
-#include <unordered_set>
 
 // An event: a value on the timeline of the stream it was last recorded on
 // (complete once the semaphore reaches it), plus a timestamp query for TIMING
@@ -26,56 +25,8 @@ struct hetrt_event {
 namespace hetrt::vulkan {
 namespace {
 
-// ---- Thread-local current device and stream, keyed by instance serial. ----
-// A fixed array scanned linearly: the kernel launcher reads it on every call.
-// Serial 0 marks a free entry; `device_id` -1 holds the instance's current
-// device (set_device), any other value that device's current stream.
-
-constexpr int kEntries = 16;
-constexpr int kCurrentDeviceKey = -1;
-struct ThreadCurrent {
-  uint64_t serial;
-  int device_id;
-  int current_device;     // in the kCurrentDeviceKey entry
-  hetrt_stream* handle;   // in a device's entry: its current stream
-  StreamCore* stream;     // ... and that stream's state
-};
-thread_local ThreadCurrent t_current[kEntries];
-
-std::mutex& LiveMutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_set<uint64_t>& Live() {
-  static std::unordered_set<uint64_t> live;
-  return live;
-}
-
-ThreadCurrent* FindEntry(uint64_t serial, int device_id) {
-  for (ThreadCurrent& e : t_current)
-    if (e.serial == serial && e.device_id == device_id) return &e;
-  return nullptr;
-}
-
-// The entry of (serial, device_id), else a free one, reclaiming the entries of
-// instances destroyed since when none is free; NULL when all are live.
-ThreadCurrent* ClaimEntry(uint64_t serial, int device_id) {
-  if (ThreadCurrent* e = FindEntry(serial, device_id)) return e;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (ThreadCurrent& e : t_current)
-      if (e.serial == 0) return &e;
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    for (ThreadCurrent& e : t_current)
-      if (!Live().count(e.serial)) e = ThreadCurrent{};
-  }
-  return nullptr;
-}
-
-hetrt_error_t* ThreadTableFull() {
-  return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                   "this thread has a current Vulkan device/stream set for " + std::to_string(kEntries) +
-                       " (instance, device) pairs already; reset some to the default first");
-}
+// The calling thread's current device and streams, per instance.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
 
 uint64_t MonotonicNs() {
   timespec ts{};
@@ -665,8 +616,7 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   if (stream == nullptr) return nullptr;  // the default stream belongs to the device
   StreamCore* s = stream->core.get();
   // Forget it as this thread's current stream (other threads must reset theirs).
-  for (ThreadCurrent& e : t_current)
-    if (e.handle == stream) e = ThreadCurrent{};
+  Current::Forget(stream);
   uint64_t value = 0;
   hetrt_error_t* error = nullptr;
   {
@@ -742,25 +692,15 @@ hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
   StreamCore* s = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &s)) return e;
-  const int id = args->device.device_id;
-  if (args->stream == nullptr) {  // back to the default stream: no entry needed
-    ThreadCurrent* e = FindEntry(inst->serial, id);
-    args->previous = e ? e->handle : nullptr;
-    if (e) *e = ThreadCurrent{};
-    return nullptr;
-  }
-  ThreadCurrent* e = ClaimEntry(inst->serial, id);
-  if (e == nullptr) return ThreadTableFull();
-  args->previous = e->serial ? e->handle : nullptr;
-  *e = ThreadCurrent{inst->serial, id, 0, args->stream, s};
+  if (!Current::Set(inst->serial, args->device.device_id, args->stream, &args->previous))
+    return Current::TableFull("Vulkan");
   return nullptr;
 }
 
 hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  const ThreadCurrent* e = FindEntry(args->self->serial, args->device.device_id);
-  args->stream = e ? e->handle : nullptr;
+  args->stream = Current::Get(args->self->serial, args->device.device_id);
   return nullptr;
 }
 
@@ -1008,9 +948,7 @@ hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
   const hetrt_instance* inst = args->self;
   Device* d = nullptr;
   if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  ThreadCurrent* e = ClaimEntry(inst->serial, kCurrentDeviceKey);
-  if (e == nullptr) return ThreadTableFull();
-  *e = ThreadCurrent{inst->serial, kCurrentDeviceKey, args->device.device_id, nullptr, nullptr};
+  if (!Current::SetDevice(inst->serial, args->device.device_id)) return Current::TableFull("Vulkan");
   return nullptr;
 }
 
@@ -1260,29 +1198,11 @@ StreamCore::~StreamCore() {
   if (timeline) vkDestroySemaphore(dev, timeline, nullptr);
 }
 
-int CurrentDevice(const hetrt_instance* inst) {
-  for (const ThreadCurrent& e : t_current)
-    if (e.serial == inst->serial && e.device_id == kCurrentDeviceKey) return e.current_device;
-  return 0;
-}
+int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
 StreamCore* CurrentStream(const hetrt_instance* inst, Device* device) {
-  for (const ThreadCurrent& e : t_current)
-    if (e.serial == inst->serial && e.device_id == device->id) return e.stream;
-  return device->default_stream.get();
-}
-
-uint64_t RegisterInstance() {
-  static std::atomic<uint64_t> next{1};
-  const uint64_t serial = next.fetch_add(1);
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().insert(serial);
-  return serial;
-}
-
-void UnregisterInstance(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(LiveMutex());
-  Live().erase(serial);
+  const hetrt_stream* current = Current::Get(inst->serial, device->id);
+  return current ? current->core.get() : device->default_stream.get();
 }
 
 const hetrt_device_api_t kDeviceApi = {
@@ -1391,13 +1311,6 @@ int hetrt_instance::count() {
   return static_cast<int>(devices_.size());
 }
 
-void hetrt_instance::ReportError(const char* message) const noexcept {
-  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message);
-}
-
-void hetrt_instance::Log(hetrt_log_level_t level, const std::string& message) const noexcept {
-  if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, log) && host->log) host->log(level, "vulkan", message.c_str());
-}
 
 hetrt_error_t* hetrt_instance::CreateInstance() {
   using hetrt::vulkan::MakeError;
@@ -1692,5 +1605,4 @@ hetrt_instance::~hetrt_instance() {
     if (destroy) destroy(vk_, messenger_, nullptr);
   }
   if (vk_) vkDestroyInstance(vk_, nullptr);
-  UnregisterInstance(serial);
 }

@@ -148,7 +148,7 @@ void SavePipelineCache(Device* d);
 // One instance of the plugin: everything it discovers and creates.
 struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
-  uint64_t serial = 0;  // unique per process: keys the thread-local current device/stream
+  hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
   // Options (set_option): see kOptions in vulkan_plugin.cc.
   std::atomic<int64_t> wait_poll_us{50};
   std::atomic<int64_t> batch_limit{256};
@@ -172,9 +172,11 @@ struct hetrt_instance {
     return reason_;
   }
   // Reports a packed function's failure through the host's set_last_error.
-  void ReportError(const char* message) const noexcept;
+  void ReportError(const char* message) const noexcept { hetrt::sdk::ReportError(host, message); }
   void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
-  void Log(hetrt_log_level_t level, const std::string& message) const noexcept;
+  void Log(hetrt_log_level_t level, const std::string& message) const noexcept {
+    hetrt::sdk::Log(host, level, "vulkan", message.c_str());
+  }
 
   // HOST_PINNED allocations: host pointer -> mapped buffer.
   std::mutex pinned_mutex;
@@ -205,8 +207,6 @@ namespace hetrt::vulkan {
 int CurrentDevice(const hetrt_instance* inst);
 StreamCore* CurrentStream(const hetrt_instance* inst, Device* device);
 
-uint64_t RegisterInstance();
-void UnregisterInstance(uint64_t serial);
 
 // ---- Recording into a stream; the caller holds stream->mutex. ----
 

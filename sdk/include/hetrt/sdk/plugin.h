@@ -1,0 +1,12 @@
+// Everything a C++ plugin author uses from the hetrt SDK (header-only; the ABI
+// across dlopen stays the C header hetrt/plugin_abi.h). docs/plugin-abi.md
+// gives the rules these helpers implement; examples/plugin-template uses them.
+#pragma once
+
+#include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/entry.h"
+#include "hetrt/sdk/error.h"
+#include "hetrt/sdk/instance.h"
+#include "hetrt/sdk/module.h"
+#include "hetrt/sdk/plugin_table.h"
+#include "hetrt/sdk/thread_current.h"
