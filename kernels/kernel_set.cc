@@ -1,11 +1,13 @@
 #include "kernel_set.h"
 
+#include <algorithm>
 #include <cstdlib>
-#include <sstream>
+#include <filesystem>
 
 #include "hetrt/byte_stream.h"
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
+#include "hetrt/install_layout.h"
 #include "hetrt/module_export.h"
 #include "hetrt/module_loader.h"
 #include "opencl_kernels_source.h"
@@ -112,11 +114,17 @@ Result<std::string> FunctionName(Op op, int32_t device_type) {
   return Unimplemented("hetrt's kernel set has no op " + std::to_string(static_cast<int>(op)));
 }
 
-std::vector<std::string> ObjectFiles() {
+Result<std::vector<std::string>> ObjectFiles() {
+  // Beside the core library, in the build tree and in an install alike.
+  const std::string dir = KernelObjectDir();
   std::vector<std::string> files;
-  std::stringstream list(HETRT_KERNEL_OBJECTS);
-  for (std::string file; std::getline(list, file, '|');)
-    if (!file.empty()) files.push_back(file);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".o") files.push_back(entry.path().string());
+  if (files.empty())
+    return NotFound("hetrt's kernel objects are missing: no .o files in " + dir +
+                    (ec ? " (" + ec.message() + ")" : std::string()) + "; is hetrt installed completely?");
+  std::sort(files.begin(), files.end());
   return files;
 }
 
@@ -198,7 +206,8 @@ Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>
     if (!module.ok()) return module.status();
     host->Import(*module);
   }
-  return ExportLibrary(*factory, ObjectFiles(), path, {});
+  HETRT_ASSIGN_OR_RETURN(std::vector<std::string> objects, ObjectFiles());
+  return ExportLibrary(*factory, objects, path, {});
 }
 
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,

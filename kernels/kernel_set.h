@@ -24,8 +24,9 @@ enum class Op { kAdd, kMul, kRelu, kDense, kSoftmax, kConv2d, kMaxPool };
 // glslangValidator; CUDA: no nvcc).
 Result<std::string> FunctionName(Op op, int32_t device_type);
 
-// Object files to link into an exported library (CPU kernels + accelerator host side).
-std::vector<std::string> ObjectFiles();
+// Object files to link into an exported library (CPU kernels + accelerator
+// host side), from KernelObjectDir(); an error naming the folder if it has none.
+Result<std::vector<std::string>> ObjectFiles();
 
 // The OpenCL kernels as the bytes of an "opencl" module (TVM's blob format).
 std::vector<uint8_t> OpenClModuleBytes();

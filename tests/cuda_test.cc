@@ -491,15 +491,18 @@ Outcome RunOnFake(const std::string& args, const std::string& env) {
 }
 
 // Environment for a CLI whose core finds only the CPU and CUDA plugins: a copy
-// of the core library with just those beside it, first on the library path.
+// of the core library with just those beside it (and the kernel objects the
+// exporter finds there), first on the library path.
 std::string CpuAndCudaPluginsOnly() {
   namespace fs = std::filesystem;
   const fs::path cuda_plugin = PluginRegistry::Global().ForTypeKey("cuda").value()->path();
   const fs::path cpu_plugin = PluginRegistry::Global().ForDeviceType(kDLCPU).value()->path();
   const fs::path dir = ::testing::TempDir() + "/hetrt_cuda_only_" + std::to_string(getpid());
   fs::create_directories(dir / "hetrt-plugins");
-  fs::copy_file(cuda_plugin.parent_path().parent_path() / "libhetrt_core.so", dir / "libhetrt_core.so",
-                fs::copy_options::overwrite_existing);
+  const fs::path lib_dir = cuda_plugin.parent_path().parent_path();
+  fs::copy_file(lib_dir / "libhetrt_core.so", dir / "libhetrt_core.so", fs::copy_options::overwrite_existing);
+  std::error_code exists;
+  fs::create_directory_symlink(lib_dir / "hetrt", dir / "hetrt", exists);
   for (const fs::path& plugin : {cuda_plugin, cpu_plugin})
     fs::copy_file(plugin, dir / "hetrt-plugins" / plugin.filename(), fs::copy_options::overwrite_existing);
   return "LD_LIBRARY_PATH=" + dir.string();

@@ -98,8 +98,8 @@ Status WriteMlf(const MlfGraphModel& model, const std::string& output);
 // The graph model held by a graph MLF (what WriteMlf takes).
 Result<MlfGraphModel> MlfGraphModelOf(const MlfPackage& mlf);
 
-// The folder with hetrt's TVM-compatible C headers (tvm/runtime/...) that
-// TVM-generated C code includes.
+// The folder with hetrt's TVM-compatible C headers (tvm/runtime/...) and
+// dlpack/dlpack.h that TVM-generated C code includes (GeneratedCodeIncludeDir()).
 std::string TvmCHeadersDir();
 
 // A graph MLF to a deploy library: the C code compiled with hetrt's headers and

@@ -13,6 +13,7 @@
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/graph.h"
+#include "hetrt/install_layout.h"
 #include "hetrt/json_limits.h"
 #include "hetrt/params.h"
 
@@ -356,7 +357,7 @@ Status MlfPackage::ExtractTo(const std::string& dir) const {
   return OkStatus();
 }
 
-std::string TvmCHeadersDir() { return HETRT_TVM_C_HEADERS_DIR; }
+std::string TvmCHeadersDir() { return GeneratedCodeIncludeDir(); }
 
 namespace {
 
@@ -522,7 +523,6 @@ Status ExportMlfToLibrary(const MlfPackage& mlf, const std::string& output, cons
     LinkOptions link = options;
     link.flags.push_back("-I" + TvmCHeadersDir());
     link.flags.push_back("-I" + (dir / "codegen/host/include").string());
-    link.flags.push_back("-I" HETRT_DLPACK_INCLUDE_DIR);
     auto factory = std::make_shared<GraphExecutorFactoryModule>(graph, std::move(params), mlf.metadata().model_name);
     factory->Import(std::make_shared<PendingHostLibrary>());
     status = ExportLibrary(*factory, inputs, output, link);

@@ -12,15 +12,15 @@
 #include <unordered_map>
 
 #include "hetrt/dtype.h"
+#include "hetrt/install_layout.h"
 #include "hetrt/module.h"
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 namespace hetrt {
 namespace {
 
 constexpr const char* kPluginPrefix = "libhetrt_plugin_";
 constexpr const char* kPluginSuffix = ".so";
-constexpr const char* kPluginFolderName = "hetrt-plugins";
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -295,14 +295,7 @@ std::vector<std::string> PluginRegistry::DefaultSearchPaths() {
     }
   }
   // The folder beside the core library, wherever it was built or installed.
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&PluginRegistry::DefaultSearchPaths), &info) &&
-      info.dli_fname) {
-    std::string lib = info.dli_fname;
-    auto slash = lib.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : lib.substr(0, slash);
-    paths.push_back(dir + "/" + kPluginFolderName);
-  }
+  paths.push_back(DefaultPluginDir());
   return UniqueSearchPaths(paths);
 }
 

@@ -1,6 +1,6 @@
 #include "hetrt/aot_executor.h"
 
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"

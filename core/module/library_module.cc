@@ -7,7 +7,7 @@
 
 #include "hetrt/byte_stream.h"
 #include "hetrt/elf_symbols.h"
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 namespace hetrt {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "hetrt/dtype.h"
 #include "hetrt/schedule_plan.h"
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 namespace hetrt {
 

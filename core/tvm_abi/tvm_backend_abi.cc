@@ -1,4 +1,4 @@
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 #include <dlfcn.h>
 

@@ -2,7 +2,7 @@
 
 #include <unordered_set>
 
-#include "tvm_backend_abi.h"
+#include "tvm_abi/tvm_backend_abi.h"
 
 namespace hetrt {
 
