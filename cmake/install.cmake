@@ -5,7 +5,7 @@
 #   P/lib/libhetrt_core.so            runtime; libhetrt_toolchain.so beside it
 #   P/lib/hetrt-plugins/              in-tree plugins
 #   P/lib/hetrt/kernels/              kernel objects the exporter links
-#   P/include/hetrt/                  public headers (plugin ABI, C++ API)
+#   P/include/hetrt/                  public headers (plugin ABI, C++ API, sdk/ helpers)
 #   P/share/hetrt/include/            C headers TVM-generated code compiles against
 #   P/lib/cmake/hetrt/                find_package(hetrt CONFIG)
 #   P/lib/pkgconfig/hetrt.pc
@@ -21,6 +21,7 @@ set(HETRT_INSTALL_CMAKEDIR lib/cmake/hetrt)
 install(TARGETS hetrt_core hetrt_toolchain hetrt_plugin_sdk EXPORT hetrtTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/ ${PROJECT_SOURCE_DIR}/toolchain/include/
+                  ${PROJECT_SOURCE_DIR}/sdk/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${HETRT_DATA_OUTPUT_DIR}/ DESTINATION ${HETRT_INSTALL_DATADIR})
 foreach(plugin cpu opencl vulkan cuda micro)
