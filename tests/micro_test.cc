@@ -11,7 +11,12 @@
 
 #include "hetrt/byte_stream.h"
 #include "hetrt/mlf.h"
-#include "micro_model.h"
+#include "firmware_build.h"
+#include "in_process_model.h"
+#include "micro_device.h"
+#include "model_sources.h"
+#include "project_writer.h"
+#include "remote_model.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -26,13 +31,6 @@ HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfGraphFixture,
                                                      [](const std::string& name) {
                                                        return testing::MlfFixtureNamed(name).graph;
                                                      }));
-
-// Arena bytes the metadata budgets for main: workspace + io + constants.
-uint64_t MetadataBudget(const MlfMetadata& md) {
-  for (const auto& m : md.memory)
-    if (m.name == "main") return m.workspace_bytes + m.io_bytes + m.constants_bytes;
-  return 0;
-}
 
 TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
@@ -50,7 +48,7 @@ TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
   // Tensors and kernel workspace stay within what TVM's metadata budgets.
   const std::string report = model->ArenaReport();
   EXPECT_NE(report.find("arena: "), std::string::npos) << report;
-  const uint64_t budget = MetadataBudget(mlf.metadata());
+  const uint64_t budget = micro::MetadataArenaBudget(mlf.metadata());
   ASSERT_GT(budget, 0u);
   // The model's arena (tensors + kernel workspace; the executor's tables are
   // separate static memory) peaks within what TVM's metadata budgets.
@@ -62,7 +60,7 @@ TEST_P(MicroOnMlfFixture, BuildsAsAStandaloneProgramThatMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   micro::ProjectOptions options;
-  HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, LoadParamDictFile(f.inputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, LoadParamDictFile(f.inputs));  // no board: `make` builds ./model
   const std::string dir = ::testing::TempDir() + "/hetrt_project_" + std::filesystem::path(f.tar).stem().string();
   std::filesystem::remove_all(dir);
   HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, options));
@@ -154,70 +152,73 @@ void ExpectFixtureOutput(Executor& ex, const std::string& path) {
   EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
 }
 
+// The pipe transport: the model in a device program on this host, driven
+// with the framed protocol as a board is over its UART.
+Result<std::unique_ptr<micro::MicroModel>> PipeDevice(const std::string& tar, micro::OptionMap options = {}) {
+  options["transport"] = "pipe";
+  return micro::OpenMicroModel(tar, "micro", options);
+}
+
+micro::RemoteModel& Remote(micro::MicroModel& m) { return dynamic_cast<micro::RemoteModel&>(m.executor()); }
+
 TEST_P(MicroOnMlfFixture, RunsOnAHostDrivenDeviceProgramAndMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
-  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(mlf));
-  HETRT_ASSERT_OK(SetFixtureInputs(*device, f.inputs));
-  HETRT_ASSERT_OK(device->Run());
-  ExpectFixtureOutput(*device, f.outputs);
-  HETRT_ASSERT_OK_AND_ASSIGN(std::string report, device->ArenaReport());
-  EXPECT_NE(report.find("arena: "), std::string::npos);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(f.tar));
+  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), f.inputs));
+  HETRT_ASSERT_OK(device->executor().Run());
+  ExpectFixtureOutput(device->executor(), f.outputs);
+  HETRT_ASSERT_OK_AND_ASSIGN(micro::MicroReport report, device->Report());
+  EXPECT_NE(report.text.find("arena: "), std::string::npos) << report.text;
+  EXPECT_GT(report.arena_used, 0u);
+  EXPECT_GT(report.device_ns, 0u);  // the device program's clock timed the run
 }
 
 // One graph fixture for the fault tests (they rebuild the device program each time).
-Result<MlfPackage> FaultModel() {
+Result<std::string> FaultModel() {
   const std::string tar = testing::MlfFixtureNamed("mlp_graph").tar;
   if (!std::filesystem::exists(tar)) return NotFound("mlp graph MLF fixture");
-  return MlfPackage::Read(tar);
+  return tar;
 }
 
 TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
-  auto mlf = FaultModel();
-  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
-  micro::RemoteOptions options;
-  options.garbage_every = 1;  // random bytes before every frame
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  auto tar = FaultModel();
+  if (!tar.ok()) GTEST_SKIP() << tar.status().message();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"garbage_every", "1"}}));  // random bytes before every frame
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   for (int i = 0; i < 5; ++i) {
-    HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
-    HETRT_ASSERT_OK(device->Run());
-    ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
+    HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
+    HETRT_ASSERT_OK(device->executor().Run());
+    ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
   }
 }
 
 TEST(MicroHostDriven, DroppedFramesAreRetriedAfterATimeout) {
-  auto mlf = FaultModel();
-  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
-  micro::RemoteOptions options;
-  options.drop_every = 3;
-  options.timeout_ms = 150;
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  auto tar = FaultModel();
+  if (!tar.ok()) GTEST_SKIP() << tar.status().message();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
-  for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->Run());
-  ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
-  EXPECT_GT(device->retransmissions(), 0);
+  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
+  for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->executor().Run());
+  ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
+  EXPECT_GT(Remote(*device).retransmissions(), 0);
 }
 
 TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
-  auto mlf = FaultModel();
-  if (!mlf.ok()) GTEST_SKIP() << mlf.status().message();
-  micro::RemoteOptions options;
-  options.timeout_ms = 500;
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::MicroRemoteModel::Build(*mlf, options));
+  auto tar = FaultModel();
+  if (!tar.ok()) GTEST_SKIP() << tar.status().message();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"timeout_ms", "500"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  HETRT_ASSERT_OK(SetFixtureInputs(*device, dir + "/mlp_inputs.params"));
-  device->KillDevice();
+  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
+  HETRT_ASSERT_OK(Remote(*device).ResetDevice());  // SIGKILL, as a crash would
   const auto start = std::chrono::steady_clock::now();
-  Status s = device->Run();
+  Status s = device->executor().Run();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));  // no hang
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("micro device"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("micro device lost during RUN"), std::string::npos) << s.message();
   // The next call starts a fresh device and replays the inputs.
-  HETRT_ASSERT_OK(device->Run());
-  ExpectFixtureOutput(*device, dir + "/mlp_outputs.params");
-  EXPECT_EQ(device->restarts(), 1);
+  HETRT_ASSERT_OK(device->executor().Run());
+  ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
+  EXPECT_EQ(Remote(*device).restarts(), 1);
 }
 
 }  // namespace
@@ -314,7 +315,7 @@ TEST_P(MicroOnMlfFixture, BuildsForCortexMAndReportsItsSections) {
                           std::filesystem::path(f.tar).stem().string();
   std::filesystem::remove_all(dir);
   HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, {}));
-  HETRT_ASSERT_OK_AND_ASSIGN(micro::CortexMSizes sizes, micro::BuildCortexM(dir));
+  HETRT_ASSERT_OK_AND_ASSIGN(micro::SectionSizes sizes, micro::BuildCortexM(dir));
   EXPECT_GT(sizes.text, 0u);
   // The static arena lives in .bss: at least the tensors the model needs.
   HETRT_ASSERT_OK_AND_ASSIGN(auto in_process, micro::InProcessModel::Build(mlf, {}));

@@ -114,6 +114,17 @@ Command AddPluginsCommand(CLI::App& app) {
         for (const auto& k : keys) std::printf(" %s", k.c_str());
         std::printf("\n");
       }
+      if (plugin->whole_model_api()) {  // ABI 2.1: runs whole models on devices it drives itself
+        auto join = [](const std::vector<std::string>& names) {
+          std::string out;
+          for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+          return out.empty() ? std::string("(none)") : out;
+        };
+        std::printf("    whole models (%s) on devices: %s\n", join(plugin->whole_model_formats()).c_str(),
+                    join(plugin->whole_model_devices()).c_str());
+        std::printf("      transports: %s\n", join(plugin->whole_model_transports()).c_str());
+        std::printf("      boards: %s\n", join(plugin->whole_model_boards()).c_str());
+      }
       if (const auto* par = plugin->parallel_api(); par && par->num_threads) {
         auto args = AbiArgs<hetrt_parallel_num_threads_args_t>();
         args.self = plugin->instance();

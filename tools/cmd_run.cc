@@ -7,10 +7,9 @@
 #include "commands.h"
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
-#include "hetrt/mlf.h"
-#include "micro_model.h"
 #include "hetrt/npy.h"
 #include "hetrt/params.h"
+#include "hetrt/whole_model_executor.h"
 
 namespace hetrt::cli {
 namespace {
@@ -18,6 +17,9 @@ namespace {
 struct RunArgs {
   std::string model, graph, params, inputs, save_outputs;
   std::vector<std::string> input_files, devices{"cpu"};
+  // For a whole-model device (a plugin that runs the model file itself).
+  std::string transport, board;
+  std::vector<std::string> device_options;
   int repeat = 1;
   int threads = 0;
   bool sequential = false, staged_copies = false;
@@ -41,47 +43,60 @@ std::string FirstValues(const Tensor& t, int count) {
   return s;
 }
 
-int Run(const RunArgs& args) {
-  GraphExecutor::Options options;
-  // The host-driven micro device is handled with the model below.
-  auto devices = ParseDeviceList(args.devices, {"micro"});
-  if (!devices.ok()) return Fail(devices.status().message());
-  options.devices = std::move(devices).value();
-  options.sequential = args.sequential;
-  options.staged_copies = args.staged_copies;
-  WarnAboutUnusedPlugins();
-  if (args.threads > 0) {
-    auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
-    if (!cpu.ok()) return Fail(cpu.status().message());
-    Status s = (*cpu)->SetOption("num_threads", std::to_string(args.threads));
-    if (!s.ok()) return Fail(s.message());
+// A model file that a whole-model plugin accepts for the one --device given
+// runs there (e.g. an MLF tarball on "micro", or on "cpu" in this process);
+// `why_not` says why not, for the error of the other path.
+Result<std::unique_ptr<WholeModelExecutor>> OpenWholeModel(const RunArgs& args, std::string& why_not) {
+  PluginOptions options;
+  if (!args.transport.empty()) options.emplace_back("transport", args.transport);
+  if (!args.board.empty()) options.emplace_back("board", args.board);
+  for (const std::string& kv : args.device_options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("--device-option takes KEY=VALUE, got '" + kv + "'");
+    options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  if (args.graph.empty() && args.devices.size() == 1) {
+    const PluginRegistry& registry = PluginRegistry::Global();
+    auto found = registry.ForWholeModel(args.model, args.devices[0]);
+    if (found.ok()) return WholeModelExecutor::Open(args.model, args.devices[0], options);
+    // Said only where no device plugin serves the name either (a deploy.so on
+    // "cpu" fails with the loader's own message).
+    auto as_device = ParseDeviceList({args.devices[0]});
+    const bool device_plugin = as_device.ok() && !as_device->empty() &&
+                               registry.PluginOfDeviceType((*as_device)[0].device_type) != nullptr;
+    if (!device_plugin && registry.ForWholeModelDevice(args.devices[0]).ok()) why_not = found.status().message();
+  }
+  if (!options.empty())
+    return InvalidArgument("--transport, --board and --device-option go with a whole-model device" +
+                           (why_not.empty() ? std::string() : ": " + why_not));
+  return std::unique_ptr<WholeModelExecutor>();
+}
+
+int Run(const RunArgs& args) {
+  WarnAboutUnusedPlugins();
   if (!args.params.empty() && args.graph.empty())
     return Fail("--params goes with --graph (a deploy.so carries its own params)");
-  // A Model Library Format tarball runs in-process on hetrt's C runtime.
-  std::unique_ptr<micro::InProcessModel> micro_model;
-  std::unique_ptr<micro::MicroRemoteModel> remote_model;
+  std::string why_not_whole;
+  auto whole = OpenWholeModel(args, why_not_whole);
+  if (!whole.ok()) return Fail(whole.status().message());
   Result<Model> model = Status(StatusCode::kInternal, "no model");
-  Executor* executor = nullptr;
-  if (args.model.size() > 4 && args.model.compare(args.model.size() - 4, 4, ".tar") == 0) {
-    auto mlf = MlfPackage::Read(args.model);
-    if (!mlf.ok()) return Fail(mlf.status().message());
-    const bool host_driven = std::find(args.devices.begin(), args.devices.end(), "micro") != args.devices.end();
-    if (host_driven) {
-      // --device micro: a separate device program driven over a framed byte stream.
-      auto built = micro::MicroRemoteModel::Build(*mlf);
-      if (!built.ok()) return Fail(args.model + ": " + built.status().message());
-      remote_model = std::move(built).value();
-      executor = remote_model.get();
-    } else {
-      auto built = micro::InProcessModel::Build(*mlf, {});
-      if (!built.ok()) return Fail(args.model + ": " + built.status().message());
-      micro_model = std::move(built).value();
-      executor = micro_model.get();
+  Executor* executor = whole->get();
+  if (executor == nullptr) {
+    GraphExecutor::Options options;
+    auto devices = ParseDeviceList(args.devices);
+    if (!devices.ok()) return Fail(devices.status().message());
+    options.devices = std::move(devices).value();
+    options.sequential = args.sequential;
+    options.staged_copies = args.staged_copies;
+    if (args.threads > 0) {
+      auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
+      if (!cpu.ok()) return Fail(cpu.status().message());
+      Status s = (*cpu)->SetOption("num_threads", std::to_string(args.threads));
+      if (!s.ok()) return Fail(s.message());
     }
-  } else {
     model = OpenModel({args.model, args.graph, args.params}, options);
-    if (!model.ok()) return Fail(model.status().message());
+    if (!model.ok())
+      return Fail(model.status().message() + (why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")"));
     executor = model->executor.get();
   }
   Executor& ex = *executor;
@@ -149,10 +164,9 @@ int Run(const RunArgs& args) {
   std::printf("time per run: mean %s, median %s, min %s over %zu run(s)\n",
               fmt(std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())).c_str(),
               fmt(sorted[sorted.size() / 2]).c_str(), fmt(sorted.front()).c_str(), ms.size());
-  if (micro_model) std::printf("%s\n", micro_model->ArenaReport().c_str());
-  if (remote_model) {
-    auto report = remote_model->ArenaReport();
-    std::printf("device %s\n", report.ok() ? report->c_str() : report.status().message().c_str());
+  if (*whole) {
+    auto report = (*whole)->GetReport();
+    std::printf("%s\n", report.ok() ? report->text.c_str() : report.status().message().c_str());
   }
   if (!args.save_outputs.empty()) {
     auto bytes = WriteParamDict(outputs);
@@ -169,12 +183,16 @@ int Run(const RunArgs& args) {
 Command AddRunCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a graph model and print its outputs");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("MODEL", args->model, "deploy.so, lib.so with --graph, or a Model Library Format .tar")->required();
+  cmd->add_option("MODEL", args->model, "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)")->required();
   cmd->add_option("--graph", args->graph, "graph.json (with a lib.so)");
   cmd->add_option("--params", args->params, "params file (with --graph)");
   cmd->add_option("--inputs", args->inputs, "param-dict file of inputs (names matched to graph inputs)");
   cmd->add_option("--input", args->input_files, "NAME=FILE.npy, repeatable");
   cmd->add_option("--device", args->devices, "cpu[:N], opencl[:N], ...; repeatable, in order")->take_all();
+  cmd->add_option("--transport", args->transport,
+                  "whole-model device (micro): pipe, qemu, tcp:HOST:PORT, serial:PATH[,BAUD]");
+  cmd->add_option("--board", args->board, "whole-model device (micro): an emulated board, e.g. mps2-an386");
+  cmd->add_option("--device-option", args->device_options, "KEY=VALUE for the whole-model device's plugin, repeatable");
   cmd->add_option("--save-outputs", args->save_outputs, "write outputs as a param dict (output_0, ...)");
   cmd->add_option("--repeat", args->repeat, "runs to time")->check(IntInRange("--repeat", 1, 100000000));
   cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(IntInRange("--threads", 1, 1024));

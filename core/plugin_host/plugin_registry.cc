@@ -142,6 +142,38 @@ const hetrt_parallel_api_t* Plugin::parallel_api() const {
   return HETRT_STRUCT_HAS(api_, hetrt_plugin_api_t, parallel) ? api_->parallel : nullptr;
 }
 
+const hetrt_whole_model_api_t* Plugin::whole_model_api() const {
+  if (!HETRT_STRUCT_HAS(api_, hetrt_plugin_api_t, whole_model)) return nullptr;
+  const hetrt_whole_model_api_t* table = api_->whole_model;
+  return HETRT_STRUCT_HAS(table, hetrt_whole_model_api_t, report) ? table : nullptr;
+}
+
+namespace {
+std::vector<std::string> Names(const char* const* names, size_t count) {
+  std::vector<std::string> out;
+  for (size_t i = 0; names && i < count; ++i)
+    if (names[i]) out.emplace_back(names[i]);
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> Plugin::whole_model_devices() const {
+  const auto* t = whole_model_api();
+  return t ? Names(t->device_names, t->num_device_names) : std::vector<std::string>{};
+}
+std::vector<std::string> Plugin::whole_model_transports() const {
+  const auto* t = whole_model_api();
+  return t ? Names(t->transports, t->num_transports) : std::vector<std::string>{};
+}
+std::vector<std::string> Plugin::whole_model_boards() const {
+  const auto* t = whole_model_api();
+  return t ? Names(t->boards, t->num_boards) : std::vector<std::string>{};
+}
+std::vector<std::string> Plugin::whole_model_formats() const {
+  const auto* t = whole_model_api();
+  return t ? Names(t->formats, t->num_formats) : std::vector<std::string>{};
+}
+
 std::vector<int32_t> Plugin::device_types() const {
   if (api_->device_types == nullptr) return {};
   return {api_->device_types, api_->device_types + api_->num_device_types};
@@ -442,6 +474,30 @@ Result<Plugin*> PluginRegistry::ForDeviceType(int32_t device_type) const {
     if (p->ServesDeviceType(device_type)) return p.get();
   return NotFound("no plugin provides device type " + DeviceTypeName(device_type) + " (" +
                   std::to_string(device_type) + ") (" + DescribeSearch() + ")");
+}
+
+Result<Plugin*> PluginRegistry::ForWholeModelDevice(const std::string& device) const {
+  for (const auto& p : plugins_)
+    for (const std::string& name : p->whole_model_devices())
+      if (name == device) return p.get();
+  return NotFound("no plugin runs whole models on device '" + device + "' (" + DescribeSearch() + ")");
+}
+
+Result<Plugin*> PluginRegistry::ForWholeModel(const std::string& path, const std::string& device) const {
+  std::string declined;
+  for (const auto& p : plugins_) {
+    const auto devices = p->whole_model_devices();
+    if (std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
+    auto args = AbiArgs<hetrt_whole_model_accepts_args_t>();
+    args.self = p->instance();
+    args.path = path.c_str();
+    args.device = device.c_str();
+    if (Status s = p->Consume(p->whole_model_api()->accepts(&args)); !s.ok()) return s;
+    if (args.accepted) return p.get();
+    declined += (declined.empty() ? "" : "; ") + p->name() + ": " + (args.reason ? args.reason : "declined");
+  }
+  if (!declined.empty()) return NotFound(path + " does not run on device '" + device + "' (" + declined + ")");
+  return NotFound("no plugin runs whole models on device '" + device + "' (" + DescribeSearch() + ")");
 }
 
 Result<Plugin*> PluginRegistry::ForDevice(DLDevice device) const {

@@ -272,7 +272,7 @@ class GraphModule:
             if sequential or staged_copies:
                 raise TypeError("MLF models run on the C runtime, which has no sequential/staged_copies options")
             host_driven = any(d.device_type == micro().device_type for d in targets)
-            executor = _hetrt.Executor.from_mlf(lib._package, host_driven)
+            executor = _hetrt.Executor.from_mlf(lib.path, host_driven)
         else:
             root = lib._module if isinstance(lib, Module) else lib
             executor = _hetrt.Executor.from_module(root, targets, sequential, staged_copies)

@@ -12,8 +12,7 @@
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
 #include "hetrt/graph_executor.h"
-#include "hetrt/mlf.h"
-#include "micro_model.h"
+#include "hetrt/whole_model_executor.h"
 
 namespace hetrt::python {
 namespace {
@@ -27,7 +26,7 @@ struct Session {
   std::vector<std::shared_ptr<PyTensor>> input_bindings, output_bindings;
   std::unique_ptr<Executor> executor;
   GraphExecutor* graph = nullptr;  // the executor, when it is a graph executor
-  micro::InProcessModel* in_process = nullptr;
+  WholeModelExecutor* whole = nullptr;  // the executor, when a whole-model plugin runs it
   std::string kind;
   std::mutex mutex;
 };
@@ -75,20 +74,16 @@ class PyExecutor {
     return PyExecutor(std::move(s));
   }
 
-  // A Model Library Format graph or AOT model: compiled and run in this
-  // process, or (host_driven) in a separate device program over a byte stream.
-  static PyExecutor FromMlf(const MlfPackage& mlf, bool host_driven) {
+  // A Model Library Format graph or AOT model, through the plugin that runs
+  // whole models (ABI 2.1): on the C runtime in this process ("cpu"), or
+  // (host_driven) on the device "micro".
+  static PyExecutor FromMlf(const std::string& path, bool host_driven) {
     auto s = std::make_shared<Session>();
     py::gil_scoped_release release;
-    if (host_driven) {
-      s->executor = Unwrap(micro::MicroRemoteModel::Build(mlf));
-      s->kind = "micro";
-    } else {
-      auto model = Unwrap(micro::InProcessModel::Build(mlf, {}));
-      s->in_process = model.get();
-      s->executor = std::move(model);
-      s->kind = "mlf";
-    }
+    auto model = Unwrap(WholeModelExecutor::Open(path, host_driven ? "micro" : "cpu"));
+    s->whole = model.get();
+    s->executor = std::move(model);
+    s->kind = host_driven ? "micro" : "mlf";
     return PyExecutor(std::move(s));
   }
 
@@ -104,9 +99,8 @@ class PyExecutor {
   py::object input_info(int i) const {
     CheckInput(i);
     if (s_->graph) return TensorInfo(s_->graph->InputTensor(i));
-    if (s_->in_process)
-      return py::make_tuple(py::tuple(py::cast(s_->in_process->InputShape(i))),
-                            DataTypeToString(s_->in_process->InputDtype(i)));
+    if (s_->whole)
+      return py::make_tuple(py::tuple(py::cast(s_->whole->InputShape(i))), DataTypeToString(s_->whole->InputDtype(i)));
     return py::none();
   }
   py::object output_info(int i) const {
@@ -334,7 +328,7 @@ void RegisterExecutor(py::module_& m) {
   py::class_<PyExecutor>(m, "Executor", "The core executor behind hetrt.GraphModule.")
       .def_static("from_module", &PyExecutor::FromModule, py::arg("root"), py::arg("devices"),
                   py::arg("sequential") = false, py::arg("staged_copies") = false)
-      .def_static("from_mlf", &PyExecutor::FromMlf, py::arg("mlf"), py::arg("host_driven") = false)
+      .def_static("from_mlf", &PyExecutor::FromMlf, py::arg("path"), py::arg("host_driven") = false)
       .def_property_readonly("kind", &PyExecutor::kind)
       .def("num_inputs", &PyExecutor::num_inputs)
       .def("num_outputs", &PyExecutor::num_outputs)

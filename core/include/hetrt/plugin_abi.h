@@ -1,4 +1,4 @@
-/* hetrt plugin ABI, version 2.
+/* hetrt plugin ABI, version 2 (2.1: module.sample).
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
  * shared object that exports one symbol, HETRT_PLUGIN_ENTRY_SYMBOL, returning a
@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 2
-#define HETRT_PLUGIN_ABI_MINOR 0
+#define HETRT_PLUGIN_ABI_MINOR 1
 /* Stable across ABI majors so that a mismatch can be detected and reported:
  * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
@@ -548,6 +548,31 @@ typedef struct hetrt_module_destroy_args {
   hetrt_plugin_module_t* module;
 } hetrt_module_destroy_args_t;
 
+/* 2.1: a sample module the plugin loads, with one function, the arguments to
+ * call it with and the bytes it must produce, so that a conformance kit or a
+ * test can load, call and check a module of a plugin it knows nothing about.
+ * Optional (NULL: no sample). The call runs on the calling thread's current
+ * stream of `device`; the caller then synchronizes that stream. */
+typedef struct hetrt_module_sample_argument {
+  int32_t type_code; /* HETRT_TYPE_INT, HETRT_TYPE_FLOAT, or HETRT_TYPE_HANDLE: a device buffer */
+  hetrt_value_t value;  /* INT / FLOAT: the value passed */
+  uint64_t nbytes;      /* HANDLE: the buffer's size; the caller allocates it on `device` */
+  const uint8_t* input; /* HANDLE: bytes copied in before the call (NULL: zeros) */
+  const uint8_t* expected; /* HANDLE: the bytes after the call (NULL: not checked) */
+} hetrt_module_sample_argument_t;
+
+typedef struct hetrt_module_sample_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  DLDevice device;      /* in: where the sample will run (a device of this plugin) */
+  const char* type_key; /* out: one of the plugin's type_keys */
+  const uint8_t* data;  /* out: a valid blob of that type_key (instance-owned) */
+  uint64_t size;        /* out */
+  const char* function_name; /* out: a function of the loaded module */
+  const hetrt_module_sample_argument_t* arguments; /* out: instance-owned */
+  size_t num_arguments;                            /* out */
+} hetrt_module_sample_args_t;
+
 typedef struct hetrt_module_api {
   size_t struct_size;
   hetrt_error_t* (*load)(hetrt_module_load_args_t* args);
@@ -555,6 +580,8 @@ typedef struct hetrt_module_api {
   hetrt_error_t* (*list_functions)(hetrt_module_list_functions_args_t* args);
   hetrt_error_t* (*save)(hetrt_module_save_args_t* args);
   hetrt_error_t* (*destroy)(hetrt_module_destroy_args_t* args);
+  /* 2.1 (check with HETRT_STRUCT_HAS(module_api, hetrt_module_api_t, sample)) */
+  hetrt_error_t* (*sample)(hetrt_module_sample_args_t* args);
 } hetrt_module_api_t;
 
 /* ---------------------------------------------------------------------------
@@ -607,6 +634,146 @@ typedef struct hetrt_parallel_api {
 } hetrt_parallel_api_t;
 
 /* ---------------------------------------------------------------------------
+ * Whole-model table (ABI 2.1): a plugin that runs a whole model on a device it
+ * drives itself (a microcontroller over its UART, an emulated board, a device
+ * program), rather than single kernels. The core opens a model file with it,
+ * then sets inputs, runs and reads outputs, all as host bytes. A plugin names
+ * the devices it serves this way (what users write after --device), the
+ * transports it reaches them by and the boards it builds for, so that tools
+ * can list them. Models are owned by the instance that created them.
+ * ------------------------------------------------------------------------- */
+typedef struct hetrt_whole_model hetrt_whole_model_t;
+
+/* Whether the plugin runs the model file `path` on `device` (one of its
+ * device_names). A file it does not know is accepted = 0 with a reason, not
+ * an error. Meant to be cheap: create() validates everything. */
+typedef struct hetrt_whole_model_accepts_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* path;
+  const char* device;
+  int32_t accepted;   /* out: 1 or 0 */
+  const char* reason; /* out when 0: why (instance-owned, valid until the next call) */
+} hetrt_whole_model_accepts_args_t;
+
+/* Creates a model from the file at `path` for `device`. Options are the
+ * plugin's own (the micro plugin: transport, board, cache_dir, ...); an
+ * unknown key is INVALID_ARGUMENT naming the keys there are. */
+typedef struct hetrt_whole_model_create_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* path;
+  const char* device;
+  const hetrt_option_t* options;
+  size_t num_options;
+  hetrt_whole_model_t* model; /* out */
+} hetrt_whole_model_create_args_t;
+
+/* destroy (releases the device: closes the link, stops an emulator), run. */
+typedef struct hetrt_whole_model_args {
+  HETRT_ARGS_HEADER;
+  hetrt_whole_model_t* model;
+} hetrt_whole_model_args_t;
+
+typedef struct hetrt_whole_model_io_count_args {
+  HETRT_ARGS_HEADER;
+  hetrt_whole_model_t* model;
+  int32_t num_inputs;  /* out */
+  int32_t num_outputs; /* out */
+} hetrt_whole_model_io_count_args_t;
+
+typedef enum hetrt_io_kind {
+  HETRT_IO_INPUT = 0,
+  HETRT_IO_OUTPUT = 1,
+} hetrt_io_kind_t;
+
+/* One input's or output's name, dtype, shape and byte size (model-owned). */
+typedef struct hetrt_whole_model_io_info_args {
+  HETRT_ARGS_HEADER;
+  hetrt_whole_model_t* model;
+  int32_t kind;  /* a hetrt_io_kind_t */
+  int32_t index;
+  const char* name;     /* out */
+  DLDataType dtype;     /* out */
+  const int64_t* shape; /* out: ndim values */
+  int32_t ndim;         /* out */
+  uint64_t nbytes;      /* out */
+} hetrt_whole_model_io_info_args_t;
+
+/* set_input: `nbytes` host bytes, used (copied or sent) before the call
+ * returns. get_output: copies the output into a host buffer of exactly
+ * `nbytes`. Both OUT_OF_RANGE for a bad index, INVALID_ARGUMENT for a size
+ * that is not the tensor's. */
+typedef struct hetrt_whole_model_tensor_args {
+  HETRT_ARGS_HEADER;
+  hetrt_whole_model_t* model;
+  int32_t index;
+  void* data; /* const for set_input */
+  uint64_t nbytes;
+} hetrt_whole_model_tensor_args_t;
+
+/* What the model costs on its device. Zero where the plugin cannot tell. */
+typedef struct hetrt_whole_model_report_args {
+  HETRT_ARGS_HEADER;
+  hetrt_whole_model_t* model;
+  uint64_t arena_bytes_used;      /* out: peak of the model's memory (tensors, workspace) */
+  uint64_t arena_bytes_total;     /* out: what the device set aside for it */
+  uint64_t metadata_bytes;        /* out: what the model file's metadata budgets */
+  uint64_t last_run_instructions; /* out: instructions the device executed in the last run */
+  uint64_t last_run_device_ns;    /* out: the last run on the device's own clock */
+  const char* text;               /* out: for people; model-owned, valid until the next call on it */
+} hetrt_whole_model_report_args_t;
+
+/* Optional: writes a self-contained project for the model into output_dir
+ * (sources, build files; firmware for a board). `summary` says what was
+ * written and what it costs (instance-owned, valid until the next call). */
+typedef struct hetrt_whole_model_project_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* path;
+  const char* device;
+  const char* output_dir;
+  const hetrt_option_t* options;
+  size_t num_options;
+  const char* summary; /* out */
+} hetrt_whole_model_project_args_t;
+
+/* Optional: runs a project project_generate wrote (on an emulator, a board),
+ * bounded in time. `output` is what the device printed (instance-owned). */
+typedef struct hetrt_whole_model_project_run_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* project_dir;
+  const hetrt_option_t* options;
+  size_t num_options;
+  int32_t exit_code;  /* out: the program's status */
+  const char* output; /* out */
+} hetrt_whole_model_project_run_args_t;
+
+typedef struct hetrt_whole_model_api {
+  size_t struct_size;
+  const char* const* device_names; /* what --device names: "micro" */
+  size_t num_device_names;
+  const char* const* transports;   /* how it reaches devices: "pipe", "serial", "tcp", "qemu" */
+  size_t num_transports;
+  const char* const* boards;       /* what it builds for (may be none) */
+  size_t num_boards;
+  const char* const* formats;      /* model files it reads: "mlf" */
+  size_t num_formats;
+  hetrt_error_t* (*accepts)(hetrt_whole_model_accepts_args_t* args);
+  hetrt_error_t* (*create)(hetrt_whole_model_create_args_t* args);
+  hetrt_error_t* (*destroy)(hetrt_whole_model_args_t* args);
+  hetrt_error_t* (*io_count)(hetrt_whole_model_io_count_args_t* args);
+  hetrt_error_t* (*io_info)(hetrt_whole_model_io_info_args_t* args);
+  hetrt_error_t* (*set_input)(hetrt_whole_model_tensor_args_t* args);
+  hetrt_error_t* (*run)(hetrt_whole_model_args_t* args);
+  hetrt_error_t* (*get_output)(hetrt_whole_model_tensor_args_t* args);
+  hetrt_error_t* (*report)(hetrt_whole_model_report_args_t* args);
+  hetrt_error_t* (*project_generate)(hetrt_whole_model_project_args_t* args); /* may be NULL */
+  hetrt_error_t* (*project_run)(hetrt_whole_model_project_run_args_t* args);  /* may be NULL */
+} hetrt_whole_model_api_t;
+
+/* ---------------------------------------------------------------------------
  * The plugin table returned by the entry symbol: static for the life of the
  * shared object; everything stateful hangs off an instance.
  * ------------------------------------------------------------------------- */
@@ -633,6 +800,10 @@ typedef struct hetrt_plugin_api {
   const hetrt_device_api_t* device;     /* NULL when num_device_types == 0 */
   const hetrt_module_api_t* module;     /* NULL when num_type_keys == 0 */
   const hetrt_parallel_api_t* parallel; /* NULL unless a host plugin */
+
+  /* ABI 2.1. A 2.0 plugin's table ends before it: the core checks
+   * struct_size (HETRT_STRUCT_HAS) before reading. */
+  const hetrt_whole_model_api_t* whole_model; /* NULL unless it runs whole models */
 } hetrt_plugin_api_t;
 
 typedef const hetrt_plugin_api_t* (*hetrt_plugin_get_api_fn)(void);

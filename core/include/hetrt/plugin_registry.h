@@ -52,6 +52,14 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   const hetrt_device_api_t* device_api() const;
   const hetrt_module_api_t* module_api() const;
   const hetrt_parallel_api_t* parallel_api() const;
+  // ABI 2.1; NULL for a 2.0 plugin (its table ends before the field) and for
+  // a table too small to hold every call of 2.1.
+  const hetrt_whole_model_api_t* whole_model_api() const;
+  // What its whole-model table declares (empty without one).
+  std::vector<std::string> whole_model_devices() const;
+  std::vector<std::string> whole_model_transports() const;
+  std::vector<std::string> whole_model_boards() const;
+  std::vector<std::string> whole_model_formats() const;
   std::vector<int32_t> device_types() const;
   std::vector<std::string> type_keys() const;
   bool ServesDeviceType(int32_t device_type) const;
@@ -127,6 +135,11 @@ class PluginRegistry {
   // NOT_FOUND naming the folders searched and the plugins found.
   Result<Plugin*> ForTypeKey(std::string_view type_key) const;
   Result<Plugin*> ForDeviceType(int32_t device_type) const;
+  // The plugin whose whole-model table serves `device` and accepts the model
+  // file at `path`; NOT_FOUND saying why each such plugin declined.
+  Result<Plugin*> ForWholeModel(const std::string& path, const std::string& device) const;
+  // The first plugin whose whole-model table serves `device` (for project hooks).
+  Result<Plugin*> ForWholeModelDevice(const std::string& device) const;
   // The plugin of a device, checked to exist (device_id < count).
   Result<Plugin*> ForDevice(DLDevice device) const;
   // An array lookup, for hot paths: NULL when no plugin serves the type.

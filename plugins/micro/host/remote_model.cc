@@ -1,0 +1,128 @@
+#include "remote_model.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "hetrt/dtype.h"
+#include "hetrt_crt_protocol.h"
+#include "wire_format.h"
+
+namespace hetrt::micro {
+Result<std::unique_ptr<RemoteModel>> RemoteModel::Connect(std::unique_ptr<Transport> transport, const ModelPlan& plan,
+                                                          const LinkOptions& options) {
+  std::unique_ptr<RemoteModel> m(new RemoteModel());
+  m->client_ = std::make_unique<FrameClient>(std::move(transport), options);
+  for (const auto& t : plan.inputs) m->inputs_.push_back({t, {}});
+  m->outputs_ = plan.outputs;
+  m->session_counter_ = static_cast<uint32_t>(getpid()) << 8;
+  HETRT_RETURN_IF_ERROR(m->StartSession());
+  return m;
+}
+
+Status RemoteModel::StartSession() const {
+  Transport& transport = client_->transport();
+  if (!transport.IsOpen()) HETRT_RETURN_IF_ERROR(transport.Open());
+  client_->clear_device_lost();
+  client_->set_session_active(false);
+  std::vector<uint8_t> request;
+  Put32(request, ++session_counter_ == 0 ? ++session_counter_ : session_counter_);
+  // The first reply may wait for a device that is still booting.
+  HETRT_ASSIGN_OR_RETURN(auto hello, client_->Exchange(HETRT_MSG_HELLO, request, client_->options().timeout_ms));
+  if (hello.size() < 8) return DataLoss(transport.Describe() + ": short HELLO reply");
+  const uint32_t ni = Get32(hello.data()), no = Get32(hello.data() + 4);
+  if (ni != inputs_.size() || no != outputs_.size())
+    return DataLoss(transport.Describe() + ": the device's model has " + std::to_string(ni) + " inputs and " +
+                    std::to_string(no) + " outputs; this model has " + std::to_string(inputs_.size()) + " and " +
+                    std::to_string(outputs_.size()) + " (is it the same model?)");
+  size_t at = 8;
+  for (uint32_t k = 0; k < ni + no; ++k) {
+    if (at + 6 > hello.size()) return DataLoss(transport.Describe() + ": truncated HELLO");
+    const uint32_t bytes = Get32(hello.data() + at);
+    const size_t len = hello[at + 4] | hello[at + 5] << 8;
+    if (at + 6 + len > hello.size()) return DataLoss(transport.Describe() + ": truncated HELLO");
+    const std::string name(hello.begin() + static_cast<long>(at) + 6, hello.begin() + static_cast<long>(at + 6 + len));
+    at += 6 + len;
+    const TensorSpec& expected = k < ni ? inputs_[k].spec : outputs_[k - ni];
+    if (bytes != expected.bytes)
+      return DataLoss(transport.Describe() + ": the device's " + (k < ni ? "input" : "output") + " '" + name + "' has " +
+                      std::to_string(bytes) + " bytes; the model's '" + expected.name + "' has " +
+                      std::to_string(expected.bytes));
+  }
+  if (at + 6 <= hello.size()) {  // the board and its clock (older devices stop before)
+    tick_hz_ = Get32(hello.data() + at);
+    const size_t len = hello[at + 4] | hello[at + 5] << 8;
+    if (at + 6 + len <= hello.size())
+      board_.assign(hello.begin() + static_cast<long>(at) + 6, hello.begin() + static_cast<long>(at + 6 + len));
+  }
+  client_->set_session_active(true);
+  in_session_ = true;
+  ++restarts_;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].last_value.empty()) continue;
+    std::vector<uint8_t> p;
+    Put32(p, static_cast<uint32_t>(i));
+    p.insert(p.end(), inputs_[i].last_value.begin(), inputs_[i].last_value.end());
+    HETRT_RETURN_IF_ERROR(client_->Exchange(HETRT_MSG_SET_INPUT, p, client_->options().timeout_ms).status());
+  }
+  return OkStatus();
+}
+
+Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<uint8_t>& payload,
+                                               int timeout_ms) const {
+  if (!in_session_) HETRT_RETURN_IF_ERROR(StartSession());
+  auto reply = client_->Exchange(type, payload, timeout_ms);
+  if (!reply.ok() && client_->device_lost()) {
+    in_session_ = false;
+    static const char* const kNames[] = {"", "HELLO", "SET_INPUT", "RUN", "GET_OUTPUT", "ARENA"};
+    return Unavailable("micro device lost during " + std::string(type <= 5 ? kNames[type] : "a request") + ": " +
+                       reply.status().message() + "; the next call reconnects and replays the inputs");
+  }
+  return reply;
+}
+
+std::vector<int> RemoteModel::UnboundInputs() const {
+  std::vector<int> all;
+  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
+  return all;
+}
+
+Status RemoteModel::SetInput(int index, const Tensor& value) {
+  if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
+  auto& in = inputs_[static_cast<size_t>(index)];
+  if (value.nbytes() != in.spec.bytes)
+    return InvalidArgument("set_input '" + in.spec.name + "': " + std::to_string(value.nbytes()) +
+                           " bytes, the device wants " + std::to_string(in.spec.bytes));
+  in.last_value.assign(value.host_bytes().begin(), value.host_bytes().end());
+  std::vector<uint8_t> p;
+  Put32(p, static_cast<uint32_t>(index));
+  p.insert(p.end(), in.last_value.begin(), in.last_value.end());
+  return Call(HETRT_MSG_SET_INPUT, p, client_->options().timeout_ms).status();
+}
+
+Status RemoteModel::Run() {
+  HETRT_ASSIGN_OR_RETURN(auto reply, Call(HETRT_MSG_RUN, {}, client_->options().run_timeout_ms));
+  last_run_ticks_ = reply.size() >= 8 ? uint64_t{Get32(reply.data())} | uint64_t{Get32(reply.data() + 4)} << 32 : 0;
+  return OkStatus();
+}
+
+Result<Tensor> RemoteModel::GetOutput(int index) const {
+  if (index < 0 || index >= NumOutputs()) return OutOfRange("get_output: index " + std::to_string(index));
+  std::vector<uint8_t> p;
+  Put32(p, static_cast<uint32_t>(index));
+  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p, client_->options().timeout_ms));
+  const auto& out = outputs_[static_cast<size_t>(index)];
+  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(out.shape, out.dtype));
+  if (bytes.size() != t.nbytes())
+    return DataLoss("micro device: output " + std::to_string(index) + " has " + std::to_string(bytes.size()) +
+                    " bytes, expected " + std::to_string(t.nbytes()));
+  std::memcpy(t.data(), bytes.data(), bytes.size());
+  return t;
+}
+
+Result<std::string> RemoteModel::ArenaReport() const {
+  HETRT_ASSIGN_OR_RETURN(auto text, Call(HETRT_MSG_ARENA, {}, client_->options().timeout_ms));
+  return std::string(text.begin(), text.end());
+}
+
+}  // namespace hetrt::micro
