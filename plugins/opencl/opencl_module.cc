@@ -390,11 +390,51 @@ hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
   return nullptr;
 }
 
+// The conformance sample (ABI 2.1): c = a + b over 1000 floats, in TVM's
+// OpenCL blob layout, launched as 4 work groups of 256 (the tail guarded by n).
+hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
+  if (args->device.device_type != kDLOpenCL)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the OpenCL sample runs on an OpenCL device");
+  constexpr int kCount = 1000;
+  static const struct SampleData {
+    std::vector<uint8_t> blob;
+    std::vector<float> a, b, sum;
+    hetrt_module_sample_argument_t arguments[6];
+    SampleData() : a(kCount), b(kCount), sum(kCount) {
+      auto u64 = [&](uint64_t v) { blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8); };
+      auto str = [&](const std::string& text) { u64(text.size()), blob.insert(blob.end(), text.begin(), text.end()); };
+      auto type = [&](uint8_t code, uint8_t bits) { blob.insert(blob.end(), {code, bits, 1, 0}); };
+      str("cl");
+      u64(1);
+      str("hetrt_sample_add"), str("hetrt_sample_add");
+      u64(4), type(kDLOpaqueHandle, 64), type(kDLOpaqueHandle, 64), type(kDLOpaqueHandle, 64), type(kDLInt, 32);
+      u64(2), str("blockIdx.x"), str("threadIdx.x");
+      str("__kernel void hetrt_sample_add(__global const float* a, __global const float* b, __global float* c, int n) {\n"
+          "  const int i = get_global_id(0);\n"
+          "  if (i < n) c[i] = a[i] + b[i];\n"
+          "}\n");
+      for (int i = 0; i < kCount; ++i) a[i] = 0.5f * static_cast<float>(i) - 100.0f, b[i] = static_cast<float>(i % 7), sum[i] = a[i] + b[i];
+      const uint64_t bytes = kCount * sizeof(float);
+      arguments[0] = sdk::SampleBuffer(bytes, a.data(), a.data());
+      arguments[1] = sdk::SampleBuffer(bytes, b.data(), b.data());
+      arguments[2] = sdk::SampleBuffer(bytes, nullptr, sum.data());
+      arguments[3] = sdk::SampleInt(kCount), arguments[4] = sdk::SampleInt(4), arguments[5] = sdk::SampleInt(256);
+    }
+  } sample;
+  sdk::SetSample(args, "opencl", sample.blob, "hetrt_sample_add", sample.arguments);
+  return nullptr;
+}
+
 }  // namespace
 
 const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t),   Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
-    Entry<Save>::Call,            Entry<Destroy>::Call,
+    .struct_size = sizeof(hetrt_module_api_t),
+    .load = Entry<Load>::Call,
+    .get_function = Entry<GetFunction>::Call,
+    .list_functions = Entry<ListFunctions>::Call,
+    .save = Entry<Save>::Call,
+    .destroy = Entry<Destroy>::Call,
+    .sample = Entry<Sample>::Call,
 };
 
 }  // namespace hetrt::opencl

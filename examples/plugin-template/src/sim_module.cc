@@ -107,28 +107,13 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
       blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&length), reinterpret_cast<const uint8_t*>(&length) + 4);
       blob.insert(blob.end(), name.begin(), name.end());
       for (int i = 0; i < 16; ++i) a[i] = static_cast<float>(i) - 4.5f, b[i] = 0.25f * static_cast<float>(i * i), sum[i] = a[i] + b[i];
-      auto buffer = [](const float* in, const float* expected) {
-        hetrt_module_sample_argument_t arg{};
-        arg.type_code = HETRT_TYPE_HANDLE;
-        arg.nbytes = 16 * sizeof(float);
-        arg.input = reinterpret_cast<const uint8_t*>(in);
-        arg.expected = reinterpret_cast<const uint8_t*>(expected);
-        return arg;
-      };
-      arguments[0] = buffer(a, a);
-      arguments[1] = buffer(b, b);
-      arguments[2] = buffer(nullptr, sum);
-      arguments[3] = hetrt_module_sample_argument_t{};
-      arguments[3].type_code = HETRT_TYPE_INT;
-      arguments[3].value.v_int64 = 16;
+      arguments[0] = hetrt::sdk::SampleBuffer(sizeof a, a, a);
+      arguments[1] = hetrt::sdk::SampleBuffer(sizeof b, b, b);
+      arguments[2] = hetrt::sdk::SampleBuffer(sizeof sum, nullptr, sum);
+      arguments[3] = hetrt::sdk::SampleInt(16);
     }
   } sample;
-  args->type_key = "sim";
-  args->data = sample.blob.data();
-  args->size = sample.blob.size();
-  args->function_name = "sim_add_kernel";
-  args->arguments = sample.arguments;
-  args->num_arguments = 4;
+  hetrt::sdk::SetSample(args, "sim", sample.blob, "sim_add_kernel", sample.arguments);
   return nullptr;
 }
 
