@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "device_client.h"
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
@@ -265,58 +266,31 @@ TEST(OpenCl, NoPlatformIsReportedWithTheReason) {
 
 // ---------------------------------------------------------------- ABI 2.0 on PoCL
 
+// The ABI calls on opencl:0, through the conformance kit's client.
+template <class T>
+T ValueOrFail(Result<T> result) {
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  return result.ok() ? result.value() : T{};
+}
 hetrt_stream_t* NewStream(Plugin* cl, int32_t kind = HETRT_STREAM_COMPUTE) {
-  auto args = AbiArgs<hetrt_stream_create_args_t>();
-  args.self = cl->instance();
-  args.device = kCl;
-  args.kind = kind;
-  EXPECT_TRUE(cl->Consume(cl->device_api()->stream_create(&args)).ok());
-  return args.stream;
+  return ValueOrFail(conformance::DeviceClient(cl, kCl).NewStream(kind));
 }
 void DestroyStream(Plugin* cl, hetrt_stream_t* stream) {
-  auto args = AbiArgs<hetrt_stream_args_t>();
-  args.self = cl->instance();
-  args.device = kCl;
-  args.stream = stream;
-  EXPECT_TRUE(cl->Consume(cl->device_api()->stream_destroy(&args)).ok());
+  const Status destroyed = conformance::DeviceClient(cl, kCl).DestroyStream(stream);
+  EXPECT_TRUE(destroyed.ok()) << destroyed.message();
 }
 hetrt_event_t* NewEvent(Plugin* cl, uint32_t flags = 0) {
-  auto args = AbiArgs<hetrt_event_create_args_t>();
-  args.self = cl->instance();
-  args.device = kCl;
-  args.flags = flags;
-  EXPECT_TRUE(cl->Consume(cl->device_api()->event_create(&args)).ok());
-  return args.event;
+  return ValueOrFail(conformance::DeviceClient(cl, kCl).NewEvent(flags));
 }
 Status Record(Plugin* cl, hetrt_event_t* event, hetrt_stream_t* stream) {
-  auto args = AbiArgs<hetrt_event_record_args_t>();
-  args.self = cl->instance();
-  args.device = kCl;
-  args.event = event;
-  args.stream = stream;
-  return cl->Consume(cl->device_api()->event_record(&args));
+  return conformance::DeviceClient(cl, kCl).Record(event, stream);
 }
 Status EventCall(Plugin* cl, hetrt_error_t* (*fn)(hetrt_event_args_t*), hetrt_event_t* event, int32_t* complete = nullptr) {
-  auto args = AbiArgs<hetrt_event_args_t>();
-  args.self = cl->instance();
-  args.device = kCl;
-  args.event = event;
-  Status s = cl->Consume(fn(&args));
-  if (complete) *complete = args.complete;
-  return s;
+  return conformance::DeviceClient(cl, kCl).EventCall(fn, event, complete);
 }
 Status Copy(Plugin* cl, const void* src, DLDevice src_device, void* dst, DLDevice dst_device, uint64_t nbytes,
             hetrt_stream_t* stream, uint32_t flags) {
-  auto args = AbiArgs<hetrt_copy_args_t>();
-  args.self = cl->instance();
-  args.src = src;
-  args.src_device = src_device;
-  args.dst = dst;
-  args.dst_device = dst_device;
-  args.nbytes = nbytes;
-  args.stream = stream;
-  args.flags = flags;
-  return cl->Consume(cl->device_api()->copy(&args));
+  return conformance::DeviceClient(cl, kCl).Copy(src, 0, src_device, dst, 0, dst_device, nbytes, stream, flags);
 }
 
 TEST(OpenClAbi, HostVisibleMemoryIsSharedWithKernelsAtEventBoundaries) {

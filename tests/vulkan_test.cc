@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "device_client.h"
 #include "hetrt/byte_stream.h"
 #include "hetrt/graph_builder.h"
 #include "hetrt/graph_model.h"
@@ -652,75 +653,31 @@ TEST_F(VulkanTest, CopiesOfOddSizesAndOffsetsRoundTrip) {
 
 // ---------------------------------------------------------------- ABI 2.0
 
-hetrt_stream_t* NewStream(int32_t kind = HETRT_STREAM_COMPUTE) {
-  auto args = AbiArgs<hetrt_stream_create_args_t>();
-  args.self = Vk()->instance();
-  args.device = kVk;
-  args.kind = kind;
-  EXPECT_TRUE(Vk()->Consume(Vk()->device_api()->stream_create(&args)).ok());
-  return args.stream;
+// The ABI calls on vulkan:0, through the conformance kit's client.
+conformance::DeviceClient VkClient() { return {Vk(), kVk}; }
+template <class T>
+T ValueOrFail(Result<T> result) {
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  return result.ok() ? result.value() : T{};
 }
+hetrt_stream_t* NewStream(int32_t kind = HETRT_STREAM_COMPUTE) { return ValueOrFail(VkClient().NewStream(kind)); }
 void DestroyStream(hetrt_stream_t* stream) {
-  auto args = AbiArgs<hetrt_stream_args_t>();
-  args.self = Vk()->instance();
-  args.device = kVk;
-  args.stream = stream;
-  EXPECT_TRUE(Vk()->Consume(Vk()->device_api()->stream_destroy(&args)).ok());
+  const Status destroyed = VkClient().DestroyStream(stream);
+  EXPECT_TRUE(destroyed.ok()) << destroyed.message();
 }
-hetrt_event_t* NewEvent(uint32_t flags = 0) {
-  auto args = AbiArgs<hetrt_event_create_args_t>();
-  args.self = Vk()->instance();
-  args.device = kVk;
-  args.flags = flags;
-  EXPECT_TRUE(Vk()->Consume(Vk()->device_api()->event_create(&args)).ok());
-  return args.event;
-}
-Status Record(hetrt_event_t* event, hetrt_stream_t* stream) {
-  auto args = AbiArgs<hetrt_event_record_args_t>();
-  args.self = Vk()->instance();
-  args.device = kVk;
-  args.event = event;
-  args.stream = stream;
-  return Vk()->Consume(Vk()->device_api()->event_record(&args));
-}
+hetrt_event_t* NewEvent(uint32_t flags = 0) { return ValueOrFail(VkClient().NewEvent(flags)); }
+Status Record(hetrt_event_t* event, hetrt_stream_t* stream) { return VkClient().Record(event, stream); }
 Status EventCall(hetrt_error_t* (*fn)(hetrt_event_args_t*), hetrt_event_t* event, int32_t* complete = nullptr) {
-  auto args = AbiArgs<hetrt_event_args_t>();
-  args.self = Vk()->instance();
-  args.device = kVk;
-  args.event = event;
-  Status s = Vk()->Consume(fn(&args));
-  if (complete) *complete = args.complete;
-  return s;
+  return VkClient().EventCall(fn, event, complete);
 }
 Status Copy(const void* src, DLDevice src_device, void* dst, DLDevice dst_device, uint64_t nbytes,
             hetrt_stream_t* stream, uint32_t flags) {
-  auto args = AbiArgs<hetrt_copy_args_t>();
-  args.self = Vk()->instance();
-  args.src = src;
-  args.src_device = src_device;
-  args.dst = dst;
-  args.dst_device = dst_device;
-  args.nbytes = nbytes;
-  args.stream = stream;
-  args.flags = flags;
-  return Vk()->Consume(Vk()->device_api()->copy(&args));
+  return VkClient().Copy(src, 0, src_device, dst, 0, dst_device, nbytes, stream, flags);
 }
 Status SetCurrent(hetrt_stream_t* stream, hetrt_stream_t** previous = nullptr) {
-  auto set = AbiArgs<hetrt_stream_current_args_t>();
-  set.self = Vk()->instance();
-  set.device = kVk;
-  set.stream = stream;
-  Status s = Vk()->Consume(Vk()->device_api()->stream_set_current(&set));
-  if (previous) *previous = set.previous;
-  return s;
+  return VkClient().SetCurrentStream(stream, previous);
 }
-Status Synchronize(hetrt_stream_t* stream) {
-  auto sync = AbiArgs<hetrt_stream_args_t>();
-  sync.self = Vk()->instance();
-  sync.device = kVk;
-  sync.stream = stream;
-  return Vk()->Consume(Vk()->device_api()->stream_synchronize(&sync));
-}
+Status Synchronize(hetrt_stream_t* stream) { return VkClient().Synchronize(stream); }
 
 TEST_F(VulkanTest, HostVisibleMemoryIsSharedWithKernelsAtEventBoundaries) {
   Plugin* vk = Vk();
