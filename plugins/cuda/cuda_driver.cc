@@ -48,7 +48,7 @@ std::string Resolve(void* handle, Driver* d) {
 
 bool IsStubPath(const std::string& path) { return path.find("/stubs/") != std::string::npos; }
 
-DriverProbe Probe(const std::string& library) {
+DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
   DriverProbe probe;
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -109,7 +109,8 @@ DriverProbe Probe(const std::string& library) {
     probe.reason = "no CUDA-capable device (the driver " + VersionString(driver->version) + " found none)";
     return probe;
   }
-  probe.driver = driver.release();  // kept for the life of the process, as the library is
+  probe.driver = driver.get();
+  owner = std::move(driver);
   probe.device_count = count;
   return probe;
 }
@@ -118,11 +119,21 @@ DriverProbe Probe(const std::string& library) {
 
 DriverProbe ProbeDriver(const std::string& library) {
   static std::mutex mutex;
-  static std::map<std::string, DriverProbe> probes;
+  // The table owns the entry points it resolved (freed when the plugin is
+  // unloaded); the driver library itself is never unloaded.
+  struct Entry {
+    DriverProbe probe;
+    std::unique_ptr<Driver> driver;
+  };
+  static std::map<std::string, Entry> probes;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = probes.find(library);
-  if (it == probes.end()) it = probes.emplace(library, Probe(library)).first;
-  return it->second;
+  if (it == probes.end()) {
+    Entry entry;
+    entry.probe = Probe(library, entry.driver);
+    it = probes.emplace(library, std::move(entry)).first;
+  }
+  return it->second.probe;
 }
 
 std::string DefaultDriverLibrary() {

@@ -50,7 +50,8 @@ struct DriverProbe {
 
 // Opens `library` (a file name the loader searches for, or a path) and
 // checks it. Libraries stay loaded for the life of the process (drivers do not
-// survive being unloaded), once per name, so probing again is cheap.
+// survive being unloaded), once per name, so probing again is cheap; the
+// Driver lives as long as the plugin is loaded.
 DriverProbe ProbeDriver(const std::string& library);
 // $HETRT_CUDA_DRIVER when set, else "libcuda.so.1".
 std::string DefaultDriverLibrary();
