@@ -10,7 +10,8 @@ packages=(
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
   libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools
   vulkan-validationlayers  # the Vulkan tests run under VK_LAYER_KHRONOS_validation
-  gcc-arm-none-eabi libnewlib-arm-none-eabi  # micro: Cortex-M builds of standalone projects
+  gcc-arm-none-eabi libnewlib-arm-none-eabi  # micro: Cortex-M firmware
+  qemu-system-arm  # micro: emulated Cortex-M boards (mps2-an386, lm3s6965evb) for the firmware tests
   pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
 )
 

@@ -195,7 +195,7 @@ TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
 TEST(MicroHostDriven, DroppedFramesAreRetriedAfterATimeout) {
   auto tar = FaultModel();
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}, {"run_timeout_ms", "300"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
   for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->executor().Run());

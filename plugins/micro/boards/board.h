@@ -13,9 +13,10 @@ void board_uart_print(const char* text);
 /* Blocks until a byte arrives. */
 uint8_t board_uart_getc(void);
 
-/* A monotonic 64-bit count of the SysTick clock (the core clock on these
- * boards), board_tick_hz per second. Under QEMU with -icount shift=S one
- * instruction takes 2^S ns of virtual time, so ticks convert to instructions. */
+/* A monotonic 64-bit tick count, board_tick_hz per second, from a timer on
+ * the board's system clock (counted in software, no interrupt, where the
+ * timer is 32 bits wide). Under QEMU with -icount shift=S one instruction
+ * takes 2^S ns of virtual time, so ticks convert to instructions. */
 uint64_t board_ticks(void);
 extern const uint32_t board_tick_hz;
 extern const char board_name[];

@@ -1,7 +1,6 @@
 /* Cortex-M start-up shared by every board: the vector table, the reset handler
  * (copies .data from flash, zeroes .bss, turns the FPU on where there is one),
- * SysTick as a 64-bit tick counter, semihosting exit, and fault reports over
- * the UART. Symbols come from the linker script (cortex_m_sections.ld). */
+ * semihosting exit, and fault reports over the UART. Symbols come from the linker script (cortex_m_sections.ld). */
 #include <stdint.h>
 #include <string.h>
 
@@ -13,23 +12,9 @@ int main(void);
 #define REG32(addr) (*(volatile uint32_t*)(addr))
 #define SCB_CPACR REG32(0xE000ED88u)
 #define SCB_CFSR REG32(0xE000ED28u)
-#define SYST_CSR REG32(0xE000E010u)
-#define SYST_RVR REG32(0xE000E014u)
-#define SYST_CVR REG32(0xE000E018u)
 
-static volatile uint32_t g_systick_wraps;
-
-void SysTick_Handler(void) { ++g_systick_wraps; }
-
-uint64_t board_ticks(void) {
-  /* SysTick counts down from 0xFFFFFF; a wrap between the two reads is seen
-   * as a changed wrap count and read again. */
-  for (;;) {
-    const uint32_t wraps = g_systick_wraps;
-    const uint32_t value = SYST_CVR;
-    if (wraps == g_systick_wraps) return ((uint64_t)wraps << 24) + (0xFFFFFFu - value);
-  }
-}
+/* Boards without an interrupt-driven tick (their own timer) keep this one. */
+void SysTick_Handler(void) __attribute__((weak, alias("Default_Handler")));
 
 void board_uart_print(const char* text) { board_uart_write(text, strlen(text)); }
 
@@ -73,9 +58,6 @@ void Reset_Handler(void) {
   SCB_CPACR |= 0xFu << 20; /* CP10 and CP11: full access */
   __asm__ volatile("dsb\n\tisb" ::: "memory");
 #endif
-  SYST_RVR = 0xFFFFFFu;
-  SYST_CVR = 0;
-  SYST_CSR = 7u; /* enable, interrupt on wrap, core clock */
   board_init();
   board_exit(main());
 }

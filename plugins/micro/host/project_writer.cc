@@ -6,6 +6,7 @@
 #include "hetrt_crt_protocol.h"
 #include "model_glue.h"
 #include "model_sources.h"
+#include "qemu_board.h"
 
 namespace hetrt::micro {
 namespace fs = std::filesystem;
@@ -52,11 +53,11 @@ std::string ConfigHeader(const ModelPlan& plan) {
     << "#ifndef HETRT_FIRMWARE_CONFIG_H_\n#define HETRT_FIRMWARE_CONFIG_H_\n"
     << "#define HETRT_MODEL_NAME \"" << plan.model_name << "\"\n"
     << "/* Tensors + kernel workspace: measured peak " << plan.arena_peak << " bytes + alignment slack. */\n"
-    << "#define HETRT_ARENA_BYTES " << plan.arena_bytes << "u\n"
+    << "#ifndef HETRT_ARENA_BYTES\n#define HETRT_ARENA_BYTES " << plan.arena_bytes << "u\n#endif\n"
     << "/* Graph executor tables and parse temporaries (AOT needs none). */\n"
-    << "#define HETRT_EXECUTOR_BYTES " << plan.executor_bytes << "u\n"
+    << "#ifndef HETRT_EXECUTOR_BYTES\n#define HETRT_EXECUTOR_BYTES " << plan.executor_bytes << "u\n#endif\n"
     << "/* Largest request the host-driven firmware receives. */\n"
-    << "#define HETRT_RX_BYTES " << plan.LargestRequest() << "u\n#endif\n";
+    << "#ifndef HETRT_RX_BYTES\n#define HETRT_RX_BYTES " << plan.LargestRequest() << "u\n#endif\n#endif\n";
   return h.str();
 }
 
@@ -74,7 +75,7 @@ std::string Makefile(const ModelPlan& plan, const std::vector<std::string>& sour
     << "INCLUDES = -Icrt/include -Imlf/codegen/host/include -Ifirmware -I.\n"
     << "MODEL_SRCS =";
   for (const auto& s : sources) m << " " << s;
-  m << "\n\n.PHONY: all firmware run-qemu clean cortex-m\n"
+  m << "\n\n.PHONY: all firmware run-qemu clean cortex-m runtime-size\n"
     << "all: " << (board_chosen ? "firmware" : "model") << "\n\n"
     << "model: firmware/posix_standalone_main.c model_inputs.c $(MODEL_SRCS)\n"
     << "\t$(CC) $(CFLAGS) $(INCLUDES) -o $@ $^ -lm\n\n"
@@ -87,7 +88,8 @@ std::string Makefile(const ModelPlan& plan, const std::vector<std::string>& sour
     << "BOARD_SRCS = board/cortex_m_startup.c board/" << board.driver << "\n"
     << "QEMU ?= qemu-system-arm\n"
     << "QEMU_FLAGS = -M " << board.qemu_machine
-    << " -display none -monitor none -serial stdio -semihosting-config enable=on,target=native -icount shift=6\n\n"
+    << " -display none -monitor none -serial stdio -semihosting-config enable=on,target=native -icount shift="
+    << kQemuIcountShift << "\n\n"
     << "firmware: standalone.elf host-driven.elf\n"
     << "cortex-m: standalone.elf\n\n"
     << "standalone.elf: firmware/board_standalone_main.c model_inputs.c $(BOARD_SRCS) $(MODEL_SRCS)\n"
@@ -96,9 +98,20 @@ std::string Makefile(const ModelPlan& plan, const std::vector<std::string>& sour
     << "host-driven.elf: firmware/board_host_driven_main.c firmware/protocol_server.c $(BOARD_SRCS) $(MODEL_SRCS)\n"
     << "\t$(ARM_CC) $(ARM_FLAGS) $(INCLUDES) -Iboard -o $@ $^ $(ARM_LDFLAGS) -lm\n"
     << "\t$(ARM_SIZE) $@\n\n"
-    << "# One instruction is 64 ns of virtual time (-icount shift=6): the ticks printed convert to instructions.\n"
+    << "# hetrt's own cost without a model: the runtime and protocol server as objects, and the host-driven\n"
+    << "# firmware linked around a model with no tensors (firmware/null_model.c).\n"
+    << "runtime-size: runtime.elf\n"
+    << "\tmkdir -p runtime-objects && cd runtime-objects && $(ARM_CC) $(ARM_FLAGS) -I../crt/include -I../firmware -c "
+       "../crt/src/*.c ../firmware/protocol_server.c\n"
+    << "\t$(ARM_SIZE) -t runtime-objects/*.o runtime.elf\n"
+    << "runtime.elf: firmware/board_host_driven_main.c firmware/protocol_server.c firmware/null_model.c "
+       "$(BOARD_SRCS) crt/src/arena.c crt/src/backend.c crt/src/graph_executor.c crt/src/json.c\n"
+    << "\t$(ARM_CC) $(ARM_FLAGS) -DHETRT_ARENA_BYTES=16u -DHETRT_EXECUTOR_BYTES=16u -DHETRT_RX_BYTES=64u "
+       "$(INCLUDES) -Iboard -o $@ $^ $(ARM_LDFLAGS) -lm\n\n"
+    << "# One instruction is " << (1 << kQemuIcountShift) << " ns of virtual time (-icount shift=" << kQemuIcountShift
+    << "): the ticks printed convert to instructions.\n"
     << "run-qemu: standalone.elf\n\t$(QEMU) $(QEMU_FLAGS) -kernel standalone.elf\n\n"
-    << "clean:\n\trm -f model device standalone.elf host-driven.elf\n";
+    << "clean:\n\trm -rf model device standalone.elf host-driven.elf runtime.elf runtime-objects\n";
   return m.str();
 }
 

@@ -206,9 +206,11 @@ class QemuTransport final : public FdTransport {
 
 uint64_t InstructionsFromTicks(uint64_t ticks, uint32_t tick_hz) {
   if (tick_hz == 0) return 0;
-  // ticks / tick_hz seconds of virtual time, 2^shift ns per instruction.
-  const unsigned __int128 ns = static_cast<unsigned __int128>(ticks) * 1000000000u / tick_hz;
-  return static_cast<uint64_t>(ns >> kQemuIcountShift);
+  // ticks / tick_hz seconds of virtual time, 2^shift ns per instruction; the
+  // two tick readings each round down, so round to the nearest instruction.
+  const unsigned __int128 ns_per_insn_times_hz = static_cast<unsigned __int128>(tick_hz) << kQemuIcountShift;
+  const unsigned __int128 scaled = static_cast<unsigned __int128>(ticks) * 1000000000u;
+  return static_cast<uint64_t>((scaled + ns_per_insn_times_hz / 2) / ns_per_insn_times_hz);
 }
 
 Status RequireQemu() {

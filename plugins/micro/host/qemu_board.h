@@ -1,8 +1,9 @@
 // Firmware on a board emulated by qemu-system-arm. Every run is bounded (a
 // deadline, then SIGKILL), QEMU dies with this process (PR_SET_PDEATHSIG), and
-// the instruction count is deterministic: -icount shift=6 makes one guest
-// instruction take 64 ns of virtual time, so the board's tick counter
-// (SysTick on the core clock) converts to instructions exactly.
+// the instruction count is deterministic: -icount shift=8 makes one guest
+// instruction take 256 ns of virtual time, so the board's tick counter
+// (SysTick on the core clock: 40 or 80 ns a tick) counts 3.2-6.4 ticks an
+// instruction and converts to instructions exactly after rounding.
 #pragma once
 
 #include <memory>
@@ -13,8 +14,8 @@
 
 namespace hetrt::micro {
 
-constexpr int kQemuIcountShift = 6;
-// Instructions that took `ticks` of a `tick_hz` clock under -icount shift=6.
+constexpr int kQemuIcountShift = 8;
+// Instructions that took `ticks` of a `tick_hz` clock under -icount (rounded).
 uint64_t InstructionsFromTicks(uint64_t ticks, uint32_t tick_hz);
 
 // UNAVAILABLE naming the Debian package when qemu-system-arm is missing.

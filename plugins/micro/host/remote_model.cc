@@ -76,7 +76,7 @@ Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<u
     in_session_ = false;
     static const char* const kNames[] = {"", "HELLO", "SET_INPUT", "RUN", "GET_OUTPUT", "ARENA"};
     return Unavailable("micro device lost during " + std::string(type <= 5 ? kNames[type] : "a request") + ": " +
-                       reply.status().message() + "; the next call reconnects and replays the inputs");
+                       reply.status().message() + "; the next call starts a new session (restarting the device where it is gone) and replays the inputs");
   }
   return reply;
 }
