@@ -104,13 +104,23 @@ std::string DefaultCacheDir() {
   return (fs::temp_directory_path() / "hetrt-micro-cache").string();
 }
 
-Result<FirmwareBuild> BuildFirmwareCached(const std::string& mlf_path, const MlfPackage& mlf, const std::string& board,
-                                          const std::string& cache_dir, const std::vector<NamedTensor>& inputs) {
+Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::string& board, const std::string& cache_dir,
+                                          const std::vector<NamedTensor>& inputs) {
   HETRT_RETURN_IF_ERROR(RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"));
   HETRT_ASSIGN_OR_RETURN(const BoardSpec* spec, FindBoard(board));
+  // The package's files, not the tarball's bytes: the same model exported
+  // again (a new export_datetime, other tar headers) hits the cache.
   Fnv1a hash;
-  HETRT_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(mlf_path));
-  hash.Add(bytes.data(), bytes.size());
+  for (const auto& [name, bytes] : mlf.files()) {
+    hash.Add(name);
+    if (name == "metadata.json" || name == "./metadata.json") {
+      const std::string text = std::regex_replace(std::string(bytes.begin(), bytes.end()),
+                                                  std::regex("\"export_datetime\"\\s*:\\s*\"[^\"]*\""), "");
+      hash.Add(text);
+    } else {
+      hash.Add(bytes.data(), bytes.size());
+    }
+  }
   hash.Add(spec->name);
   for (const auto& in : inputs) {
     hash.Add(in.name);

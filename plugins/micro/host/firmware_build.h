@@ -37,11 +37,12 @@ struct FirmwareBuild {
 // $HETRT_MICRO_CACHE_DIR, else $XDG_CACHE_HOME/hetrt/micro, else ~/.cache/hetrt/micro.
 std::string DefaultCacheDir();
 
-// The firmware of `mlf` (read from `mlf_path`) for `board`, both flavours,
-// built once per (MLF bytes, board, embedded inputs, hetrt's micro sources):
+// The firmware of `mlf` for `board`, both flavours, built once per (the
+// package's files, export time aside; board; embedded inputs; hetrt's micro
+// sources):
 // <cache_dir>/<model>-<board>-<hash>. Concurrent builders of one key are safe
 // (each builds in its own folder and renames it into place).
-Result<FirmwareBuild> BuildFirmwareCached(const std::string& mlf_path, const MlfPackage& mlf, const std::string& board,
-                                          const std::string& cache_dir, const std::vector<NamedTensor>& inputs = {});
+Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::string& board, const std::string& cache_dir,
+                                          const std::vector<NamedTensor>& inputs = {});
 
 }  // namespace hetrt::micro

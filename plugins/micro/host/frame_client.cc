@@ -1,5 +1,6 @@
 #include "frame_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -55,8 +56,17 @@ Status FrameClient::Lost(const std::string& why) {
   return Unavailable(why);
 }
 
-Result<std::vector<uint8_t>> FrameClient::Exchange(uint8_t type, const std::vector<uint8_t>& payload, int timeout_ms) {
+Status FrameClient::StreamEnded(const Status& why) {
+  transport_->Close();  // the next session opens it again: a new device program or emulator
+  return Lost(why.message());
+}
+
+Result<std::vector<uint8_t>> FrameClient::Exchange(uint8_t type, const std::vector<uint8_t>& payload, int timeout_ms,
+                                                   size_t reply_bytes) {
   if (!transport_->IsOpen()) return Lost(transport_->Describe() + " is not connected");
+  if (options_.bytes_per_second > 0)
+    timeout_ms += static_cast<int>(std::min<uint64_t>(
+        (uint64_t{payload.size()} + reply_bytes + 2 * HETRT_FRAME_OVERHEAD) * 1000 / options_.bytes_per_second, 3600000));
   const uint16_t seq = ++seq_ == 0 ? ++seq_ : seq_;  // seq 0 is the device's BOOT frame
   const std::vector<uint8_t> frame = Frame(seq, type, payload);
   std::mt19937 rng(seq);
@@ -66,11 +76,11 @@ Result<std::vector<uint8_t>> FrameClient::Exchange(uint8_t type, const std::vect
     if (options_.garbage_every > 0 && frames_sent_ % options_.garbage_every == 0) {
       std::vector<uint8_t> junk(1 + rng() % 64);
       for (auto& b : junk) b = static_cast<uint8_t>(rng());
-      if (Status s = transport_->Write(junk.data(), junk.size()); !s.ok()) return Lost(s.message());
+      if (Status s = transport_->Write(junk.data(), junk.size()); !s.ok()) return StreamEnded(s);
     }
     const bool dropped = options_.drop_every > 0 && attempt == 0 && frames_sent_ % options_.drop_every == 0;
     if (!dropped)
-      if (Status s = transport_->Write(frame.data(), frame.size()); !s.ok()) return Lost(s.message());
+      if (Status s = transport_->Write(frame.data(), frame.size()); !s.ok()) return StreamEnded(s);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     bool resend = false;
     while (!resend) {
@@ -105,10 +115,7 @@ Result<std::vector<uint8_t>> FrameClient::Exchange(uint8_t type, const std::vect
       if (left <= 0) break;  // timeout: send again
       uint8_t buf[65536];
       auto n = transport_->Read(buf, sizeof buf, left);
-      if (!n.ok()) {
-        transport_->Close();
-        return Lost(n.status().message());
-      }
+      if (!n.ok()) return StreamEnded(n.status());
       rx_.insert(rx_.end(), buf, buf + *n);
     }
   }

@@ -22,7 +22,8 @@ namespace hetrt::micro {
 namespace fs = std::filesystem;
 
 const char* const kModelOptionKeys =
-    "transport, board, cache_dir, timeout_ms, run_timeout_ms, retries, garbage_every, drop_every, arena_bytes";
+    "transport, board, cache_dir, timeout_ms, run_timeout_ms, retries, bytes_per_second, garbage_every, drop_every, "
+    "arena_bytes";
 
 namespace {
 
@@ -118,12 +119,14 @@ class RemoteMicroModel final : public MicroModel {
   std::string build_note_;
 };
 
-Result<std::unique_ptr<MicroModel>> OpenRemote(const std::string& path, const MlfPackage& mlf,
-                                               const std::string& transport, const OptionMap& options) {
+Result<std::unique_ptr<MicroModel>> OpenRemote(const MlfPackage& mlf, const std::string& transport,
+                                               const OptionMap& options) {
   LinkOptions link;
   HETRT_ASSIGN_OR_RETURN(link.timeout_ms, IntOption(options, "timeout_ms", link.timeout_ms, 10, 600000));
   HETRT_ASSIGN_OR_RETURN(link.run_timeout_ms, IntOption(options, "run_timeout_ms", link.run_timeout_ms, 10, 3600000));
   HETRT_ASSIGN_OR_RETURN(link.retries, IntOption(options, "retries", link.retries, 0, 100));
+  HETRT_ASSIGN_OR_RETURN(link.bytes_per_second,
+                         IntOption(options, "bytes_per_second", link.bytes_per_second, 100, 1 << 30));
   HETRT_ASSIGN_OR_RETURN(link.garbage_every, IntOption(options, "garbage_every", 0, 0, 1000000));
   HETRT_ASSIGN_OR_RETURN(link.drop_every, IntOption(options, "drop_every", 0, 0, 1000000));
   const std::string cache_dir = Option(options, "cache_dir", DefaultCacheDir());
@@ -134,7 +137,7 @@ Result<std::unique_ptr<MicroModel>> OpenRemote(const std::string& path, const Ml
   if (transport == "qemu") {
     const std::string board = Option(options, "board", "mps2-an386");
     HETRT_RETURN_IF_ERROR(RequireQemu());
-    HETRT_ASSIGN_OR_RETURN(FirmwareBuild build, BuildFirmwareCached(path, mlf, board, cache_dir));
+    HETRT_ASSIGN_OR_RETURN(FirmwareBuild build, BuildFirmwareCached(mlf, board, cache_dir));
     plan = build.summary.plan;
     stream = MakeQemuTransport(*build.summary.board, build.host_driven_elf);
     emulated = true;
@@ -187,7 +190,7 @@ Result<std::unique_ptr<MicroModel>> OpenMicroModel(const std::string& path, cons
                                                    const OptionMap& options) {
   HETRT_RETURN_IF_ERROR(CheckKeys(options,
                                   {"transport", "board", "cache_dir", "timeout_ms", "run_timeout_ms", "retries",
-                                   "garbage_every", "drop_every", "arena_bytes"},
+                                   "bytes_per_second", "garbage_every", "drop_every", "arena_bytes"},
                                   "device"));
   HETRT_ASSIGN_OR_RETURN(MlfPackage mlf, MlfPackage::Read(path));
   const bool has_board = options.count("board") > 0;
@@ -205,7 +208,7 @@ Result<std::unique_ptr<MicroModel>> OpenMicroModel(const std::string& path, cons
     return std::unique_ptr<MicroModel>(
         std::make_unique<InProcessMicroModel>(std::move(model), MetadataArenaBudget(mlf.metadata())));
   }
-  return OpenRemote(path, mlf, transport, options);
+  return OpenRemote(mlf, transport, options);
 }
 
 Result<std::string> GenerateProject(const std::string& path, const std::string& dir, const OptionMap& options) {

@@ -68,10 +68,10 @@ Status RemoteModel::StartSession() const {
   return OkStatus();
 }
 
-Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<uint8_t>& payload,
-                                               int timeout_ms) const {
+Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<uint8_t>& payload, int timeout_ms,
+                                               size_t reply_bytes) const {
   if (!in_session_) HETRT_RETURN_IF_ERROR(StartSession());
-  auto reply = client_->Exchange(type, payload, timeout_ms);
+  auto reply = client_->Exchange(type, payload, timeout_ms, reply_bytes);
   if (!reply.ok() && client_->device_lost()) {
     in_session_ = false;
     static const char* const kNames[] = {"", "HELLO", "SET_INPUT", "RUN", "GET_OUTPUT", "ARENA"};
@@ -110,8 +110,8 @@ Result<Tensor> RemoteModel::GetOutput(int index) const {
   if (index < 0 || index >= NumOutputs()) return OutOfRange("get_output: index " + std::to_string(index));
   std::vector<uint8_t> p;
   Put32(p, static_cast<uint32_t>(index));
-  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p, client_->options().timeout_ms));
   const auto& out = outputs_[static_cast<size_t>(index)];
+  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p, client_->options().timeout_ms, out.bytes));
   HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(out.shape, out.dtype));
   if (bytes.size() != t.nbytes())
     return DataLoss("micro device: output " + std::to_string(index) + " has " + std::to_string(bytes.size()) +

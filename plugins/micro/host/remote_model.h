@@ -55,7 +55,8 @@ class RemoteModel final : public Executor {
   // HELLO with a new session; checks the tensors; replays the inputs.
   Status StartSession() const;
   // One request/reply, starting a session first when there is none.
-  Result<std::vector<uint8_t>> Call(uint8_t type, const std::vector<uint8_t>& payload, int timeout_ms) const;
+  Result<std::vector<uint8_t>> Call(uint8_t type, const std::vector<uint8_t>& payload, int timeout_ms,
+                                    size_t reply_bytes = 0) const;
 
   std::unique_ptr<FrameClient> client_;
   mutable std::vector<Input> inputs_;
