@@ -4,12 +4,13 @@
 #include <filesystem>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/install_layout.h"
 #include "model_glue.h"
 
 namespace hetrt::micro {
 namespace fs = std::filesystem;
 
-std::string MicroSourceDir() { return HETRT_MICRO_SOURCE_DIR; }
+std::string MicroSourceDir() { return DataDir() + "/micro"; }
 
 std::vector<std::string> RuntimeSources() {
   std::vector<std::string> out;
@@ -40,7 +41,7 @@ Result<std::vector<std::string>> WriteModelSources(const MlfPackage& mlf, const 
   if (!ec) fs::copy(src + "/crt/src", dir / "crt" / "src", copy, ec);
   if (!ec) fs::copy(src + "/firmware", dir / "firmware", copy, ec);
   if (!ec) fs::copy(TvmCHeadersDir(), dir / "crt" / "include", copy, ec);
-  if (!ec) fs::copy(HETRT_DLPACK_INCLUDE_DIR "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
+  if (!ec) fs::copy(GeneratedCodeIncludeDir() + "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
                     fs::copy_options::overwrite_existing, ec);
   if (ec) return Unavailable("copying the C runtime into " + dir.string() + ": " + ec.message());
   std::vector<std::string> sources{"model_glue.c"};
