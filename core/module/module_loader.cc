@@ -243,7 +243,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
     }
     if (type_key.empty()) return r.Error(where, "empty type_key");
     const size_t start = r.offset();
-    Result<std::shared_ptr<Module>> loaded = Status();
+    Result<std::shared_ptr<Module>> loaded = Internal("no loader ran");  // every branch below assigns or returns
     if (const BlobLoader* loader = FindCoreLoader(type_key)) {
       loaded = (*loader)(r);
     } else if (auto plugin = plugins.ForTypeKey(type_key); plugin.ok()) {
