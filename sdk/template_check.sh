@@ -36,4 +36,15 @@ export HETRT_PLUGIN_PATH="$work/build"
   --inputs "$work/model/inputs.params" --save-outputs "$work/model/cli.params"
 "$work/build/sim_model" compare "$work/model/cli.params" "$work/model/expected.params"
 "$prefix/bin/hetrt-conformance" "$work/build/libhetrt_plugin_sim.so"
+
+# The installed micro plugin builds a Model Library Format model from the C
+# runtime it finds in the prefix (share/hetrt/micro), not from the source tree.
+mlf="${3:-}/tvm-0.18/mlf/add3_aot_mlf.tar"
+if [ -f "$mlf" ]; then
+  (cd "$work" && HETRT_PLUGIN_PATH= "$prefix/bin/hetrt" run "$mlf" --inputs "${3}/tvm-0.18/mlf/add3_inputs.params") \
+    > "$work/mlf.log" 2>&1 || { cat "$work/mlf.log" >&2; exit 1; }
+  grep -q 'shape \[1, 10\] float32' "$work/mlf.log" || { echo "installed micro run: unexpected output" >&2; cat "$work/mlf.log" >&2; exit 1; }
+else
+  echo "no MLF fixture at $mlf: installed micro run not checked"
+fi
 rm -rf "$work"
