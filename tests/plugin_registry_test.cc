@@ -11,7 +11,6 @@ namespace {
 std::unique_ptr<PluginRegistry> RegistryOf(const std::string& variant) {
   PluginRegistry::Options options;
   options.search_paths = {std::string(HETRT_TEST_PLUGINS_DIR) + "/" + variant};
-  options.bind_backend = false;
   return PluginRegistry::Discover(options);
 }
 
@@ -97,7 +96,6 @@ TEST(PluginRegistry, LibraryWithoutEntrySymbolIsReported) {
 TEST(PluginRegistry, MissingFolderIsReported) {
   PluginRegistry::Options options;
   options.search_paths = {"/no/such/plugin/folder"};
-  options.bind_backend = false;
   auto registry = PluginRegistry::Discover(options);
   ASSERT_EQ(registry->problems().size(), 1u);
   EXPECT_EQ(registry->problems()[0].path, "/no/such/plugin/folder");

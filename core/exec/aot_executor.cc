@@ -1,6 +1,6 @@
 #include "hetrt/aot_executor.h"
 
-#include "tvm_abi/tvm_backend_abi.h"
+#include "tvm_abi/backend_routes.h"
 
 #include "hetrt/dtype.h"
 #include "hetrt/factory_modules.h"
@@ -107,7 +107,8 @@ Status AotExecutor::SetInput(int index, const Tensor& value) {
 }
 
 Status AotExecutor::Run() {
-  BackendRegistryScope backend(backend_registry_);  // compiled code reaches this executor's plugins
+  // Compiled code reaches this executor's plugins.
+  BackendRoutesScope backend(backend_registry_ ? backend_registry_->backend_routes() : nullptr);
   return CallPackedFunc(*main_, args_.data(), codes_.data(), static_cast<int32_t>(args_.size()))
       .WithContext(module_name_ + "___tvm_main__");
 }

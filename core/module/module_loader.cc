@@ -10,8 +10,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "hetrt/factory_modules.h"
 #include "hetrt/library_module.h"
+#include "hetrt/metadata_module.h"
 
 namespace hetrt {
 namespace {
@@ -25,9 +25,6 @@ constexpr uint64_t kMaxModules = 4096;
 std::mutex g_loader_mutex;
 std::unordered_map<std::string, BlobLoader>& CoreLoaders() {
   static std::unordered_map<std::string, BlobLoader> loaders = {
-      {"GraphExecutorFactory", &GraphExecutorFactoryModule::Load},
-      {"GraphRuntimeFactory", &GraphExecutorFactoryModule::Load},  // legacy name
-      {"AotExecutorFactory", &AotExecutorFactoryModule::Load},
       {"metadata_module", &MetadataModule::Load},
   };
   return loaders;
@@ -318,77 +315,35 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
 
 Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::string& type_key,
                                                    ByteReader& reader) {
-  const hetrt_module_api_t* api = plugin->module_api();
-  if (api == nullptr || api->load == nullptr)
-    return Unimplemented("plugin '" + plugin->name() + "' declares type_key '" + type_key +
-                         "' but has no module loader");
-  const std::span<const uint8_t> rest = reader.Rest();
-  auto args = AbiArgs<hetrt_module_load_args_t>();
-  args.self = plugin->instance();
-  args.type_key = type_key.c_str();
-  args.data = rest.data();
-  args.size = rest.size();
-  HETRT_RETURN_IF_ERROR(plugin->Consume(api->load(&args)));
-  if (args.consumed > rest.size()) {
-    if (api->destroy) {
-      auto destroy = AbiArgs<hetrt_module_destroy_args_t>();
-      destroy.module = args.module;
-      (void)plugin->Consume(api->destroy(&destroy));
-    }
-    return Internal("plugin '" + plugin->name() + "' claims to have read past the blob");
-  }
-  HETRT_RETURN_IF_ERROR(reader.Skip(args.consumed, type_key));
-  return std::shared_ptr<Module>(new PluginModule(type_key, plugin->shared_from_this(), args.module));
-}
-
-PluginModule::~PluginModule() {
-  if (const hetrt_module_api_t* api = plugin_->module_api(); api && api->destroy) {
-    auto args = AbiArgs<hetrt_module_destroy_args_t>();
-    args.module = handle_;
-    (void)plugin_->Consume(api->destroy(&args));
-  }
+  uint64_t consumed = 0;
+  HETRT_ASSIGN_OR_RETURN(DeviceModule module, DeviceModule::Load(*plugin, type_key, reader.Rest(), &consumed));
+  HETRT_RETURN_IF_ERROR(reader.Skip(consumed, type_key));
+  return std::shared_ptr<Module>(new PluginModule(type_key, std::move(module)));
 }
 
 Result<const PackedFunc*> PluginModule::GetOwnFunction(std::string_view name) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string key(name);
   if (auto it = functions_.find(key); it != functions_.end()) return it->second.get();
-  const hetrt_module_api_t* api = plugin_->module_api();
-  auto args = AbiArgs<hetrt_module_get_function_args_t>();
-  args.module = handle_;
-  args.name = key.c_str();
-  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->get_function(&args)));
-  if (!args.found) return static_cast<const PackedFunc*>(nullptr);
-  auto func = std::make_unique<PackedFunc>(args.function);
+  HETRT_ASSIGN_OR_RETURN(std::optional<PackedFunc> found, module_.Function(key));
+  if (!found) return static_cast<const PackedFunc*>(nullptr);
+  auto func = std::make_unique<PackedFunc>(*found);
   const PackedFunc* result = func.get();
   functions_.emplace(std::move(key), std::move(func));
   return result;
 }
 
 std::vector<std::string> PluginModule::ListFunctionNames() const {
-  const hetrt_module_api_t* api = plugin_->module_api();
-  if (api->list_functions == nullptr) return {};
-  auto args = AbiArgs<hetrt_module_list_functions_args_t>();
-  args.module = handle_;
-  if (!plugin_->Consume(api->list_functions(&args)).ok()) return {};
-  std::vector<const char*> names(args.count);
-  args.names = names.data();
-  args.capacity = names.size();
-  if (!plugin_->Consume(api->list_functions(&args)).ok()) return {};
-  const size_t n = std::min(args.count, names.size());
-  return {names.begin(), names.begin() + static_cast<std::ptrdiff_t>(n)};
+  auto names = module_.FunctionNames();
+  return names.ok() ? *names : std::vector<std::string>{};
 }
 
-std::string PluginModule::Describe() const { return "from plugin '" + plugin_->name() + "'"; }
+std::string PluginModule::Describe() const { return "from plugin '" + plugin()->name() + "'"; }
 
 Result<std::vector<uint8_t>> PluginModule::SaveToBinary() const {
-  const hetrt_module_api_t* api = plugin_->module_api();
-  if (api->save == nullptr)
-    return Unimplemented("plugin '" + plugin_->name() + "' cannot save modules of type '" + type_key() + "'");
-  auto args = AbiArgs<hetrt_module_save_args_t>();
-  args.module = handle_;
-  HETRT_RETURN_IF_ERROR(plugin_->Consume(api->save(&args)));
-  return std::vector<uint8_t>(args.data, args.data + args.size);
+  if (plugin()->module_api()->save == nullptr)
+    return Unimplemented("plugin '" + plugin()->name() + "' cannot save modules of type '" + type_key() + "'");
+  return module_.Save();
 }
 
 }  // namespace hetrt

@@ -3,150 +3,101 @@
 #include <dlfcn.h>
 
 #include <atomic>
-#include <cstdio>
+#include <string>
 
+#include "hetrt/device/device.h"
+#include "hetrt/device/task_pool.h"
 #include "hetrt/dtype.h"
-#include "hetrt/module.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/last_error.h"
+#include "tvm_abi/backend_routes.h"
 
 #define HETRT_C_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace hetrt {
 namespace {
 
-thread_local std::string t_last_error;
-
-constexpr int kMaxDeviceType = 32;
-// Plugins of the global registry, which is never destroyed.
-std::atomic<Plugin*> g_device_plugins[kMaxDeviceType];
-std::atomic<Plugin*> g_parallel_provider{nullptr};
-
-
-void HostSetLastError(const char* message) { SetLastError(message); }
+std::atomic<const BackendRoutes* (*)()> g_resolver{nullptr};
+std::atomic<const BackendRoutes*> g_default_routes{nullptr};
+thread_local const BackendRoutes* t_routes = nullptr;  // BackendRoutesScope
 
 // Compiled code may ask for a service before anything touched the plugins:
-// discovering the global registry binds the providers (once; cheap afterwards).
-thread_local const PluginRegistry* t_registry = nullptr;  // BackendRegistryScope
+// the first call resolves the default routes (cheap afterwards).
+const BackendRoutes* DefaultRoutes() {
+  const BackendRoutes* routes = g_default_routes.load(std::memory_order_acquire);
+  if (routes != nullptr) [[likely]]
+    return routes;
+  auto resolver = g_resolver.load(std::memory_order_acquire);
+  if (resolver == nullptr) return nullptr;
+  routes = resolver();
+  g_default_routes.store(routes, std::memory_order_release);
+  return routes;
+}
 
-Plugin* DeviceProvider(int device_type) {
-  if (t_registry != nullptr) return t_registry->PluginOfDeviceType(device_type);
+const BackendRoutes* Routes() { return t_routes != nullptr ? t_routes : DefaultRoutes(); }
+
+Plugin* DeviceProvider(int64_t device_type) {
   if (device_type < 0 || device_type >= kMaxDeviceType) return nullptr;
-  Plugin* plugin = g_device_plugins[device_type].load(std::memory_order_acquire);
-  if (plugin != nullptr) return plugin;
-  PluginRegistry::Global();
-  return g_device_plugins[device_type].load(std::memory_order_acquire);
+  const BackendRoutes* routes = Routes();
+  return routes ? routes->DeviceProvider(static_cast<int32_t>(device_type)) : nullptr;
 }
 
 Plugin* ParallelProvider() {
-  if (t_registry != nullptr) return t_registry->ParallelPlugin();
-  Plugin* plugin = g_parallel_provider.load(std::memory_order_acquire);
-  if (plugin != nullptr) return plugin;
-  PluginRegistry::Global();
-  return g_parallel_provider.load(std::memory_order_acquire);
+  const BackendRoutes* routes = Routes();
+  return routes ? routes->ParallelProvider() : nullptr;
 }
 
-// Hot-path failures become the thread's last error, as TVM code expects.
-void ReportPluginError(const Plugin& plugin, hetrt_error_t* error) {
-  SetLastError(plugin.Consume(error).message().c_str());
-}
+DLDevice MakeDevice(int64_t type, int64_t id) { return {static_cast<DLDeviceType>(type), static_cast<int32_t>(id)}; }
 
-void HostLog(hetrt_log_level_t level, const char* plugin, const char* message) {
-  if (level < HETRT_LOG_WARNING) return;
-  std::fprintf(stderr, "hetrt[%s] %s: %s\n", plugin ? plugin : "?",
-               level == HETRT_LOG_ERROR ? "error" : "warning", message ? message : "");
-}
-
-const hetrt_host_api_t kHostApi = {
-    sizeof(hetrt_host_api_t), HETRT_PLUGIN_ABI_MAJOR, HETRT_PLUGIN_ABI_MINOR,
-    &HostSetLastError,        &HostLog,
-};
-
-}  // namespace
-
-void SetLastError(const char* message) { t_last_error = message ? message : ""; }
-void ClearLastError() { t_last_error.clear(); }
-std::string LastErrorMessage() { return t_last_error; }
-const hetrt_host_api_t* BackendHostApi() { return &kHostApi; }
-
-void BindDeviceProvider(int32_t device_type, Plugin* plugin) {
-  if (device_type < 0 || device_type >= kMaxDeviceType) return;
-  // First wins, matching PluginRegistry::ForDeviceType.
-  Plugin* none = nullptr;
-  g_device_plugins[device_type].compare_exchange_strong(none, plugin);
-}
-
-namespace {
-
-// __tvm_set_device(device_type, device_id): TVM host code calls it before it
-// launches kernels on a device.
-int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*,
-                      int32_t*, void*) {
-  if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT) {
-    SetLastError("__tvm_set_device takes (int device_type, int device_id)");
-    return -1;
-  }
-  const int64_t type = args[0].v_int64;
-  Plugin* plugin = type >= 0 && type < kMaxDeviceType ? DeviceProvider(static_cast<int>(type)) : nullptr;
-  if (plugin == nullptr) {
-    SetLastError(("__tvm_set_device: no plugin serves " + DeviceTypeName(static_cast<int32_t>(type))).c_str());
-    return -1;
-  }
-  const hetrt_device_api_t* dev = plugin->device_api();
-  if (dev->set_device == nullptr) return 0;
-  auto set = AbiArgs<hetrt_set_device_args_t>();
-  set.self = plugin->instance();
-  set.device = DLDevice{static_cast<DLDeviceType>(type), static_cast<int32_t>(args[1].v_int64)};
-  hetrt_error_t* error = dev->set_device(&set);
-  if (error == nullptr) return 0;
-  ReportPluginError(*plugin, error);
+int Fail(const std::string& message) {
+  SetLastError(message.c_str());
   return -1;
 }
 
+// __tvm_set_device(device_type, device_id): TVM host code calls it before it
+// launches kernels on a device.
+int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void*) {
+  if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT)
+    return Fail("__tvm_set_device takes (int device_type, int device_id)");
+  Plugin* plugin = DeviceProvider(args[0].v_int64);
+  if (plugin == nullptr)
+    return Fail("__tvm_set_device: no plugin serves " + DeviceTypeName(static_cast<int32_t>(args[0].v_int64)));
+  Status s = Device(plugin, MakeDevice(args[0].v_int64, args[1].v_int64)).SetCurrent();
+  return s.ok() ? 0 : Fail(s.message());
+}
+
+// Registered once, whichever registry loads plugins.
+[[maybe_unused]] const bool g_set_device_registered =
+    GlobalFunctionRegistry::Get().Register("__tvm_set_device", {&SetDeviceImpl, nullptr}).ok();
+
 }  // namespace
 
-hetrt_packed_func_t SetDeviceFunction() { return {&SetDeviceImpl, nullptr}; }
-
-BackendRegistryScope::BackendRegistryScope(const PluginRegistry* registry) : previous_(t_registry) {
-  t_registry = registry;  // NULL: the global registry, the default route
+void SetDefaultBackendRoutes(const BackendRoutes* (*resolver)()) {
+  g_resolver.store(resolver, std::memory_order_release);
 }
-BackendRegistryScope::~BackendRegistryScope() { t_registry = previous_; }
 
-void BindParallelProvider(Plugin* plugin) {
-  Plugin* none = nullptr;
-  g_parallel_provider.compare_exchange_strong(none, plugin);
-}
+BackendRoutesScope::BackendRoutesScope(const BackendRoutes* routes) : previous_(t_routes) { t_routes = routes; }
+BackendRoutesScope::~BackendRoutesScope() { t_routes = previous_; }
 
 }  // namespace hetrt
-
-using hetrt::g_parallel_provider;
 
 // ---- The C entry points, with TVM's names and semantics. ----
 
 HETRT_C_EXPORT void TVMAPISetLastError(const char* message) { hetrt::SetLastError(message); }
 
-HETRT_C_EXPORT const char* TVMGetLastError(void) { return hetrt::t_last_error.c_str(); }
+HETRT_C_EXPORT const char* TVMGetLastError(void) { return hetrt::LastErrorCString(); }
 
-HETRT_C_EXPORT int TVMFuncCall(void* func, hetrt_value_t* args, int* type_codes, int num_args,
-                               hetrt_value_t* ret, int* ret_type_code) {
-  if (func == nullptr) {
-    hetrt::SetLastError("TVMFuncCall: NULL function handle");
-    return -1;
-  }
+HETRT_C_EXPORT int TVMFuncCall(void* func, hetrt_value_t* args, int* type_codes, int num_args, hetrt_value_t* ret,
+                               int* ret_type_code) {
+  if (func == nullptr) return hetrt::Fail("TVMFuncCall: NULL function handle");
   const auto* f = static_cast<const hetrt_packed_func_t*>(func);
   return f->call(args, type_codes, num_args, ret, ret_type_code, f->resource);
 }
 
 HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
-  if (mod_node == nullptr || func_name == nullptr || out == nullptr) {
-    hetrt::SetLastError(
-        "TVMBackendGetFuncFromEnv: NULL module context (was the library loaded by hetrt?)");
-    return -1;
-  }
-  auto found = static_cast<hetrt::Module*>(mod_node)->GetFunctionFromEnv(func_name);
-  if (!found.ok()) {
-    hetrt::SetLastError(found.status().message().c_str());
-    return -1;
-  }
+  if (mod_node == nullptr || func_name == nullptr || out == nullptr)
+    return hetrt::Fail("TVMBackendGetFuncFromEnv: NULL module context (was the library loaded by hetrt?)");
+  auto found = static_cast<hetrt::FunctionEnvironment*>(mod_node)->GetFunctionFromEnv(func_name);
+  if (!found.ok()) return hetrt::Fail(found.status().message());
   *out = const_cast<hetrt_packed_func_t*>(*found);
   return 0;
 }
@@ -154,73 +105,36 @@ HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_nam
 HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
                                               int /*dtype_code_hint*/, int /*dtype_bits_hint*/) {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
-  if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) {
-    std::string m = "TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
-                    hetrt::DeviceTypeName(device_type);
-    hetrt::SetLastError(m.c_str());
+  if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) [[unlikely]] {
+    hetrt::Fail("TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
+                hetrt::DeviceTypeName(device_type));
     return nullptr;
   }
-  auto args = hetrt::AbiArgs<hetrt_workspace_args_t>();
-  args.self = plugin->instance();
-  args.device = DLDevice{static_cast<DLDeviceType>(device_type), device_id};
-  args.nbytes = nbytes;
-  if (hetrt_error_t* error = plugin->device_api()->workspace_alloc(&args)) [[unlikely]] {
-    hetrt::ReportPluginError(*plugin, error);
-    return nullptr;
-  }
-  return args.data;
+  return hetrt::Device(plugin, hetrt::MakeDevice(device_type, device_id)).WorkspaceAllocOrSetLastError(nbytes);
 }
 
 HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
-  if (plugin == nullptr || plugin->device_api()->workspace_free == nullptr) {
-    hetrt::SetLastError("TVMBackendFreeWorkspace: no workspace provider for this device type");
-    return -1;
-  }
-  auto args = hetrt::AbiArgs<hetrt_workspace_args_t>();
-  args.self = plugin->instance();
-  args.device = DLDevice{static_cast<DLDeviceType>(device_type), device_id};
-  args.data = ptr;
-  if (hetrt_error_t* error = plugin->device_api()->workspace_free(&args)) [[unlikely]] {
-    hetrt::ReportPluginError(*plugin, error);
-    return -1;
-  }
-  return 0;
+  if (plugin == nullptr || plugin->device_api()->workspace_free == nullptr) [[unlikely]]
+    return hetrt::Fail("TVMBackendFreeWorkspace: no workspace provider for " + hetrt::DeviceTypeName(device_type));
+  return hetrt::Device(plugin, hetrt::MakeDevice(device_type, device_id)).WorkspaceFreeOrSetLastError(ptr);
 }
 
-HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata,
-                                            int num_task) {
+HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata, int num_task) {
   hetrt::Plugin* plugin = hetrt::ParallelProvider();
   if (plugin == nullptr) {
     // No host plugin: run serially. Lambdas split work by env.num_task.
     hetrt_parallel_group_env_t env{nullptr, 1};
     return lambda(0, &env, cdata);
   }
-  auto args = hetrt::AbiArgs<hetrt_parallel_launch_args_t>();
-  args.self = plugin->instance();
-  args.lambda = lambda;
-  args.cdata = cdata;
-  args.num_task = num_task;
-  if (hetrt_error_t* error = plugin->parallel_api()->launch(&args)) [[unlikely]] {
-    hetrt::ReportPluginError(*plugin, error);
-    return -1;
-  }
-  return args.failed_task >= 0 ? -1 : 0;
+  return hetrt::TaskPool(plugin).Launch(lambda, cdata, num_task);
 }
 
 HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) {
-  hetrt::Plugin* plugin = hetrt::t_registry != nullptr ? hetrt::t_registry->ParallelPlugin()
-                                                       : g_parallel_provider.load(std::memory_order_acquire);
-  if (plugin == nullptr || env == nullptr || env->num_task <= 1) return 0;
-  auto args = hetrt::AbiArgs<hetrt_parallel_barrier_args_t>();
-  args.self = plugin->instance();
-  args.task_id = task_id;
-  args.env = env;
-  if (hetrt_error_t* error = plugin->parallel_api()->barrier(&args)) [[unlikely]] {
-    hetrt::ReportPluginError(*plugin, error);
-    return -1;
-  }
-  return 0;
+  if (env == nullptr || env->num_task <= 1) return 0;
+  hetrt::Plugin* plugin = hetrt::ParallelProvider();
+  if (plugin == nullptr) return 0;
+  return hetrt::TaskPool(plugin).Barrier(task_id, env);
 }
 
 // System-library C code registers its symbols from static constructors. hetrt
@@ -257,10 +171,10 @@ int InstallBackendPointers(void* dl_handle) {
   return filled;
 }
 
-bool InstallModuleContext(void* dl_handle, Module* library_module) {
+bool InstallModuleContext(void* dl_handle, FunctionEnvironment* environment) {
   void** ctx = static_cast<void**>(dlsym(dl_handle, "__tvm_module_ctx"));
   if (ctx == nullptr) return false;
-  *ctx = library_module;
+  *ctx = environment;
   return true;
 }
 

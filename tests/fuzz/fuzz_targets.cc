@@ -24,7 +24,6 @@ PluginRegistry& NoPlugins() {
   static std::unique_ptr<PluginRegistry> registry = [] {
     PluginRegistry::Options options;
     options.search_paths = {"/nonexistent-fuzz-plugins"};
-    options.bind_backend = false;
     return PluginRegistry::Discover(options);
   }();
   return *registry;

@@ -1,5 +1,6 @@
-// Module types the core itself loads from a blob: the executor factories that
-// sit at the root of a TVM deploy.so, and the (empty) metadata module.
+// The executor factories that sit at the root of a TVM deploy.so: module
+// types the executor layer loads from a blob (it registers their loaders with
+// the module loader, which knows nothing of executors).
 #pragma once
 
 #include <memory>
@@ -70,17 +71,6 @@ class AotExecutorFactoryModule final : public Module {
  private:
   std::vector<NamedTensor> params_;
   std::string module_name_;
-};
-
-// type_key "metadata_module": serializes to zero bytes; functions come from its imports.
-class MetadataModule final : public Module {
- public:
-  MetadataModule() : Module("metadata_module") {}
-  static Result<std::shared_ptr<Module>> Load(ByteReader&) { return std::shared_ptr<Module>(std::make_shared<MetadataModule>()); }
-  Result<std::vector<uint8_t>> SaveToBinary() const override { return std::vector<uint8_t>{}; }
-  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
-    return static_cast<const PackedFunc*>(nullptr);
-  }
 };
 
 }  // namespace hetrt

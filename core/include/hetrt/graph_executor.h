@@ -20,6 +20,7 @@
 
 #include "hetrt/executor.h"
 #include "hetrt/graph.h"
+#include "hetrt/graph_plan.h"
 #include "hetrt/module.h"
 #include "hetrt/params.h"
 #include "hetrt/plugin_registry.h"
@@ -102,24 +103,18 @@ class GraphExecutor final : public Executor {
   Status CopyOutputTo(int index, Tensor& out) const;
 
   // Where each node's outputs live (for tools): device of entry eid.
-  DLDevice EntryDevice(uint32_t eid) const;
+  DLDevice EntryDevice(uint32_t eid) const { return plan_.entry_devices[eid]; }
   const Graph& graph() const { return *graph_; }
   // Bytes of executor-owned storage per device (params used in place excluded).
   std::vector<std::pair<DLDevice, uint64_t>> StorageBytesPerDevice() const;
 
  private:
   struct OpCall;
-  struct Step;
   struct Lane;
-  template <bool kProfile>
-  Status RunSteps(RunProfile* profile);
-  Status ExecuteStep(const Step& step);
-  Status PlanSteps();
-  Status CreateLanes();
-  Status FinishPendingRun() const;
-  Status WaitForEvent(const Step& producer) const;
+  struct Step;
   GraphExecutor() = default;
-  Status PlanStorage();
+  // graph_executor.cc: storage, bindings, call frames.
+  Status AllocateStorage();
   Status BindParams(const std::vector<NamedTensor>& params, bool allow_in_place);
   Status PrepareCalls();
   Status CheckInputValue(int index, const Tensor& value, const char* what) const;
@@ -129,33 +124,38 @@ class GraphExecutor final : public Executor {
   // Points every entry of a storage id (and their flattened aliases) at `data`.
   void RebindStorage(uint32_t sid, void* data);
   void RebindEntry(uint32_t eid, void* data);
-  Status NodeError(size_t op_index, const Status& status) const;
+  // graph_lanes.cc: lanes, streams, events and prepared copies from the plan.
+  Status BuildSteps();
+  Status BuildLanes();
+  Status BuildCopy(uint32_t index, Step& step, const PlannedStep& planned);
+  // graph_runner.cc: the run loop.
+  template <bool kProfile>
+  Status RunSteps(RunProfile* profile);
+  Status ExecuteStep(const Step& step);
+  Status FinishPendingRun() const;
+  Status CopyOutputsBoundToInputs();
+  Status NodeError(size_t step_index, const Status& status) const;
   static Status KernelError();  // the failed kernel's message, or a note that it gave none
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<Module> lib_;
   Options options_;
   PluginRegistry* plugins_ = nullptr;
-  std::vector<DLDevice> entry_devices_;
+  GraphPlan plan_;
   std::vector<Tensor> storage_;          // per storage id (undefined when unused or borrowed)
-  std::vector<uint64_t> storage_bytes_;  // per storage id: its largest entry
   std::vector<bool> storage_borrowed_;   // sid points at memory the executor must not write
-  std::vector<std::vector<uint32_t>> storage_entries_;  // sid -> the eids that view it
+  std::vector<void*> storage_host_;      // per sid: host address of device storage, or NULL
   std::vector<Tensor> entries_;          // per eid, views of storage_ or bound memory
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
-  std::vector<OpCall> calls_;
   std::vector<hetrt_value_t> arg_values_;
   std::vector<int32_t> arg_codes_;
   std::vector<std::unique_ptr<DLTensor>> flat_tensors_;
   std::vector<std::unique_ptr<int64_t>> flat_shapes_;
   std::vector<std::pair<uint32_t, Tensor>> output_copies_;  // outputs that alias an input
-  // Asynchronous machinery: lanes (host + device streams), steps in issue order.
-  std::vector<void*> storage_host_;  // per sid: host address of device storage, or NULL
+  // Declared before steps_: their events go before the lanes' streams.
   std::vector<Lane> lanes_;
-  std::vector<Step> steps_;          // one per call, same index as calls_
-  std::vector<uint32_t> order_;      // issue order of steps_
-  bool host_only_ = true;            // every step is a CPU kernel: the plain loop
-  struct HostCall {  // the CPU-only run loop's record (same index as calls_ then)
+  std::vector<Step> steps_;          // same index as plan_.steps
+  struct HostCall {  // the CPU-only run loop's record (one per step then)
     hetrt_packed_cfunc_t fn;
     void* resource;
     hetrt_value_t* args;
@@ -163,7 +163,6 @@ class GraphExecutor final : public Executor {
     int32_t num_args;
   };
   std::vector<HostCall> host_calls_;
-  std::vector<uint32_t> final_waits_;  // steps Run() waits for before it returns (host memory final)
   std::vector<hetrt_stream_t*> saved_streams_;  // per lane: the stream that was current before a run
   mutable std::atomic<bool> pending_{false};  // device work of the last run may still be running
   mutable std::mutex pending_mutex_;

@@ -9,13 +9,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/function_environment.h"
+#include "hetrt/global_functions.h"
 #include "hetrt/plugin_abi.h"
 #include "hetrt/status.h"
 
 namespace hetrt {
-
-// A callable with the packed C signature; calling it is one indirect call.
-using PackedFunc = hetrt_packed_func_t;
 
 // Calls a packed function; a non-zero return becomes a Status carrying the
 // message the callee reported through the last-error channel.
@@ -23,10 +22,10 @@ Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type
                       int32_t num_args, hetrt_value_t* ret = nullptr,
                       int32_t* ret_type_code = nullptr);
 
-class Module {
+class Module : public FunctionEnvironment {
  public:
   explicit Module(std::string type_key) : type_key_(std::move(type_key)) {}
-  virtual ~Module() = default;
+  ~Module() override = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
@@ -52,7 +51,7 @@ class Module {
   Result<const PackedFunc*> GetFunction(std::string_view name);
   // TVM's GetFuncFromEnv: the imports in order, then the global function registry;
   // the hit is cached. A missing name is a NOT_FOUND error naming the module.
-  Result<const PackedFunc*> GetFunctionFromEnv(std::string_view name);
+  Result<const PackedFunc*> GetFunctionFromEnv(std::string_view name) override;
 
  private:
   std::string type_key_;
@@ -77,27 +76,6 @@ class UnloadedModule final : public Module {
  private:
   std::vector<uint8_t> bytes_;
   Status reason_;
-};
-
-// Process-wide functions looked up by name when a module's imports lack them
-// (e.g. "__tvm_set_device", which device plugins provide).
-class GlobalFunctionRegistry {
- public:
-  static GlobalFunctionRegistry& Get();
-  // Fails when the name is taken by another function. `owner` (the plugin the
-  // function belongs to) is kept alive for as long as the name is registered:
-  // compiled code and module caches hold the function forever.
-  Status Register(const std::string& name, PackedFunc func, std::shared_ptr<void> owner = nullptr);
-  const PackedFunc* Find(std::string_view name);
-  std::vector<std::string> Names();
-
- private:
-  std::mutex mutex_;
-  struct Entry {
-    PackedFunc func;
-    std::shared_ptr<void> owner;
-  };
-  std::unordered_map<std::string, std::unique_ptr<Entry>> functions_;
 };
 
 }  // namespace hetrt

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hetrt/byte_stream.h"
+#include "hetrt/device/device_module.h"
 #include "hetrt/module.h"
 #include "hetrt/plugin_registry.h"
 
@@ -53,19 +54,16 @@ class PluginModule final : public Module {
   // Loads from the start of `reader`'s remaining bytes and advances it.
   static Result<std::shared_ptr<Module>> Load(Plugin* plugin, const std::string& type_key,
                                               ByteReader& reader);
-  ~PluginModule() override;
   Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
   std::vector<std::string> ListFunctionNames() const override;
   std::string Describe() const override;
   Result<std::vector<uint8_t>> SaveToBinary() const override;
-  Plugin* plugin() const { return plugin_.get(); }
-  hetrt_plugin_module_t* handle() const { return handle_; }
+  Plugin* plugin() const { return module_.plugin(); }
+  hetrt_plugin_module_t* handle() const { return module_.handle(); }
 
  private:
-  PluginModule(std::string type_key, std::shared_ptr<Plugin> plugin, hetrt_plugin_module_t* handle)
-      : Module(std::move(type_key)), plugin_(std::move(plugin)), handle_(handle) {}
-  std::shared_ptr<Plugin> plugin_;  // the module lives in its instance
-  hetrt_plugin_module_t* handle_;
+  PluginModule(std::string type_key, DeviceModule module) : Module(std::move(type_key)), module_(std::move(module)) {}
+  DeviceModule module_;  // keeps the plugin instance it lives in alive
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
 };

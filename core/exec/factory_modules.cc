@@ -2,8 +2,18 @@
 
 #include <unordered_set>
 
+#include "hetrt/module_loader.h"
+
 namespace hetrt {
 namespace {
+
+// The module loader learns the factory types from here, when the core loads.
+[[maybe_unused]] const bool g_factory_loaders_registered = [] {
+  RegisterCoreLoader("GraphExecutorFactory", &GraphExecutorFactoryModule::Load);
+  RegisterCoreLoader("GraphRuntimeFactory", &GraphExecutorFactoryModule::Load);  // legacy name
+  RegisterCoreLoader("AotExecutorFactory", &AotExecutorFactoryModule::Load);
+  return true;
+}();
 
 // u64 count, names, then count NDArrays: the factories' param section.
 Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
