@@ -17,6 +17,8 @@
 #include <map>
 #include <random>
 
+#include "hetrt/device/event.h"
+#include "hetrt/device/stream.h"
 #include "hetrt/graph_model.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
@@ -94,29 +96,10 @@ void TimeInterleaved(benchmark::State& state, const std::vector<Variant>& varian
 
 // The floor for any executor on this device: record an event on a stream and
 // wait for it (one driver round trip, with the plugin's polling wait).
-Variant DeviceRoundTrip(Plugin* plugin, DLDevice device, hetrt_stream_t** stream, hetrt_event_t** event) {
-  auto create = AbiArgs<hetrt_stream_create_args_t>();
-  create.self = plugin->instance();
-  create.device = device;
-  (void)plugin->Consume(plugin->device_api()->stream_create(&create));
-  *stream = create.stream;
-  auto ev = AbiArgs<hetrt_event_create_args_t>();
-  ev.self = plugin->instance();
-  ev.device = device;
-  (void)plugin->Consume(plugin->device_api()->event_create(&ev));
-  *event = ev.event;
-  return {"device_round_trip", [=] {
-            auto record = AbiArgs<hetrt_event_record_args_t>();
-            record.self = plugin->instance();
-            record.device = device;
-            record.event = *event;
-            record.stream = *stream;
-            HETRT_RETURN_IF_ERROR(plugin->Consume(plugin->device_api()->event_record(&record)));
-            auto wait = AbiArgs<hetrt_event_args_t>();
-            wait.self = plugin->instance();
-            wait.device = device;
-            wait.event = *event;
-            return plugin->Consume(plugin->device_api()->event_synchronize(&wait));
+Variant DeviceRoundTrip(const Stream& stream, const Event& event) {
+  return {"device_round_trip", [&stream, &event] {
+            HETRT_RETURN_IF_ERROR(event.Record(stream.handle()));
+            return event.Synchronize();
           }};
 }
 
@@ -139,21 +122,13 @@ void BM_HeteroOpenClSeed(benchmark::State& state) {
     models.push_back(std::move(m).value());
     variants.push_back(RunAndSync(ModeName(mode), models.back().executor.get()));
   }
-  Plugin* cl = PluginRegistry::Global().PluginOfDeviceType(kDLOpenCL);
-  hetrt_stream_t* stream = nullptr;
-  hetrt_event_t* event = nullptr;
-  variants.push_back(DeviceRoundTrip(cl, kCl, &stream, &event));
+  auto cl = PluginRegistry::Global().DeviceFor(kCl);
+  if (!cl.ok()) return state.SkipWithError(cl.status().message().c_str());
+  auto stream = Stream::Create(*cl);
+  auto event = Event::Create(*cl);
+  if (!stream.ok() || !event.ok()) return state.SkipWithError("no OpenCL stream or event");
+  variants.push_back(DeviceRoundTrip(*stream, *event));
   TimeInterleaved(state, variants);
-  auto ev = AbiArgs<hetrt_event_args_t>();
-  ev.self = cl->instance();
-  ev.device = kCl;
-  ev.event = event;
-  (void)cl->Consume(cl->device_api()->event_destroy(&ev));
-  auto st = AbiArgs<hetrt_stream_args_t>();
-  st.self = cl->instance();
-  st.device = kCl;
-  st.stream = stream;
-  (void)cl->Consume(cl->device_api()->stream_destroy(&st));
 }
 BENCHMARK(BM_HeteroOpenClSeed)->UseRealTime()->MinTime(4.0);
 

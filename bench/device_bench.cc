@@ -114,10 +114,7 @@ void BM_VulkanDispatch(benchmark::State& state) {
       Status s = CallPackedFunc(**fn, args.data(), codes.data(), static_cast<int32_t>(args.size()));
       if (!s.ok()) return state.SkipWithError(s.message().c_str());
     }
-    auto sync = AbiArgs<hetrt_stream_args_t>();
-    sync.self = (*plugin)->instance();
-    sync.device = vk;
-    if (Status s = (*plugin)->Consume((*plugin)->device_api()->stream_synchronize(&sync)); !s.ok())
+    if (Status s = Device(*plugin, vk).Synchronize(nullptr); !s.ok())
       return state.SkipWithError(s.message().c_str());
   }
   state.SetItemsProcessed(state.iterations() * kBatch);  // dispatches per second

@@ -125,12 +125,8 @@ Command AddPluginsCommand(CLI::App& app) {
         std::printf("      transports: %s\n", join(plugin->whole_model_transports()).c_str());
         std::printf("      boards: %s\n", join(plugin->whole_model_boards()).c_str());
       }
-      if (const auto* par = plugin->parallel_api(); par && par->num_threads) {
-        auto args = AbiArgs<hetrt_parallel_num_threads_args_t>();
-        args.self = plugin->instance();
-        if (plugin->Consume(par->num_threads(&args)).ok())
-          std::printf("    parallel launch: %d thread(s)\n", args.num_threads);
-      }
+      if (auto threads = plugin->NumThreads(); threads.ok())
+        std::printf("    parallel launch: %d thread(s)\n", *threads);
     }
     std::vector<PluginProblem> problems = crashed;
     for (const auto& p : registry.problems())
