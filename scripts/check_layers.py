@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Checks hetrt's folder layering and file-level circles (docs/architecture.md).
+
+Core folders depend in one direction:
+    base -> formats -> device -> tvm_abi -> plugin_host -> module -> exec
+A file in core/<layer>/ or core/include/hetrt/<layer>/ may include headers of
+its own layer or a lower one, never a higher one. `hetrt/plugin_abi.h` (the
+ABI itself) is below everything. Plugins include only the ABI header and the
+SDK (hetrt/sdk/...), never the core's own headers.
+
+A "unit" is a source file and its header (x.cc + x.h); unit A depends on unit
+B when a file of A includes B's header. Any cycle of units is reported.
+
+Exit status 1 with one line per problem; 0 and a summary otherwise.
+"""
+import os
+import re
+import sys
+
+LAYERS = ["base", "formats", "device", "tvm_abi", "plugin_host", "module", "exec"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(path):
+    """The layer of a core file (relative to the repo), or None."""
+    parts = path.split("/")
+    if parts[0] != "core":
+        return None
+    if parts[1] == "include" and len(parts) > 3 and parts[2] == "hetrt":
+        return parts[3] if parts[3] in RANK else None
+    return parts[1] if parts[1] in RANK else None
+
+
+def resolve(include, including_file, root):
+    """The repo-relative path an include names, or None for a system/third-party one."""
+    for base in ("core/include", "core", "sdk/include", os.path.dirname(including_file)):
+        candidate = os.path.normpath(os.path.join(base, include))
+        if os.path.isfile(os.path.join(root, candidate)):
+            return candidate
+    return None
+
+
+def unit_of(path):
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return (layer_of(path) or path.split("/")[0], stem)
+
+
+def main(root):
+    files = []
+    for top in ("core", "plugins"):
+        for folder, _, names in os.walk(os.path.join(root, top)):
+            for name in names:
+                if name.endswith((".h", ".cc", ".c")):
+                    files.append(os.path.relpath(os.path.join(folder, name), root))
+    problems = []
+    edges = {}
+    for path in sorted(files):
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        own = layer_of(path)
+        for include in INCLUDE.findall(text):
+            target = resolve(include, path, root)
+            if path.startswith("plugins/"):
+                if include.startswith("hetrt/") and include != "hetrt/plugin_abi.h" and not include.startswith("hetrt/sdk/"):
+                    problems.append(f"{path}: a plugin includes the core's '{include}' (only hetrt/plugin_abi.h and hetrt/sdk/ are its API)")
+                continue
+            if target is None or include == "hetrt/plugin_abi.h":
+                continue
+            theirs = layer_of(target)
+            if own is None or theirs is None:
+                if own is not None and target.startswith("core/"):
+                    problems.append(f"{path}: includes '{include}', which belongs to no layer")
+                continue
+            if RANK[theirs] > RANK[own]:
+                problems.append(f"{path} ({own}) includes '{include}' ({theirs}): a lower layer reaches up")
+            a, b = unit_of(path), unit_of(target)
+            if a != b:
+                edges.setdefault(a, set()).add(b)
+    # File-level circles among core units.
+    state = {}
+    stack = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                problems.append("circle: " + " -> ".join(f"{l}/{s}" for l, s in cycle))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    print(f"layers: {len(files)} files in core/ and plugins/, {sum(len(v) for v in edges.values())} unit "
+          f"dependencies, all downward ({' -> '.join(LAYERS)}), no circles")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")))
