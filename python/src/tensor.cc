@@ -197,7 +197,7 @@ it (an executor, a numpy array, a DLPack producer) alive.)doc")
              if (!copy.is_none() && copy.cast<bool>()) array = array.attr("copy")();
              return array;
            }, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__dlpack__", [](const PyTensor& t, py::object stream) { return ToCapsule(t); },
+      .def("__dlpack__", [](const PyTensor& t, py::object /*stream: host memory needs no sync*/) { return ToCapsule(t); },
            py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const PyTensor& t) {
         return py::make_tuple(static_cast<int>(t.tensor.device().device_type), t.tensor.device().device_id);

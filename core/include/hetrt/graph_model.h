@@ -12,8 +12,8 @@ namespace hetrt {
 
 struct GraphModelFiles {
   std::string library;     // deploy.so, or lib.so of a triple
-  std::string graph_json;  // set for a triple
-  std::string params;      // optional, for a triple
+  std::string graph_json = {};  // set for a triple
+  std::string params = {};      // optional, for a triple
 };
 
 struct GraphModel {

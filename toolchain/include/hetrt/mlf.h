@@ -30,7 +30,7 @@ struct MlfTensorInfo {
   uint64_t bytes = 0;
   // From main's signature in src/<model>.relay when the tarball has it (and it
   // agrees with `bytes`); empty otherwise, and users see a flat [bytes / size].
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape = {};
 };
 
 struct MlfMetadata {
