@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "hetrt/device/device_module.h"
 
 namespace hetrt::conformance {
 namespace {
@@ -42,65 +43,19 @@ Sample GetSample() {
   const Sample var = GetSample();               \
   if (!var.skip.empty()) GTEST_SKIP() << var.skip
 
-// A loaded module, destroyed with the object.
-class LoadedModule {
- public:
-  static Result<LoadedModule> Load(const char* type_key, const uint8_t* data, uint64_t size, uint64_t* consumed) {
-    auto args = AbiArgs<hetrt_module_load_args_t>();
-    args.self = Ctx().plugin->instance();
-    args.type_key = type_key;
-    args.data = data;
-    args.size = size;
-    HETRT_RETURN_IF_ERROR(Ctx().plugin->Consume(ModuleApi()->load(&args)));
-    if (args.module == nullptr) return Internal("load succeeded without a module");
-    if (consumed) *consumed = args.consumed;
-    return LoadedModule(args.module);
-  }
-  LoadedModule(LoadedModule&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
-  ~LoadedModule() {
-    if (module_ == nullptr) return;
-    auto args = AbiArgs<hetrt_module_destroy_args_t>();
-    args.module = module_;
-    (void)Ctx().plugin->Consume(ModuleApi()->destroy(&args));
-  }
-  Result<hetrt_packed_func_t> Function(const char* name, bool* found) const {
-    auto args = AbiArgs<hetrt_module_get_function_args_t>();
-    args.module = module_;
-    args.name = name;
-    HETRT_RETURN_IF_ERROR(Ctx().plugin->Consume(ModuleApi()->get_function(&args)));
-    *found = args.found != 0;
-    return args.function;
-  }
-  Result<std::vector<std::string>> Names() const {
-    auto args = AbiArgs<hetrt_module_list_functions_args_t>();
-    args.module = module_;
-    HETRT_RETURN_IF_ERROR(Ctx().plugin->Consume(ModuleApi()->list_functions(&args)));
-    std::vector<const char*> names(args.count);
-    args.names = names.data();
-    args.capacity = names.size();
-    HETRT_RETURN_IF_ERROR(Ctx().plugin->Consume(ModuleApi()->list_functions(&args)));
-    return std::vector<std::string>(names.begin(), names.end());
-  }
-  Result<std::vector<uint8_t>> Save() const {
-    auto args = AbiArgs<hetrt_module_save_args_t>();
-    args.module = module_;
-    HETRT_RETURN_IF_ERROR(Ctx().plugin->Consume(ModuleApi()->save(&args)));
-    return std::vector<uint8_t>(args.data, args.data + args.size);
-  }
-
- private:
-  explicit LoadedModule(hetrt_plugin_module_t* module) : module_(module) {}
-  hetrt_plugin_module_t* module_;
-};
+// Modules are loaded through the core's device face, as the module loader does.
+using LoadedModule = DeviceModule;
+Result<DeviceModule> LoadModule(const char* type_key, const uint8_t* data, uint64_t size, uint64_t* consumed) {
+  return DeviceModule::Load(*Ctx().plugin, type_key, {data, static_cast<size_t>(size)}, consumed);
+}
 
 // Runs the sample's function once on `stream` (made current on this thread)
 // and checks every output buffer. Returns the first problem, or OK.
 Status RunSample(const Sample& sample, const LoadedModule& module, hetrt_stream_t* stream) {
   const hetrt_module_sample_args_t& s = sample.args;
   DeviceClient c = Client();
-  bool found = false;
-  HETRT_ASSIGN_OR_RETURN(hetrt_packed_func_t fn, module.Function(s.function_name, &found));
-  if (!found) return NotFound(std::string("the sample's function '") + s.function_name + "' is not in its module");
+  HETRT_ASSIGN_OR_RETURN(std::optional<hetrt_packed_func_t> function, module.Function(s.function_name));
+  if (!function) return NotFound(std::string("the sample's function '") + s.function_name + "' is not in its module");
   std::vector<void*> buffers(s.num_arguments, nullptr);
   std::vector<hetrt_value_t> values(s.num_arguments);
   std::vector<int32_t> codes(s.num_arguments);
@@ -119,13 +74,11 @@ Status RunSample(const Sample& sample, const LoadedModule& module, hetrt_stream_
   }
   hetrt_stream_t* previous = nullptr;
   if (status.ok() && stream) status = c.SetCurrentStream(stream, &previous);
-  if (status.ok() && c.api()->set_device) {
-    auto set = c.Make<hetrt_set_device_args_t>();
-    status = c.Call(c.api()->set_device, &set, "set_device");
-  }
+  if (status.ok()) status = c.SetCurrent();
   if (status.ok()) {
     hetrt_value_t ret{};
     int32_t ret_code = HETRT_TYPE_NULL;
+    const hetrt_packed_func_t& fn = *function;
     if (fn.call(values.data(), codes.data(), static_cast<int32_t>(values.size()), &ret, &ret_code, fn.resource) != 0)
       status = Internal(std::string("calling '") + s.function_name + "' returned non-zero");
   }
@@ -154,10 +107,10 @@ TEST(Modules, SampleLoadsListsAndRuns) {
   ASSERT_NE(s.type_key, nullptr);
   EXPECT_TRUE(Ctx().plugin->LoadsTypeKey(s.type_key)) << "the sample's type_key is not one the plugin declares";
   uint64_t consumed = 0;
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadedModule::Load(s.type_key, s.data, s.size, &consumed));
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadModule(s.type_key, s.data, s.size, &consumed));
   EXPECT_GT(consumed, 0u);
   EXPECT_LE(consumed, s.size);
-  HETRT_CHECK_OK_AND_ASSIGN(auto names, module.Names());
+  HETRT_CHECK_OK_AND_ASSIGN(auto names, module.FunctionNames());
   EXPECT_NE(std::find(names.begin(), names.end(), s.function_name), names.end())
       << "list_functions does not name " << s.function_name;
   HETRT_REQUIRE_DEVICE();
@@ -166,26 +119,24 @@ TEST(Modules, SampleLoadsListsAndRuns) {
 
 TEST(Modules, MissingFunctionIsNotFoundWithoutAnError) {
   HETRT_REQUIRE_SAMPLE(sample);
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadedModule::Load(sample.args.type_key, sample.args.data,
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadModule(sample.args.type_key, sample.args.data,
                                                                      sample.args.size, nullptr));
-  bool found = true;
-  HETRT_CHECK_OK_AND_ASSIGN(auto fn, module.Function("hetrt_conformance_no_such_function", &found));
-  EXPECT_FALSE(found);
-  (void)fn;
+  HETRT_CHECK_OK_AND_ASSIGN(auto function, module.Function("hetrt_conformance_no_such_function"));
+  EXPECT_FALSE(function.has_value());
 }
 
 TEST(Modules, SaveLoadRoundTrip) {
   HETRT_REQUIRE_SAMPLE(sample);
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule first, LoadedModule::Load(sample.args.type_key, sample.args.data,
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule first, LoadModule(sample.args.type_key, sample.args.data,
                                                                     sample.args.size, nullptr));
   HETRT_CHECK_OK_AND_ASSIGN(std::vector<uint8_t> saved, first.Save());
   ASSERT_FALSE(saved.empty());
   uint64_t consumed = 0;
   HETRT_CHECK_OK_AND_ASSIGN(LoadedModule second,
-                            LoadedModule::Load(sample.args.type_key, saved.data(), saved.size(), &consumed));
+                            LoadModule(sample.args.type_key, saved.data(), saved.size(), &consumed));
   EXPECT_EQ(consumed, saved.size()) << "load reads back exactly what save wrote";
-  HETRT_CHECK_OK_AND_ASSIGN(auto names_first, first.Names());
-  HETRT_CHECK_OK_AND_ASSIGN(auto names_second, second.Names());
+  HETRT_CHECK_OK_AND_ASSIGN(auto names_first, first.FunctionNames());
+  HETRT_CHECK_OK_AND_ASSIGN(auto names_second, second.FunctionNames());
   EXPECT_EQ(names_first, names_second);
   HETRT_CHECK_OK_AND_ASSIGN(std::vector<uint8_t> saved_again, second.Save());
   EXPECT_EQ(saved_again, saved) << "save of a reloaded module differs";
@@ -195,7 +146,7 @@ TEST(Modules, SaveLoadRoundTrip) {
 
 // Loading must give a module or an error with a message, never crash or hang.
 void ExpectLoadSurvives(const char* type_key, const std::vector<uint8_t>& blob, const std::string& what) {
-  auto loaded = LoadedModule::Load(type_key, blob.data(), blob.size(), nullptr);
+  auto loaded = LoadModule(type_key, blob.data(), blob.size(), nullptr);
   if (!loaded.ok()) {
     EXPECT_GT(loaded.status().message().size(), 12u) << what << ": empty error message";
   }
@@ -206,7 +157,7 @@ TEST(Modules, EmptyAndGarbageBlobsAreErrors) {
   std::mt19937 random(14);
   for (const std::string& key : Ctx().plugin->type_keys()) {
     SCOPED_TRACE(key);
-    auto empty = LoadedModule::Load(key.c_str(), nullptr, 0, nullptr);
+    auto empty = LoadModule(key.c_str(), nullptr, 0, nullptr);
     EXPECT_FALSE(empty.ok()) << "an empty blob loaded as a module";
     for (size_t size : {1, 7, 8, 64, 4096}) {
       std::vector<uint8_t> garbage(size);
@@ -214,7 +165,7 @@ TEST(Modules, EmptyAndGarbageBlobsAreErrors) {
       ExpectLoadSurvives(key.c_str(), garbage, std::to_string(size) + " random bytes");
     }
     std::vector<uint8_t> huge_length(16, 0xff);  // a length field claiming 2^64 - 1 bytes
-    auto loaded = LoadedModule::Load(key.c_str(), huge_length.data(), huge_length.size(), nullptr);
+    auto loaded = LoadModule(key.c_str(), huge_length.data(), huge_length.size(), nullptr);
     EXPECT_FALSE(loaded.ok()) << "16 bytes of 0xff loaded as a module";
   }
 }
@@ -224,7 +175,7 @@ TEST(Modules, TruncatedAndCorruptedSamplesAreErrorsOrModules) {
   const std::vector<uint8_t> blob(sample.args.data, sample.args.data + sample.args.size);
   const size_t step = std::max<size_t>(1, blob.size() / 256);
   for (size_t n = 0; n < blob.size(); n += step) {
-    auto loaded = LoadedModule::Load(sample.args.type_key, blob.data(), n, nullptr);
+    auto loaded = LoadModule(sample.args.type_key, blob.data(), n, nullptr);
     if (!loaded.ok()) {
       EXPECT_GT(loaded.status().message().size(), 12u) << "truncated to " << n;
     }
@@ -240,7 +191,7 @@ TEST(Modules, TruncatedAndCorruptedSamplesAreErrorsOrModules) {
 TEST(Modules, ConcurrentCallsFrom8Threads) {
   HETRT_REQUIRE_SAMPLE(sample);
   HETRT_REQUIRE_DEVICE();
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadedModule::Load(sample.args.type_key, sample.args.data,
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadModule(sample.args.type_key, sample.args.data,
                                                                      sample.args.size, nullptr));
   DeviceClient c = Client();
   const bool streams = c.api()->stream_create && c.api()->stream_set_current;
