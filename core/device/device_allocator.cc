@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "hetrt/device/device.h"
+#include "hetrt/log.h"
 
 namespace hetrt {
 namespace {
@@ -25,8 +26,8 @@ class DeviceAllocator final : public Allocator {
       std::lock_guard<std::mutex> lock(mutex_);
       host_pointers_.erase(data);
     }
-    // A failing free has no caller to report to; the plugin logged it.
-    (void)device_.Free(data, kind_);
+    // A failing free has no caller to report to: say so rather than lose it.
+    if (Status s = device_.Free(data, kind_); !s.ok()) Log(LogLevel::kError, "core", "free failed: " + s.message());
   }
   std::shared_ptr<void> Owner() const override { return device_.plugin()->shared_from_this(); }
   void* HostPointer(void* data) const override {

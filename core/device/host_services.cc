@@ -1,18 +1,25 @@
 #include "hetrt/device/host_services.h"
 
-#include <cstdio>
-
 #include "hetrt/last_error.h"
+#include "hetrt/log.h"
 
 namespace hetrt {
 namespace {
 
-void HostSetLastError(const char* message) { SetLastError(message); }
+// Plugins call these from C: nothing may throw out of them.
+void HostSetLastError(const char* message) noexcept {
+  try {
+    SetLastError(message);
+  } catch (...) {  // out of memory for the message: the caller still sees the failure
+  }
+}
 
 void HostLog(hetrt_log_level_t level, const char* plugin, const char* message) {
   if (level < HETRT_LOG_WARNING) return;
-  std::fprintf(stderr, "hetrt[%s] %s: %s\n", plugin ? plugin : "?", level == HETRT_LOG_ERROR ? "error" : "warning",
-               message ? message : "");
+  try {
+    Log(level == HETRT_LOG_ERROR ? LogLevel::kError : LogLevel::kWarning, plugin ? plugin : "?", message ? message : "");
+  } catch (...) {
+  }
 }
 
 const hetrt_host_api_t kHostServices = {

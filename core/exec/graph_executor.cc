@@ -7,6 +7,7 @@
 
 #include "exec/graph_steps.h"
 #include "hetrt/dtype.h"
+#include "hetrt/log.h"
 
 namespace hetrt {
 namespace {
@@ -42,7 +43,12 @@ PlanDeviceFacts FactsOf(const PluginRegistry& plugins) {
 
 }  // namespace
 
-GraphExecutor::~GraphExecutor() { (void)FinishPendingRun(); }
+GraphExecutor::~GraphExecutor() {
+  // Device work of the last run may have failed after Run returned; nobody is
+  // left to return it to, so it is logged rather than dropped.
+  if (Status s = FinishPendingRun(); !s.ok())
+    Log(LogLevel::kError, "graph executor", "destroyed with a failed run pending: " + s.message());
+}
 
 Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::string_view graph_json,
                                                              std::shared_ptr<Module> lib,

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <exception>
 #include <string>
 
 #include "hetrt/device/device.h"
@@ -53,9 +54,28 @@ int Fail(const std::string& message) {
   return -1;
 }
 
+// Called from a catch block: the exception in flight becomes the thread's last
+// error. No C++ exception may unwind through the C frames of compiled code.
+void ReportException(const char* where) noexcept {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    try {
+      SetLastError((std::string(where) + ": " + e.what()).c_str());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      SetLastError((std::string(where) + ": unknown C++ exception").c_str());
+    } catch (...) {
+    }
+  }
+}
+
 // __tvm_set_device(device_type, device_id): TVM host code calls it before it
 // launches kernels on a device.
-int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void*) {
+int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
+                      void*) noexcept try {
   if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT)
     return Fail("__tvm_set_device takes (int device_type, int device_id)");
   Plugin* plugin = DeviceProvider(args[0].v_int64);
@@ -63,6 +83,9 @@ int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, het
     return Fail("__tvm_set_device: no plugin serves " + DeviceTypeName(static_cast<int32_t>(args[0].v_int64)));
   Status s = Device(plugin, MakeDevice(args[0].v_int64, args[1].v_int64)).SetCurrent();
   return s.ok() ? 0 : Fail(s.message());
+} catch (...) {
+  ReportException("__tvm_set_device");
+  return -1;
 }
 
 // Registered once, whichever registry loads plugins.
@@ -80,30 +103,40 @@ BackendRoutesScope::~BackendRoutesScope() { t_routes = previous_; }
 
 }  // namespace hetrt
 
-// ---- The C entry points, with TVM's names and semantics. ----
+// ---- The C entry points, with TVM's names and semantics. Each is noexcept:
+// a C++ exception inside becomes -1 (or NULL) and the thread's last error.
 
-HETRT_C_EXPORT void TVMAPISetLastError(const char* message) { hetrt::SetLastError(message); }
+HETRT_C_EXPORT void TVMAPISetLastError(const char* message) noexcept try {
+  hetrt::SetLastError(message);
+} catch (...) {  // no memory for the message: nothing more to do
+}
 
-HETRT_C_EXPORT const char* TVMGetLastError(void) { return hetrt::LastErrorCString(); }
+HETRT_C_EXPORT const char* TVMGetLastError(void) noexcept { return hetrt::LastErrorCString(); }
 
 HETRT_C_EXPORT int TVMFuncCall(void* func, hetrt_value_t* args, int* type_codes, int num_args, hetrt_value_t* ret,
-                               int* ret_type_code) {
+                               int* ret_type_code) noexcept try {
   if (func == nullptr) return hetrt::Fail("TVMFuncCall: NULL function handle");
   const auto* f = static_cast<const hetrt_packed_func_t*>(func);
   return f->call(args, type_codes, num_args, ret, ret_type_code, f->resource);
+} catch (...) {
+  hetrt::ReportException("TVMFuncCall");
+  return -1;
 }
 
-HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
+HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) noexcept try {
   if (mod_node == nullptr || func_name == nullptr || out == nullptr)
     return hetrt::Fail("TVMBackendGetFuncFromEnv: NULL module context (was the library loaded by hetrt?)");
   auto found = static_cast<hetrt::FunctionEnvironment*>(mod_node)->GetFunctionFromEnv(func_name);
   if (!found.ok()) return hetrt::Fail(found.status().message());
   *out = const_cast<hetrt_packed_func_t*>(*found);
   return 0;
+} catch (...) {
+  hetrt::ReportException("TVMBackendGetFuncFromEnv");
+  return -1;
 }
 
 HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                                              int /*dtype_code_hint*/, int /*dtype_bits_hint*/) {
+                                              int /*dtype_code_hint*/, int /*dtype_bits_hint*/) noexcept try {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
   if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) [[unlikely]] {
     hetrt::Fail("TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
@@ -111,16 +144,22 @@ HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, ui
     return nullptr;
   }
   return hetrt::Device(plugin, hetrt::MakeDevice(device_type, device_id)).WorkspaceAllocOrSetLastError(nbytes);
+} catch (...) {
+  hetrt::ReportException("TVMBackendAllocWorkspace");
+  return nullptr;
 }
 
-HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) noexcept try {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
   if (plugin == nullptr || plugin->device_api()->workspace_free == nullptr) [[unlikely]]
     return hetrt::Fail("TVMBackendFreeWorkspace: no workspace provider for " + hetrt::DeviceTypeName(device_type));
   return hetrt::Device(plugin, hetrt::MakeDevice(device_type, device_id)).WorkspaceFreeOrSetLastError(ptr);
+} catch (...) {
+  hetrt::ReportException("TVMBackendFreeWorkspace");
+  return -1;
 }
 
-HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata, int num_task) {
+HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata, int num_task) noexcept try {
   hetrt::Plugin* plugin = hetrt::ParallelProvider();
   if (plugin == nullptr) {
     // No host plugin: run serially. Lambdas split work by env.num_task.
@@ -128,19 +167,25 @@ HETRT_C_EXPORT int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void
     return lambda(0, &env, cdata);
   }
   return hetrt::TaskPool(plugin).Launch(lambda, cdata, num_task);
+} catch (...) {
+  hetrt::ReportException("TVMBackendParallelLaunch");
+  return -1;
 }
 
-HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) {
+HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_env_t* env) noexcept try {
   if (env == nullptr || env->num_task <= 1) return 0;
   hetrt::Plugin* plugin = hetrt::ParallelProvider();
   if (plugin == nullptr) return 0;
   return hetrt::TaskPool(plugin).Barrier(task_id, env);
+} catch (...) {
+  hetrt::ReportException("TVMBackendParallelBarrier");
+  return -1;
 }
 
 // System-library C code registers its symbols from static constructors. hetrt
 // finds functions by dlsym (exported symbols) or through the library's
 // TVMSystemLibEntryPoint table, so registration only has to succeed.
-HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) noexcept {
   (void)ptr;
   return name == nullptr ? -1 : 0;
 }
