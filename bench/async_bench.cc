@@ -19,7 +19,7 @@
 
 #include "hetrt/device/event.h"
 #include "hetrt/device/stream.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
 

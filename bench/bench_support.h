@@ -11,8 +11,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "hetrt/dtype.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
 

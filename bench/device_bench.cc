@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <unistd.h>
 
-#include "hetrt/dtype.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/module.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module.h"
 #include "bench_support.h"
 #include "kernel_set.h"
 

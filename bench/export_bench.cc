@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <random>
 
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 #include "hetrt/module_export.h"
 
 namespace hetrt {

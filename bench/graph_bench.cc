@@ -13,10 +13,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt {
 namespace {

@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/install_layout.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/base/install_layout.h"
 #include "hetrt/module_export.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/module/module_loader.h"
 #include "opencl_kernels_source.h"
 
 #ifdef HETRT_HAVE_CUDA_KERNELS

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/module.h"
-#include "hetrt/params.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/module/module.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::kernels {
 

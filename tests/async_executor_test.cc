@@ -12,9 +12,9 @@
 #include <random>
 #include <thread>
 
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/schedule_plan.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/schedule_plan.h"
 #include "kernel_set.h"
 #include "test_support.h"
 #include "two_branch_model.h"

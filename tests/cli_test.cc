@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/graph.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/formats/graph.h"
 #include "test_support.h"
 
 namespace hetrt {

@@ -20,9 +20,9 @@
 
 #include "cuda_driver.h"
 #include "cuda_format.h"
-#include "hetrt/byte_stream.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module_loader.h"
 #include "kernel_set.h"
 #include "test_support.h"
 #include "two_branch_model.h"

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "hetrt/dtype.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/tensor.h"
 #include "test_support.h"
 
 namespace hetrt {

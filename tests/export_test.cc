@@ -3,12 +3,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/library_module.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/library_module.h"
 #include "hetrt/module_export.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
 namespace hetrt {

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_executor.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
 namespace hetrt {

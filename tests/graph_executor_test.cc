@@ -7,9 +7,9 @@
 #include <atomic>
 #include <thread>
 
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
 namespace hetrt {

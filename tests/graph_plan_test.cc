@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "hetrt/graph_plan.h"
+#include "hetrt/exec/graph_plan.h"
 #include "test_support.h"
 
 namespace hetrt {

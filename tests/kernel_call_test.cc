@@ -7,9 +7,9 @@
 
 #include <fstream>
 
-#include "hetrt/dtype.h"
-#include "hetrt/library_module.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/module/library_module.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 #include "test_support.h"
 
 namespace hetrt {

@@ -9,9 +9,9 @@
 
 #include <unistd.h>
 
-#include "hetrt/factory_modules.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
 #include "kernel_set.h"
 #include "test_support.h"

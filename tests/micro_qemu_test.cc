@@ -26,7 +26,7 @@
 #include "firmware_build.h"
 #include "hetrt/graph_builder.h"
 #include "hetrt/mlf.h"
-#include "hetrt/whole_model_executor.h"
+#include "hetrt/exec/whole_model_executor.h"
 #include "kernel_set.h"
 #include "micro_device.h"
 #include "qemu_board.h"

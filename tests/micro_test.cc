@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 #include "hetrt/mlf.h"
 #include "firmware_build.h"
 #include "in_process_model.h"
@@ -228,9 +228,9 @@ TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
 }  // namespace
 }  // namespace hetrt
 
-#include "hetrt/factory_modules.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
 #include "kernel_set.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/mlf.h"
 #include "test_support.h"
 

@@ -3,9 +3,9 @@
 
 #include <fstream>
 
-#include "hetrt/factory_modules.h"
-#include "hetrt/library_module.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/module/library_module.h"
+#include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
 namespace hetrt {

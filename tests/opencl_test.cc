@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "device_client.h"
-#include "hetrt/dtype.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
 namespace hetrt {

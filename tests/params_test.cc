@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "hetrt/dtype.h"
-#include "hetrt/params.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/formats/params.h"
 #include "test_support.h"
 
 namespace hetrt {

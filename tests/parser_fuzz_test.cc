@@ -9,9 +9,9 @@
 #include <random>
 
 #include "fuzz/fuzz_targets.h"
-#include "hetrt/byte_stream.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/npy.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/formats/npy.h"
 #include "test_support.h"
 
 namespace hetrt {

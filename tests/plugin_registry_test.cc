@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "hetrt/graph_model.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 #include "test_support.h"
 
 namespace hetrt {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_model.h"
 #include "test_support.h"
 
 namespace hetrt {

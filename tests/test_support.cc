@@ -9,7 +9,7 @@
 #include <set>
 #include <string_view>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt::testing {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/params.h"
-#include "hetrt/plugin_registry.h"
-#include "hetrt/status.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt::testing {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "hetrt/function_environment.h"
+#include "hetrt/tvm_abi/function_environment.h"
 #include "hetrt/plugin_abi.h"
 
 extern "C" {

@@ -16,11 +16,11 @@
 #include <thread>
 
 #include "device_client.h"
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/module/module_loader.h"
 #include "kernel_set.h"
 #include "test_support.h"
 #include "two_branch_model.h"

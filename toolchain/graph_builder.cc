@@ -5,7 +5,7 @@
 #include <limits>
 #include <map>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 

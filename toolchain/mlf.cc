@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph.h"
-#include "hetrt/install_layout.h"
-#include "hetrt/json_limits.h"
-#include "hetrt/params.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/base/install_layout.h"
+#include "hetrt/base/json_limits.h"
+#include "hetrt/formats/params.h"
 
 namespace hetrt {
 namespace {

@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 
 namespace hetrt {
 namespace {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "hetrt/dtype.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
 
 namespace hetrt::cli {
 namespace {

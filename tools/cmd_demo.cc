@@ -12,10 +12,10 @@
 #include <random>
 
 #include "commands.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
 #include "kernel_set.h"
 

@@ -2,12 +2,12 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "hetrt/byte_stream.h"
-#include "hetrt/factory_modules.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module_export.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::cli {
 namespace {

@@ -4,11 +4,11 @@
 #include <set>
 
 #include "commands.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph.h"
-#include "hetrt/tensor.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/base/tensor.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "hetrt/whole_model_executor.h"
+#include "hetrt/exec/whole_model_executor.h"
 
 namespace hetrt::cli {
 

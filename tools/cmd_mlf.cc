@@ -3,7 +3,7 @@
 
 #include "commands.h"
 #include "hetrt/mlf.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt::cli {
 

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "commands.h"
-#include "hetrt/dtype.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::cli {
 

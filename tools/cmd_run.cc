@@ -5,11 +5,11 @@
 #include <numeric>
 
 #include "commands.h"
-#include "hetrt/dtype.h"
-#include "hetrt/graph_model.h"
-#include "hetrt/npy.h"
-#include "hetrt/params.h"
-#include "hetrt/whole_model_executor.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/formats/npy.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/exec/whole_model_executor.h"
 
 namespace hetrt::cli {
 namespace {

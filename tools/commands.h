@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt::cli {
 

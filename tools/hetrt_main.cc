@@ -3,7 +3,7 @@
 #include <map>
 
 #include "commands.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::cli {
 

@@ -1,4 +1,4 @@
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 
 #include <cerrno>
 #include <cstdio>

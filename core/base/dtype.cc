@@ -1,4 +1,4 @@
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 #include <charconv>
 

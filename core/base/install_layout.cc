@@ -1,4 +1,4 @@
-#include "hetrt/install_layout.h"
+#include "hetrt/base/install_layout.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>

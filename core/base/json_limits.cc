@@ -1,4 +1,4 @@
-#include "hetrt/json_limits.h"
+#include "hetrt/base/json_limits.h"
 
 namespace hetrt {
 

@@ -1,4 +1,4 @@
-#include "hetrt/last_error.h"
+#include "hetrt/base/last_error.h"
 
 namespace hetrt {
 namespace {

@@ -1,4 +1,4 @@
-#include "hetrt/log.h"
+#include "hetrt/base/log.h"
 
 #include <cstdio>
 

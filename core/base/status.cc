@@ -1,4 +1,4 @@
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

@@ -1,9 +1,9 @@
-#include "hetrt/tensor.h"
+#include "hetrt/base/tensor.h"
 
 #include <cstdlib>
 #include <limits>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 namespace {

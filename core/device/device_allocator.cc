@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "hetrt/device/device.h"
-#include "hetrt/log.h"
+#include "hetrt/base/log.h"
 
 namespace hetrt {
 namespace {

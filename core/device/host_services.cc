@@ -1,7 +1,7 @@
 #include "hetrt/device/host_services.h"
 
-#include "hetrt/last_error.h"
-#include "hetrt/log.h"
+#include "hetrt/base/last_error.h"
+#include "hetrt/base/log.h"
 
 namespace hetrt {
 namespace {

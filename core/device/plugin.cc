@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 namespace {

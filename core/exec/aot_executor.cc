@@ -1,9 +1,9 @@
-#include "hetrt/aot_executor.h"
+#include "hetrt/exec/aot_executor.h"
 
 #include "tvm_abi/backend_routes.h"
 
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
 
 namespace hetrt {
 namespace {

@@ -1,8 +1,8 @@
-#include "hetrt/factory_modules.h"
+#include "hetrt/exec/factory_modules.h"
 
 #include <unordered_set>
 
-#include "hetrt/module_loader.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt {
 namespace {

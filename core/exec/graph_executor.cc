@@ -1,13 +1,12 @@
 // The graph executor's face: create (plan, storage, bindings, call frames),
 // inputs, outputs and parameters. The run loop is graph_runner.cc, the lanes
 // and steps it issues graph_lanes.cc, profiled runs graph_profiler.cc.
-#include "hetrt/graph_executor.h"
+#include "hetrt/exec/graph_executor.h"
 
 #include <cstring>
 
-#include "exec/graph_steps.h"
-#include "hetrt/dtype.h"
-#include "hetrt/log.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/log.h"
 
 namespace hetrt {
 namespace {

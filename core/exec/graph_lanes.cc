@@ -1,8 +1,8 @@
 // From the plan to what the run loop issues: a stream per device lane, an
 // event per step another lane waits for, prepared copies, and the flat list of
 // calls the CPU-only loop runs.
-#include "exec/graph_steps.h"
-#include "hetrt/dtype.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 

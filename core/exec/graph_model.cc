@@ -1,9 +1,9 @@
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 
-#include "hetrt/aot_executor.h"
-#include "hetrt/byte_stream.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/module_loader.h"
+#include "hetrt/exec/aot_executor.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt {
 

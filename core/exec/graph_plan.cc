@@ -1,9 +1,9 @@
-#include "hetrt/graph_plan.h"
+#include "hetrt/exec/graph_plan.h"
 
 #include <algorithm>
 
-#include "hetrt/dtype.h"
-#include "hetrt/schedule_plan.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/schedule_plan.h"
 
 namespace hetrt {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "exec/graph_steps.h"
-#include "hetrt/last_error.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/base/last_error.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {

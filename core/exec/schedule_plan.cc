@@ -1,4 +1,4 @@
-#include "hetrt/schedule_plan.h"
+#include "hetrt/exec/schedule_plan.h"
 
 #include <algorithm>
 #include <unordered_map>

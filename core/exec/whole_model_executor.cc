@@ -1,8 +1,8 @@
-#include "hetrt/whole_model_executor.h"
+#include "hetrt/exec/whole_model_executor.h"
 
 #include <cstring>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 namespace {

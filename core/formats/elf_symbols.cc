@@ -1,4 +1,4 @@
-#include "hetrt/elf_symbols.h"
+#include "hetrt/formats/elf_symbols.h"
 
 #include <elf.h>
 

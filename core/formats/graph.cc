@@ -1,13 +1,13 @@
-#include "hetrt/graph.h"
+#include "hetrt/formats/graph.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <limits>
 
-#include "hetrt/dtype.h"
-#include "hetrt/json_limits.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/json_limits.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 namespace {

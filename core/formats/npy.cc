@@ -1,9 +1,9 @@
-#include "hetrt/npy.h"
+#include "hetrt/formats/npy.h"
 
 #include <cstring>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/dtype.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 namespace {

@@ -1,9 +1,9 @@
-#include "hetrt/params.h"
+#include "hetrt/formats/params.h"
 
 #include <cstring>
 #include <unordered_set>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt {
 namespace {

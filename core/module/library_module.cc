@@ -1,12 +1,12 @@
-#include "hetrt/library_module.h"
+#include "hetrt/module/library_module.h"
 
 #include <dlfcn.h>
 #include <link.h>
 
 #include <cstring>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/elf_symbols.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/formats/elf_symbols.h"
 #include "tvm_abi/tvm_backend_abi.h"
 
 namespace hetrt {

@@ -1,8 +1,8 @@
-#include "hetrt/module.h"
+#include "hetrt/module/module.h"
 
 #include <unordered_set>
 
-#include "hetrt/last_error.h"
+#include "hetrt/base/last_error.h"
 
 namespace hetrt {
 

@@ -1,4 +1,4 @@
-#include "hetrt/module_loader.h"
+#include "hetrt/module/module_loader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -10,8 +10,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "hetrt/library_module.h"
-#include "hetrt/metadata_module.h"
+#include "hetrt/module/library_module.h"
+#include "hetrt/module/metadata_module.h"
 
 namespace hetrt {
 namespace {

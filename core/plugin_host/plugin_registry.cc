@@ -1,4 +1,4 @@
-#include "hetrt/plugin_registry.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -12,9 +12,9 @@
 #include <unordered_map>
 
 #include "hetrt/device/host_services.h"
-#include "hetrt/dtype.h"
-#include "hetrt/global_functions.h"
-#include "hetrt/install_layout.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/tvm_abi/global_functions.h"
+#include "hetrt/base/install_layout.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {

@@ -1,4 +1,4 @@
-#include "hetrt/global_functions.h"
+#include "hetrt/tvm_abi/global_functions.h"
 
 namespace hetrt {
 

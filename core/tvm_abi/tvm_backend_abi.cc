@@ -8,8 +8,8 @@
 
 #include "hetrt/device/device.h"
 #include "hetrt/device/task_pool.h"
-#include "hetrt/dtype.h"
-#include "hetrt/last_error.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/last_error.h"
 #include "tvm_abi/backend_routes.h"
 
 #define HETRT_C_EXPORT extern "C" __attribute__((visibility("default")))

@@ -9,7 +9,7 @@
 // FunctionEnvironment.
 #pragma once
 
-#include "hetrt/function_environment.h"
+#include "hetrt/tvm_abi/function_environment.h"
 
 namespace hetrt {
 

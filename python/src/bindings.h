@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "hetrt/status.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/status.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt::python {
 

@@ -8,11 +8,11 @@
 #include <mutex>
 
 #include "bindings.h"
-#include "hetrt/aot_executor.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph_executor.h"
-#include "hetrt/whole_model_executor.h"
+#include "hetrt/exec/aot_executor.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/exec/whole_model_executor.h"
 
 namespace hetrt::python {
 namespace {

@@ -4,14 +4,14 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "hetrt/byte_stream.h"
-#include "hetrt/dtype.h"
-#include "hetrt/factory_modules.h"
-#include "hetrt/graph.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/factory_modules.h"
+#include "hetrt/formats/graph.h"
 #include "hetrt/mlf.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/params.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::python {
 namespace {

@@ -7,8 +7,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "hetrt/dtype.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::python {
 namespace {

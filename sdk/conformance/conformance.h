@@ -8,7 +8,7 @@
 #include <string>
 
 #include "device_client.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::conformance {
 

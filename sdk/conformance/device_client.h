@@ -3,7 +3,7 @@
 #pragma once
 
 #include "hetrt/device/device.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::conformance {
 

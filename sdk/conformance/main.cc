@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "conformance.h"
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 
 namespace hetrt::conformance {
 

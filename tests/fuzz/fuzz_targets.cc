@@ -2,12 +2,12 @@
 
 #include <string_view>
 
-#include "hetrt/elf_symbols.h"
-#include "hetrt/graph_executor.h"
+#include "hetrt/formats/elf_symbols.h"
+#include "hetrt/exec/graph_executor.h"
 #include "hetrt/mlf.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/npy.h"
-#include "hetrt/params.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/formats/npy.h"
+#include "hetrt/formats/params.h"
 
 namespace hetrt::fuzz {
 namespace {

@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/factory_modules.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/graph_builder.h"
-#include "hetrt/graph_model.h"
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
-#include "hetrt/module_loader.h"
-#include "hetrt/params.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt::micro {
 

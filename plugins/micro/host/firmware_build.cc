@@ -11,7 +11,7 @@
 #include <regex>
 #include <sstream>
 
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 #include "model_sources.h"
 
 namespace hetrt::micro {

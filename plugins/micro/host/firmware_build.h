@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hetrt/mlf.h"
-#include "hetrt/params.h"
+#include "hetrt/formats/params.h"
 #include "project_writer.h"
 
 namespace hetrt::micro {

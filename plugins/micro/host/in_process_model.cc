@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hetrt/dtype.h"
-#include "hetrt/graph.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/formats/graph.h"
 #include "model_sources.h"
 
 namespace hetrt::micro {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/executor.h"
+#include "hetrt/exec/executor.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module_export.h"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "firmware_build.h"
-#include "hetrt/params.h"
+#include "hetrt/formats/params.h"
 #include "in_process_model.h"
 #include "project_writer.h"
 #include "qemu_board.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "hetrt/graph.h"
+#include "hetrt/formats/graph.h"
 
 namespace hetrt::micro {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hetrt/mlf.h"
-#include "hetrt/params.h"
+#include "hetrt/formats/params.h"
 #include "in_process_model.h"
 
 namespace hetrt::micro {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/install_layout.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/install_layout.h"
 #include "model_glue.h"
 
 namespace hetrt::micro {

@@ -9,7 +9,7 @@
 
 #include "boards.h"
 #include "hetrt/mlf.h"
-#include "hetrt/params.h"
+#include "hetrt/formats/params.h"
 #include "model_plan.h"
 
 namespace hetrt::micro {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "hetrt/dtype.h"
+#include "hetrt/base/dtype.h"
 #include "hetrt_crt_protocol.h"
 #include "wire_format.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "frame_client.h"
-#include "hetrt/executor.h"
+#include "hetrt/exec/executor.h"
 #include "model_plan.h"
 
 namespace hetrt::micro {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt::micro {
 

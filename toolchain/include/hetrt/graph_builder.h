@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/graph.h"
-#include "hetrt/params.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/formats/params.h"
 
 namespace hetrt {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "hetrt/module_export.h"
-#include "hetrt/params.h"
-#include "hetrt/status.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/base/status.h"
 
 struct archive;
 

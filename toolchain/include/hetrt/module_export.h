@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/module.h"
+#include "hetrt/module/module.h"
 
 namespace hetrt {
 

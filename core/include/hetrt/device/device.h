@@ -13,8 +13,8 @@
 #include <string>
 
 #include "hetrt/device/plugin.h"
-#include "hetrt/last_error.h"
-#include "hetrt/status.h"
+#include "hetrt/base/last_error.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

@@ -15,8 +15,8 @@
 
 #include "hetrt/device/abi_args.h"
 #include "hetrt/plugin_abi.h"
-#include "hetrt/status.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/status.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 

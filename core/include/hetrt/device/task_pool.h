@@ -4,7 +4,7 @@
 #pragma once
 
 #include "hetrt/device/plugin.h"
-#include "hetrt/last_error.h"
+#include "hetrt/base/last_error.h"
 
 namespace hetrt {
 

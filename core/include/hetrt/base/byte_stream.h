@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

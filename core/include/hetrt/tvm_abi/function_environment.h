@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "hetrt/global_functions.h"
+#include "hetrt/tvm_abi/global_functions.h"
 
 namespace hetrt {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

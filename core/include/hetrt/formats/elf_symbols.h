@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

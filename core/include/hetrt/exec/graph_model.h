@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "hetrt/graph_executor.h"
-#include "hetrt/module.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/module/module.h"
 
 namespace hetrt {
 

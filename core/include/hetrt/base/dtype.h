@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 // DLDataType is a C struct in the global namespace; its comparison lives
 // there too so that lookup finds it from any namespace (gtest included).

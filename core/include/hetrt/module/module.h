@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hetrt/function_environment.h"
-#include "hetrt/global_functions.h"
+#include "hetrt/tvm_abi/function_environment.h"
+#include "hetrt/tvm_abi/global_functions.h"
 #include "hetrt/plugin_abi.h"
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

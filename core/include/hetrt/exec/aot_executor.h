@@ -5,9 +5,9 @@
 
 #include <memory>
 
-#include "hetrt/executor.h"
-#include "hetrt/module.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/exec/executor.h"
+#include "hetrt/module/module.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 

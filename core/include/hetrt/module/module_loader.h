@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/byte_stream.h"
+#include "hetrt/base/byte_stream.h"
 #include "hetrt/device/device_module.h"
-#include "hetrt/module.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/module/module.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "hetrt/tensor.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 

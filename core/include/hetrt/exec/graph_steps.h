@@ -1,21 +1,22 @@
-// The graph executor's run-time records (internal to core/exec): the call
-// frames of kernels, the lanes with their streams, and the steps the run loop
-// issues, each built from the GraphPlan at create time.
+// The graph executor's run-time records: the call frames of kernels, the
+// lanes with their streams, and the steps the run loop issues, each built from
+// the GraphPlan at create time (graph_lanes.cc). Internal to the executor;
+// public only because GraphExecutor holds them.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "hetrt/base/tensor.h"
 #include "hetrt/device/event.h"
 #include "hetrt/device/prepared_copy.h"
 #include "hetrt/device/stream.h"
-#include "hetrt/graph_executor.h"
-#include "hetrt/graph_plan.h"
+#include "hetrt/exec/graph_plan.h"
 
 namespace hetrt {
 
 // A kernel's call frame, resolved once: function and argument slice.
-struct GraphExecutor::OpCall {
+struct KernelCall {
   hetrt_packed_cfunc_t fn = nullptr;
   void* resource = nullptr;
   int32_t num_args = 0;
@@ -23,7 +24,7 @@ struct GraphExecutor::OpCall {
 };
 
 // The host thread (lane 0, no device) or one device stream the executor created.
-struct GraphExecutor::Lane {
+struct GraphLane {
   Device device;  // invalid for the host lane
   Stream stream;
   bool copy = false;  // a copy stream
@@ -32,11 +33,11 @@ struct GraphExecutor::Lane {
 };
 
 // One planned step as the run loop issues it.
-struct GraphExecutor::Step {
+struct GraphStep {
   PlannedStep::Kind kind = PlannedStep::Kind::kKernel;
   uint32_t node_id = 0;
   uint32_t lane = 0;
-  OpCall call;                      // kernels
+  KernelCall call;                      // kernels
   Event event;                      // recorded after the step when another lane waits for it
   std::vector<uint32_t> host_waits, stream_waits, deps;  // step indices
   // Copies.

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 

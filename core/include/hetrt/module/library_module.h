@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "hetrt/module.h"
+#include "hetrt/module/module.h"
 
 namespace hetrt {
 

@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
-#include "hetrt/graph.h"
-#include "hetrt/status.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/module.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/module/module.h"
 
 namespace hetrt {
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "hetrt/executor.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/exec/executor.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "hetrt/status.h"
+#include "hetrt/base/status.h"
 
 namespace hetrt {
 

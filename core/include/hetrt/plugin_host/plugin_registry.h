@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "hetrt/device/device.h"
-#include "hetrt/status.h"
-#include "hetrt/tensor.h"
+#include "hetrt/base/status.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 

@@ -18,12 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/executor.h"
-#include "hetrt/graph.h"
-#include "hetrt/graph_plan.h"
-#include "hetrt/module.h"
-#include "hetrt/params.h"
-#include "hetrt/plugin_registry.h"
+#include "hetrt/exec/executor.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/exec/graph_plan.h"
+#include "hetrt/exec/graph_steps.h"
+#include "hetrt/module/module.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 
@@ -109,9 +110,9 @@ class GraphExecutor final : public Executor {
   std::vector<std::pair<DLDevice, uint64_t>> StorageBytesPerDevice() const;
 
  private:
-  struct OpCall;
-  struct Lane;
-  struct Step;
+  using OpCall = KernelCall;
+  using Lane = GraphLane;
+  using Step = GraphStep;
   GraphExecutor() = default;
   // graph_executor.cc: storage, bindings, call frames.
   Status AllocateStorage();

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrt/tensor.h"
+#include "hetrt/base/tensor.h"
 
 namespace hetrt {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/byte_stream.h"
-#include "hetrt/graph_executor.h"
-#include "hetrt/module.h"
-#include "hetrt/params.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/graph_executor.h"
+#include "hetrt/module/module.h"
+#include "hetrt/formats/params.h"
 
 namespace hetrt {
 
