@@ -12,6 +12,7 @@
 #include "hetrt/plugin_abi.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
+#include "hetrt/sdk/status_error.h"
 #include "micro_device.h"
 
 struct hetrt_instance {
@@ -30,10 +31,7 @@ inline constexpr char kLabel[] = "micro plugin";
 template <auto F>
 using Entry = hetrt::sdk::Entry<F, kLabel>;
 
-hetrt_error_t* ToError(const hetrt::Status& status) {
-  if (status.ok()) return nullptr;
-  return hetrt::sdk::MakeError(static_cast<hetrt_status_code_t>(status.code()), status.message());
-}
+using hetrt::sdk::ToError;
 
 hetrt::micro::OptionMap Options(const hetrt_option_t* options, size_t count) {
   hetrt::micro::OptionMap map;
@@ -83,14 +81,14 @@ hetrt_error_t* Destroy(hetrt_whole_model_args_t* args) {
 
 hetrt_error_t* IoCount(hetrt_whole_model_io_count_args_t* args) {
   if (!args->model) return NoModel();
-  args->num_inputs = static_cast<int32_t>(args->model->model->inputs().size());
-  args->num_outputs = static_cast<int32_t>(args->model->model->outputs().size());
+  args->num_inputs = args->model->model->session().NumInputs();
+  args->num_outputs = args->model->model->session().NumOutputs();
   return nullptr;
 }
 
 hetrt_error_t* IoInfo(hetrt_whole_model_io_info_args_t* args) {
   if (!args->model) return NoModel();
-  const MicroModel& m = *args->model->model;
+  const hetrt::micro::ModelSession& m = args->model->model->session();
   const auto& list = args->kind == HETRT_IO_INPUT ? m.inputs() : m.outputs();
   if (args->kind != HETRT_IO_INPUT && args->kind != HETRT_IO_OUTPUT)
     return hetrt::sdk::MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "micro: io kind %d", args->kind);
@@ -108,32 +106,21 @@ hetrt_error_t* IoInfo(hetrt_whole_model_io_info_args_t* args) {
 
 hetrt_error_t* SetInput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  MicroModel& m = *args->model->model;
-  if (args->index < 0 || static_cast<size_t>(args->index) >= m.inputs().size())
-    return hetrt::sdk::MakeErrorf(HETRT_STATUS_OUT_OF_RANGE, "micro: no input %d", args->index);
-  const auto& spec = m.inputs()[static_cast<size_t>(args->index)];
-  hetrt::Tensor view = hetrt::Tensor::Borrow(args->data, {kDLCPU, 0}, {static_cast<int64_t>(args->nbytes)},
-                                             {kDLUInt, 8, 1});
-  auto typed = view.View(spec.shape, spec.dtype);
-  if (!typed.ok()) return ToError(typed.status().WithContext("set_input '" + spec.name + "'"));
-  return ToError(m.executor().SetInput(args->index, *typed));
+  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: set_input without data");
+  const auto* data = static_cast<const uint8_t*>(args->data);
+  return ToError(args->model->model->session().SetInput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
 
 hetrt_error_t* Run(hetrt_whole_model_args_t* args) {
   if (!args->model) return NoModel();
-  return ToError(args->model->model->executor().Run());
+  return ToError(args->model->model->session().Run());
 }
 
 hetrt_error_t* GetOutput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  auto out = args->model->model->executor().GetOutput(args->index);
-  if (!out.ok()) return ToError(out.status());
-  if (out->nbytes() != args->nbytes)
-    return hetrt::sdk::MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "micro: output %d has %llu bytes, the buffer %llu",
-                                  args->index, static_cast<unsigned long long>(out->nbytes()),
-                                  static_cast<unsigned long long>(args->nbytes));
-  std::memcpy(args->data, out->data(), out->nbytes());
-  return nullptr;
+  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: get_output without a buffer");
+  auto* data = static_cast<uint8_t*>(args->data);
+  return ToError(args->model->model->session().GetOutput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
 
 hetrt_error_t* Report(hetrt_whole_model_report_args_t* args) {
