@@ -396,6 +396,23 @@ TEST(MicroPlugin, APluginBuiltForAbi20StillLoadsWithoutAWholeModelTable) {
   EXPECT_FALSE(registry->ForWholeModelDevice("micro").ok());
 }
 
+TEST(MicroPlugin, APluginBuiltForAbi21KeepsItsWholeModelTableWithoutASample) {
+  PluginRegistry::Options options;
+  options.search_paths = {HETRT_TEST_ABI21_PLUGIN};
+  auto registry = PluginRegistry::Discover(options);
+  ASSERT_EQ(registry->plugins().size(), 1u) << registry->DescribeSearch();
+  const Plugin& plugin = *registry->plugins()[0];
+  EXPECT_EQ(plugin.api()->abi_minor, 1);
+  ASSERT_NE(plugin.whole_model_api(), nullptr);
+  EXPECT_FALSE(HETRT_STRUCT_HAS(plugin.whole_model_api(), hetrt_whole_model_api_t, sample));
+  EXPECT_EQ(plugin.whole_model_devices(), std::vector<std::string>{"abi21"});
+  HETRT_ASSERT_OK(registry->ForWholeModelDevice("abi21").status());
+  // Opening a model goes through its 2.1 calls; the plugin declines every file.
+  auto opened = WholeModelExecutor::Open(HETRT_TEST_ABI21_PLUGIN, "abi21", {}, *registry);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("abi21 opens no models"), std::string::npos) << opened.status().message();
+}
+
 TEST(MicroCli, ProjectForABoardThenRunQemuPrintsOutputsAndInstructions) {
   HETRT_REQUIRE_QEMU();
   const testing::MlfFixture f = testing::MlfFixtureNamed("add3_graph");

@@ -1,5 +1,5 @@
 // libhetrt_plugin_micro.so: hetrt's micro device behind the plugin ABI's
-// whole-model table (ABI 2.1). It declares the devices "micro" (a device
+// whole-model table (ABI 2.2, with its sample model). It declares the devices "micro" (a device
 // program, a board over a serial port or a socket, firmware on an emulated
 // board) and "cpu" (the same C runtime in this process), the transports and
 // the boards; everything else is micro_device.cc.
@@ -14,9 +14,13 @@
 #include "hetrt/sdk/error.h"
 #include "hetrt/sdk/status_error.h"
 #include "micro_device.h"
+#include "sample_model.h"
 
 struct hetrt_instance {
   std::string reason, summary, output;  // strings handed out until the next call
+  hetrt::micro::SampleModel sample;
+  const uint8_t* sample_input = nullptr;
+  const uint8_t* sample_output = nullptr;
 };
 
 struct hetrt_whole_model {
@@ -157,6 +161,25 @@ hetrt_error_t* ProjectRun(hetrt_whole_model_project_run_args_t* args) {
   return nullptr;
 }
 
+hetrt_error_t* Sample(hetrt_whole_model_sample_args_t* args) {
+  if (args->dir == nullptr) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: sample needs a folder");
+  auto sample = hetrt::micro::WriteSampleModel(args->dir);
+  if (!sample.ok()) return ToError(sample.status());
+  hetrt_instance& self = *args->self;
+  self.sample = std::move(sample).value();
+  self.sample_input = self.sample.input.data();
+  self.sample_output = self.sample.expected_output.data();
+  args->path = self.sample.path.c_str();
+  args->device = "cpu";  // in this process: no board, emulator or device program needed
+  args->options = nullptr;
+  args->num_options = 0;
+  args->inputs = &self.sample_input;
+  args->num_inputs = 1;
+  args->expected_outputs = &self.sample_output;
+  args->num_outputs = 1;
+  return nullptr;
+}
+
 const char* const kDevices[] = {"micro", "cpu"};
 const char* const kTransports[] = {"inproc", "pipe", "serial", "tcp", "qemu"};
 const char* const kFormats[] = {"mlf"};
@@ -176,7 +199,7 @@ const hetrt_whole_model_api_t* WholeModelTable() {
       kDevices, 2, kTransports, 5, BoardNames(), hetrt::micro::Boards().size(), kFormats, 1,
       Entry<Accepts>::Call, Entry<Create>::Call, Entry<Destroy>::Call, Entry<IoCount>::Call, Entry<IoInfo>::Call,
       Entry<SetInput>::Call, Entry<Run>::Call, Entry<GetOutput>::Call, Entry<Report>::Call,
-      Entry<ProjectGenerate>::Call, Entry<ProjectRun>::Call,
+      Entry<ProjectGenerate>::Call, Entry<ProjectRun>::Call, Entry<Sample>::Call,
   };
   return &table;
 }
