@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "firmware_build.h"
+#include "graph_io.h"
 #include "hetrt/byte_stream.h"
+#include "hetrt/graph.h"
 #include "hetrt/mlf.h"
 #include "in_process_model.h"
 #include "micro_device.h"
@@ -74,6 +76,53 @@ TEST_P(MicroOnMlfGraphFixture, TooSmallAnArenaIsAnErrorNotACrash) {
   auto model = micro::InProcessModel::Build(mlf, {}, /*arena_bytes=*/64);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("arena full"), std::string::npos) << model.status().message();
+}
+
+// The plugin reads graphs and param dicts without the core (graph_io.h, the
+// SDK's param_dict.h): what it reads agrees with the core's readers on real
+// files, and every truncation or flipped byte is an error value or a clean
+// read, never a crash.
+TEST(MicroReaders, AgreeWithTheCoresAndSurviveDamagedFiles) {
+  const std::string root = testing::FixturesRoot() + "/tvm-0.18";
+  for (const char* name : {"mlp", "add3", "hetero_opencl_seed"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto json, ReadFileBytes(root + "/" + name + "/graph.json"));
+    const std::string text(json.begin(), json.end());
+    HETRT_ASSERT_OK_AND_ASSIGN(Graph graph, ParseGraphJson(text, name));
+    HETRT_ASSERT_OK_AND_ASSIGN(micro::GraphIo io, micro::ReadGraphIo(text, name));
+    ASSERT_EQ(io.inputs.size(), graph.arg_nodes.size()) << name;
+    ASSERT_EQ(io.outputs.size(), graph.heads.size()) << name;
+    for (size_t i = 0; i < io.inputs.size(); ++i) {
+      const uint32_t e = graph.entry_id(graph.arg_nodes[i], 0);
+      EXPECT_EQ(io.inputs[i].name, graph.nodes[graph.arg_nodes[i]].name);
+      EXPECT_EQ(io.inputs[i].shape, graph.shapes[e]);
+      EXPECT_EQ(io.inputs[i].bytes, graph.entry_bytes(e));
+    }
+    for (size_t i = 0; i < text.size(); i += 97) (void)micro::ReadGraphIo(text.substr(0, i), name);
+  }
+  for (const char* name : {"mlp/inputs.params", "add3/inputs.params"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto file, ReadFileBytes(root + "/" + name));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto core, ReadParamDict(file, name));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto sdk, sdk::ReadParamDict(file, name));
+    ASSERT_EQ(sdk.size(), core.size());
+    for (size_t i = 0; i < sdk.size(); ++i) {
+      EXPECT_EQ(sdk[i].name, core[i].name);
+      EXPECT_EQ(sdk[i].shape, core[i].tensor.shape());
+      EXPECT_EQ(sdk::DtypeName(sdk[i].dtype), sdk::DtypeName(core[i].tensor.dtype()));
+      EXPECT_TRUE(std::equal(sdk[i].bytes.begin(), sdk[i].bytes.end(), core[i].tensor.host_bytes().begin(),
+                             core[i].tensor.host_bytes().end()));
+    }
+    for (size_t cut = 0; cut < file.size(); ++cut) {
+      auto truncated = sdk::ReadParamDict(std::span(file).first(cut), name);
+      ASSERT_FALSE(truncated.ok()) << "cut at " << cut;
+      EXPECT_EQ(truncated.status().code(), StatusCode::kDataLoss);
+    }
+    std::mt19937 rng(7);
+    for (int k = 0; k < 500; ++k) {
+      std::vector<uint8_t> damaged = file;
+      damaged[rng() % damaged.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      (void)sdk::ReadParamDict(damaged, name);
+    }
+  }
 }
 
 // The C runtime's JSON tokenizer, graph parser and param reader under mutated

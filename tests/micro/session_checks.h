@@ -10,6 +10,7 @@
 
 #include "hetrt/params.h"
 #include "hetrt/sdk/param_dict.h"
+#include "hetrt/sdk/tensor_layout.h"
 #include "model_session.h"
 #include "../test_support.h"
 
