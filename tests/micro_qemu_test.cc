@@ -30,6 +30,7 @@
 #include "kernel_set.h"
 #include "micro_device.h"
 #include "qemu_board.h"
+#include "micro/session_checks.h"
 #include "remote_model.h"
 #include "test_support.h"
 
@@ -72,18 +73,20 @@ std::map<int, std::vector<uint8_t>> PrintedOutputs(const std::string& uart) {
 }
 
 void ExpectOutputMatches(const std::vector<uint8_t>& bytes, const std::string& expected_params) {
-  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(expected_params));
-  const Tensor& e = expected[0].tensor;
-  ASSERT_EQ(bytes.size(), e.nbytes());
-  Tensor out = Tensor::Borrow(const_cast<uint8_t*>(bytes.data()), {kDLCPU, 0}, e.shape(), e.dtype());
-  EXPECT_TRUE(testing::TensorsClose(out, e, 1e-5, 1e-6));
+  testing::ExpectBytesMatchFile(bytes, expected_params);
 }
-
+void ExpectOutputMatches(const micro::ModelSession& session, const std::string& expected_params) {
+  testing::ExpectOutputMatchesFile(session, expected_params);
+}
+// The same through the core's executor over the plugin ABI.
 void ExpectOutputMatches(Executor& ex, const std::string& expected_params) {
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, ex.GetOutput(0));
   ExpectOutputMatches(std::vector<uint8_t>(out.host_bytes().begin(), out.host_bytes().end()), expected_params);
 }
 
+Status SetInputs(micro::ModelSession& session, const std::string& path) {
+  return testing::SetInputsFromFile(session, path);
+}
 Status SetInputs(Executor& ex, const std::string& path) {
   HETRT_ASSIGN_OR_RETURN(auto inputs, LoadParamDictFile(path));
   for (const auto& p : inputs) HETRT_RETURN_IF_ERROR(ex.SetInput(p.name, p.tensor));
@@ -94,7 +97,7 @@ TEST_P(MicroOnQemu, StandaloneFirmwareMatchesTvm) {
   HETRT_REQUIRE_QEMU();
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.inputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, sdk::ReadParamDictFile(f.inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(micro::FirmwareBuild build,
                              micro::BuildFirmwareCached(mlf, kBoard, kCacheDir, inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(micro::QemuStandaloneRun run,
@@ -148,7 +151,7 @@ Result<std::string> MlpGraph() {
 }
 
 // mlp's fixture inputs in, one run, its expected output out.
-void RunMlpAndCheck(Executor& ex) {
+void RunMlpAndCheck(micro::ModelSession& ex) {
   const std::string dir = testing::MlfFixturesDir();
   HETRT_ASSERT_OK(SetInputs(ex, dir + "/mlp_inputs.params"));
   HETRT_ASSERT_OK(ex.Run());
@@ -162,7 +165,7 @@ TEST(MicroOnQemuLink, GarbageOnTheUartIsSkipped) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::OpenMicroModel(*tar, "micro", {{"board", kBoard},
                                                                                 {"cache_dir", kCacheDir},
                                                                                 {"garbage_every", "1"}}));
-  for (int i = 0; i < 3; ++i) RunMlpAndCheck(device->executor());
+  for (int i = 0; i < 3; ++i) RunMlpAndCheck(device->session());
 }
 
 // QEMU's monitor resets the board (system_reset) while a run is on its way:
@@ -176,7 +179,7 @@ TEST(MicroOnQemuLink, ABoardResetMidRunIsAClearErrorThenTheInputsAreReplayed) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::OpenMicroModel(*tar, "micro", {{"board", kBoard},
                                                                                 {"cache_dir", kCacheDir},
                                                                                 {"timeout_ms", "1000"}}));
-  auto& remote = dynamic_cast<micro::RemoteModel&>(device->executor());
+  auto& remote = dynamic_cast<micro::RemoteModel&>(device->session());
   const std::string dir = testing::MlfFixturesDir();
   HETRT_ASSERT_OK(SetInputs(remote, dir + "/mlp_inputs.params"));
   HETRT_ASSERT_OK(remote.Run());
@@ -253,7 +256,7 @@ TEST(MicroOnQemuLink, SerialTransportOverQemusPty) {
   ASSERT_FALSE(pty.empty()) << "QEMU named no pty";
   HETRT_ASSERT_OK_AND_ASSIGN(auto device,
                              micro::OpenMicroModel(*MlpGraph(), "micro", {{"transport", "serial:" + pty + ",115200"}}));
-  RunMlpAndCheck(device->executor());
+  RunMlpAndCheck(device->session());
 }
 
 TEST(MicroOnQemuLink, TcpTransportToAQemuStartedElsewhere) {
@@ -274,7 +277,7 @@ TEST(MicroOnQemuLink, TcpTransportToAQemuStartedElsewhere) {
   ASSERT_FALSE(qemu.WaitFor("waiting for connection|QEMU waiting").empty()) << "QEMU did not listen";
   HETRT_ASSERT_OK_AND_ASSIGN(auto device,
                              micro::OpenMicroModel(*MlpGraph(), "micro", {{"transport", "tcp:127.0.0.1:" + port}}));
-  RunMlpAndCheck(device->executor());
+  RunMlpAndCheck(device->session());
 }
 
 // An MLF made here: relu over `elements` floats (20000: activations of
@@ -349,7 +352,7 @@ TEST(MicroBoards, Lm3s6965evbRunsAdd3Standalone) {
   const testing::MlfFixture f = testing::MlfFixtureNamed("add3_aot");
   if (!fs::exists(f.tar)) GTEST_SKIP() << "no add3 AOT MLF fixture under " << testing::FixturesRoot();
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.inputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, sdk::ReadParamDictFile(f.inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(auto build, micro::BuildFirmwareCached(mlf, "lm3s6965evb", kCacheDir, inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(auto run, micro::RunQemuStandalone(*build.summary.board, build.standalone_elf, 60000));
   ASSERT_EQ(run.exit_code, 0) << run.uart << run.log;
@@ -391,6 +394,23 @@ TEST(MicroPlugin, APluginBuiltForAbi20StillLoadsWithoutAWholeModelTable) {
   EXPECT_EQ(registry->plugins()[0]->whole_model_api(), nullptr);
   EXPECT_TRUE(registry->plugins()[0]->whole_model_devices().empty());
   EXPECT_FALSE(registry->ForWholeModelDevice("micro").ok());
+}
+
+TEST(MicroPlugin, APluginBuiltForAbi21KeepsItsWholeModelTableWithoutASample) {
+  PluginRegistry::Options options;
+  options.search_paths = {HETRT_TEST_ABI21_PLUGIN};
+  auto registry = PluginRegistry::Discover(options);
+  ASSERT_EQ(registry->plugins().size(), 1u) << registry->DescribeSearch();
+  const Plugin& plugin = *registry->plugins()[0];
+  EXPECT_EQ(plugin.api()->abi_minor, 1);
+  ASSERT_NE(plugin.whole_model_api(), nullptr);
+  EXPECT_FALSE(HETRT_STRUCT_HAS(plugin.whole_model_api(), hetrt_whole_model_api_t, sample));
+  EXPECT_EQ(plugin.whole_model_devices(), std::vector<std::string>{"abi21"});
+  HETRT_ASSERT_OK(registry->ForWholeModelDevice("abi21").status());
+  // Opening a model goes through its 2.1 calls; the plugin declines every file.
+  auto opened = WholeModelExecutor::Open(HETRT_TEST_ABI21_PLUGIN, "abi21", {}, *registry);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("abi21 opens no models"), std::string::npos) << opened.status().message();
 }
 
 TEST(MicroCli, ProjectForABoardThenRunQemuPrintsOutputsAndInstructions) {

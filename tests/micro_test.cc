@@ -10,13 +10,16 @@
 #include <random>
 #include <thread>
 
-#include "hetrt/base/byte_stream.h"
-#include "hetrt/mlf.h"
 #include "firmware_build.h"
+#include "graph_io.h"
+#include "hetrt/base/byte_stream.h"
+#include "hetrt/formats/graph.h"
+#include "hetrt/mlf.h"
 #include "in_process_model.h"
 #include "micro_device.h"
 #include "model_sources.h"
 #include "project_writer.h"
+#include "micro/session_checks.h"
 #include "remote_model.h"
 #include "test_support.h"
 
@@ -37,15 +40,9 @@ TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   HETRT_ASSERT_OK_AND_ASSIGN(auto model, micro::InProcessModel::Build(mlf, {}));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(f.inputs));
-  for (const auto& p : inputs) HETRT_ASSERT_OK(model->SetInput(p.name, p.tensor));
+  HETRT_ASSERT_OK(testing::SetInputsFromFile(*model, f.inputs));
   HETRT_ASSERT_OK(model->Run());
-  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.outputs));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, model->GetOutput(0));
-  const Tensor& e = expected[0].tensor;
-  ASSERT_EQ(out.nbytes(), e.nbytes());
-  Tensor flat = Tensor::Borrow(out.data(), out.device(), e.shape(), out.dtype());
-  EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
+  testing::ExpectOutputMatchesFile(*model, f.outputs);
   // Tensors and kernel workspace stay within what TVM's metadata budgets.
   const std::string report = model->ArenaReport();
   EXPECT_NE(report.find("arena: "), std::string::npos) << report;
@@ -61,18 +58,14 @@ TEST_P(MicroOnMlfFixture, BuildsAsAStandaloneProgramThatMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   micro::ProjectOptions options;
-  HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, LoadParamDictFile(f.inputs));  // no board: `make` builds ./model
+  HETRT_ASSERT_OK_AND_ASSIGN(options.inputs, sdk::ReadParamDictFile(f.inputs));  // no board: `make` builds ./model
   const std::string dir = ::testing::TempDir() + "/hetrt_project_" + std::filesystem::path(f.tar).stem().string();
   std::filesystem::remove_all(dir);
   HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, options));
   ASSERT_EQ(std::system(("make -s -C " + dir + " > " + dir + "/build.log 2>&1").c_str()), 0) << "see " << dir << "/build.log";
   ASSERT_EQ(std::system((dir + "/model " + dir + "/out > " + dir + "/run.log").c_str()), 0);
   HETRT_ASSERT_OK_AND_ASSIGN(auto bytes, ReadFileBytes(dir + "/out0.bin"));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(f.outputs));
-  const Tensor& e = expected[0].tensor;
-  ASSERT_EQ(bytes.size(), e.nbytes());
-  Tensor out = Tensor::Borrow(bytes.data(), {kDLCPU, 0}, e.shape(), e.dtype());
-  EXPECT_TRUE(testing::TensorsClose(out, e, 1e-5, 1e-6));
+  testing::ExpectBytesMatchFile(bytes, f.outputs);
   std::ifstream log(dir + "/run.log");
   std::string text((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(text.find("arena: "), std::string::npos) << text;
@@ -83,6 +76,53 @@ TEST_P(MicroOnMlfGraphFixture, TooSmallAnArenaIsAnErrorNotACrash) {
   auto model = micro::InProcessModel::Build(mlf, {}, /*arena_bytes=*/64);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("arena full"), std::string::npos) << model.status().message();
+}
+
+// The plugin reads graphs and param dicts without the core (graph_io.h, the
+// SDK's param_dict.h): what it reads agrees with the core's readers on real
+// files, and every truncation or flipped byte is an error value or a clean
+// read, never a crash.
+TEST(MicroReaders, AgreeWithTheCoresAndSurviveDamagedFiles) {
+  const std::string root = testing::FixturesRoot() + "/tvm-0.18";
+  for (const char* name : {"mlp", "add3", "hetero_opencl_seed"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto json, ReadFileBytes(root + "/" + name + "/graph.json"));
+    const std::string text(json.begin(), json.end());
+    HETRT_ASSERT_OK_AND_ASSIGN(Graph graph, ParseGraphJson(text, name));
+    HETRT_ASSERT_OK_AND_ASSIGN(micro::GraphIo io, micro::ReadGraphIo(text, name));
+    ASSERT_EQ(io.inputs.size(), graph.arg_nodes.size()) << name;
+    ASSERT_EQ(io.outputs.size(), graph.heads.size()) << name;
+    for (size_t i = 0; i < io.inputs.size(); ++i) {
+      const uint32_t e = graph.entry_id(graph.arg_nodes[i], 0);
+      EXPECT_EQ(io.inputs[i].name, graph.nodes[graph.arg_nodes[i]].name);
+      EXPECT_EQ(io.inputs[i].shape, graph.shapes[e]);
+      EXPECT_EQ(io.inputs[i].bytes, graph.entry_bytes(e));
+    }
+    for (size_t i = 0; i < text.size(); i += 97) (void)micro::ReadGraphIo(text.substr(0, i), name);
+  }
+  for (const char* name : {"mlp/inputs.params", "add3/inputs.params"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto file, ReadFileBytes(root + "/" + name));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto core, ReadParamDict(file, name));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto sdk, sdk::ReadParamDict(file, name));
+    ASSERT_EQ(sdk.size(), core.size());
+    for (size_t i = 0; i < sdk.size(); ++i) {
+      EXPECT_EQ(sdk[i].name, core[i].name);
+      EXPECT_EQ(sdk[i].shape, core[i].tensor.shape());
+      EXPECT_EQ(sdk::DtypeName(sdk[i].dtype), sdk::DtypeName(core[i].tensor.dtype()));
+      EXPECT_TRUE(std::equal(sdk[i].bytes.begin(), sdk[i].bytes.end(), core[i].tensor.host_bytes().begin(),
+                             core[i].tensor.host_bytes().end()));
+    }
+    for (size_t cut = 0; cut < file.size(); ++cut) {
+      auto truncated = sdk::ReadParamDict(std::span(file).first(cut), name);
+      ASSERT_FALSE(truncated.ok()) << "cut at " << cut;
+      EXPECT_EQ(truncated.status().code(), StatusCode::kDataLoss);
+    }
+    std::mt19937 rng(7);
+    for (int k = 0; k < 500; ++k) {
+      std::vector<uint8_t> damaged = file;
+      damaged[rng() % damaged.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      (void)sdk::ReadParamDict(damaged, name);
+    }
+  }
 }
 
 // The C runtime's JSON tokenizer, graph parser and param reader under mutated
@@ -138,20 +178,8 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
 namespace hetrt {
 namespace {
 
-Status SetFixtureInputs(Executor& ex, const std::string& path) {
-  HETRT_ASSIGN_OR_RETURN(auto inputs, LoadParamDictFile(path));
-  for (const auto& p : inputs) HETRT_RETURN_IF_ERROR(ex.SetInput(p.name, p.tensor));
-  return OkStatus();
-}
-
-void ExpectFixtureOutput(Executor& ex, const std::string& path) {
-  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(path));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, ex.GetOutput(0));
-  const Tensor& e = expected[0].tensor;
-  ASSERT_EQ(out.nbytes(), e.nbytes());
-  Tensor flat = Tensor::Borrow(out.data(), out.device(), e.shape(), out.dtype());
-  EXPECT_TRUE(testing::TensorsClose(flat, e, 1e-5, 1e-6));
-}
+using testing::ExpectOutputMatchesFile;
+using testing::SetInputsFromFile;
 
 // The pipe transport: the model in a device program on this host, driven
 // with the framed protocol as a board is over its UART.
@@ -160,14 +188,14 @@ Result<std::unique_ptr<micro::MicroModel>> PipeDevice(const std::string& tar, mi
   return micro::OpenMicroModel(tar, "micro", options);
 }
 
-micro::RemoteModel& Remote(micro::MicroModel& m) { return dynamic_cast<micro::RemoteModel&>(m.executor()); }
+micro::RemoteModel& Remote(micro::MicroModel& m) { return dynamic_cast<micro::RemoteModel&>(m.session()); }
 
 TEST_P(MicroOnMlfFixture, RunsOnAHostDrivenDeviceProgramAndMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(f.tar));
-  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), f.inputs));
-  HETRT_ASSERT_OK(device->executor().Run());
-  ExpectFixtureOutput(device->executor(), f.outputs);
+  HETRT_ASSERT_OK(SetInputsFromFile(device->session(), f.inputs));
+  HETRT_ASSERT_OK(device->session().Run());
+  ExpectOutputMatchesFile(device->session(), f.outputs);
   HETRT_ASSERT_OK_AND_ASSIGN(micro::MicroReport report, device->Report());
   EXPECT_NE(report.text.find("arena: "), std::string::npos) << report.text;
   EXPECT_GT(report.arena_used, 0u);
@@ -187,9 +215,9 @@ TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"garbage_every", "1"}}));  // random bytes before every frame
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   for (int i = 0; i < 5; ++i) {
-    HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
-    HETRT_ASSERT_OK(device->executor().Run());
-    ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
+    HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
+    HETRT_ASSERT_OK(device->session().Run());
+    ExpectOutputMatchesFile(device->session(), dir + "/mlp_outputs.params");
   }
 }
 
@@ -198,9 +226,9 @@ TEST(MicroHostDriven, DroppedFramesAreRetriedAfterATimeout) {
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}, {"run_timeout_ms", "300"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
-  for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->executor().Run());
-  ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
+  HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
+  for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->session().Run());
+  ExpectOutputMatchesFile(device->session(), dir + "/mlp_outputs.params");
   EXPECT_GT(Remote(*device).retransmissions(), 0);
 }
 
@@ -209,19 +237,19 @@ TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"timeout_ms", "500"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
-  HETRT_ASSERT_OK(SetFixtureInputs(device->executor(), dir + "/mlp_inputs.params"));
+  HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
   HETRT_ASSERT_OK(Remote(*device).ResetDevice());  // SIGKILL, as a crash would
   // Dead before the request is written: the write fails (EPIPE), the path a
   // device that died between calls takes.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto start = std::chrono::steady_clock::now();
-  Status s = device->executor().Run();
+  Status s = device->session().Run();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));  // no hang
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("micro device lost during RUN"), std::string::npos) << s.message();
   // The next call starts a fresh device and replays the inputs.
-  HETRT_ASSERT_OK(device->executor().Run());
-  ExpectFixtureOutput(device->executor(), dir + "/mlp_outputs.params");
+  HETRT_ASSERT_OK(device->session().Run());
+  ExpectOutputMatchesFile(device->session(), dir + "/mlp_outputs.params");
   EXPECT_EQ(Remote(*device).restarts(), 1);
 }
 
@@ -248,9 +276,9 @@ TEST_P(MicroOnMlfGraphFixture, MlfWriterWritesItBackToRunTheSame) {
   EXPECT_EQ(*again.GraphJson(), *original.GraphJson());
   for (const auto& code : original.HostCode()) EXPECT_EQ(*again.Find(code), *original.Find(code)) << code;
   HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::InProcessModel::Build(again, {}));
-  HETRT_ASSERT_OK(SetFixtureInputs(*device, f.inputs));
+  HETRT_ASSERT_OK(SetInputsFromFile(*device, f.inputs));
   HETRT_ASSERT_OK(device->Run());
-  ExpectFixtureOutput(*device, f.outputs);
+  ExpectOutputMatchesFile(*device, f.outputs);
 }
 
 std::string ReadSource(const std::string& path) {
@@ -288,9 +316,11 @@ TEST(MlfWriter, AModelBuiltHereRunsOnTheMicroRuntimeAndTheGraphExecutorAlike) {
   Tensor input = random({1, 32});
   // 1. The micro C runtime, in process.
   HETRT_ASSERT_OK_AND_ASSIGN(auto micro_model, micro::InProcessModel::Build(mlf, {}));
-  HETRT_ASSERT_OK(micro_model->SetInput("data", input));
+  ASSERT_EQ(micro_model->InputIndex("data"), 0);
+  HETRT_ASSERT_OK(micro_model->SetInput(0, input.host_bytes()));
   HETRT_ASSERT_OK(micro_model->Run());
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor on_micro, micro_model->GetOutput(0));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto micro_bytes, micro_model->GetOutput(0));
+  Tensor on_micro = Tensor::Borrow(micro_bytes.data(), {kDLCPU, 0}, {1, 4}, {kDLFloat, 32, 1});
   // 2. The same MLF as a deploy library on the graph executor.
   const std::string so = ::testing::TempDir() + "/hetrt_tiny_mlp.so";
   HETRT_ASSERT_OK(ExportMlfToLibrary(mlf, so, {}));

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 2
-#define HETRT_PLUGIN_ABI_MINOR 1
+#define HETRT_PLUGIN_ABI_MINOR 2
 /* Stable across ABI majors so that a mismatch can be detected and reported:
  * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
@@ -634,13 +634,15 @@ typedef struct hetrt_parallel_api {
 } hetrt_parallel_api_t;
 
 /* ---------------------------------------------------------------------------
- * Whole-model table (ABI 2.1): a plugin that runs a whole model on a device it
- * drives itself (a microcontroller over its UART, an emulated board, a device
- * program), rather than single kernels. The core opens a model file with it,
- * then sets inputs, runs and reads outputs, all as host bytes. A plugin names
- * the devices it serves this way (what users write after --device), the
- * transports it reaches them by and the boards it builds for, so that tools
- * can list them. Models are owned by the instance that created them.
+ * Whole-model table (ABI 2.1; `sample` 2.2): a plugin that runs a whole model
+ * on a device it drives itself (a microcontroller over its UART, an emulated
+ * board, a device program), rather than single kernels. The core opens a model
+ * file with it, then sets inputs, runs and reads outputs, all as host bytes. A
+ * plugin names the devices it serves this way (what users write after
+ * --device), the transports it reaches them by and the boards it builds for,
+ * so that tools can list them. Models are owned by the instance that created
+ * them. Every call that takes a model returns INVALID_ARGUMENT for a NULL one
+ * (destroy ignores it).
  * ------------------------------------------------------------------------- */
 typedef struct hetrt_whole_model hetrt_whole_model_t;
 
@@ -750,6 +752,28 @@ typedef struct hetrt_whole_model_project_run_args {
   const char* output; /* out */
 } hetrt_whole_model_project_run_args_t;
 
+/* ABI 2.2, optional: a small model the plugin runs, with its inputs and the
+ * outputs they give, so that the conformance kit can check the table end to
+ * end (as the module table's `sample` does for modules). The plugin writes the
+ * model file into `dir` (which exists; the caller removes it) and names the
+ * device and options to create it with. Every out pointer is instance-owned
+ * and valid until the next sample call on the instance. inputs[i] holds io_info's
+ * nbytes of input i; expected_outputs[i] those of output i (NULL: not
+ * checked, e.g. a timing). */
+typedef struct hetrt_whole_model_sample_args {
+  HETRT_ARGS_HEADER;
+  hetrt_instance_t* self;
+  const char* dir;
+  const char* path;                      /* out: the model file */
+  const char* device;                    /* out: one of device_names */
+  const hetrt_option_t* options;         /* out: for create (may be none) */
+  size_t num_options;                    /* out */
+  const uint8_t* const* inputs;          /* out: num_inputs buffers */
+  size_t num_inputs;                     /* out */
+  const uint8_t* const* expected_outputs; /* out: num_outputs buffers or NULLs */
+  size_t num_outputs;                    /* out */
+} hetrt_whole_model_sample_args_t;
+
 typedef struct hetrt_whole_model_api {
   size_t struct_size;
   const char* const* device_names; /* what --device names: "micro" */
@@ -771,6 +795,8 @@ typedef struct hetrt_whole_model_api {
   hetrt_error_t* (*report)(hetrt_whole_model_report_args_t* args);
   hetrt_error_t* (*project_generate)(hetrt_whole_model_project_args_t* args); /* may be NULL */
   hetrt_error_t* (*project_run)(hetrt_whole_model_project_run_args_t* args);  /* may be NULL */
+  /* 2.2 (check with HETRT_STRUCT_HAS(table, hetrt_whole_model_api_t, sample)); may be NULL */
+  hetrt_error_t* (*sample)(hetrt_whole_model_sample_args_t* args);
 } hetrt_whole_model_api_t;
 
 /* ---------------------------------------------------------------------------

@@ -11,24 +11,12 @@
 #include <regex>
 #include <sstream>
 
-#include "hetrt/base/byte_stream.h"
+#include "host_files.h"
 #include "model_sources.h"
 
 namespace hetrt::micro {
 namespace fs = std::filesystem;
 namespace {
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Shell-quotes one argument.
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 struct Fnv1a {
   uint64_t h = 1469598103934665603ull;
@@ -64,7 +52,7 @@ Status RequireTool(const std::string& tool, const std::string& debian_package) {
 
 Status RunMake(const std::string& dir, const std::string& target) {
   const std::string log = dir + "/make.log";
-  if (std::system(("make -s -C " + Quote(dir) + " " + target + " > " + Quote(log) + " 2>&1").c_str()) == 0)
+  if (std::system(("make -s -C " + ShellQuote(dir) + " " + target + " > " + ShellQuote(log) + " 2>&1").c_str()) == 0)
     return OkStatus();
   const std::string text = ReadText(log);
   std::smatch m;
@@ -75,7 +63,7 @@ Status RunMake(const std::string& dir, const std::string& target) {
 }
 
 Result<SectionSizes> ElfSizes(const std::string& elf) {
-  FILE* p = popen(("arm-none-eabi-size " + Quote(elf) + " 2>&1").c_str(), "r");
+  FILE* p = popen(("arm-none-eabi-size " + ShellQuote(elf) + " 2>&1").c_str(), "r");
   if (p == nullptr) return Unavailable("cannot run arm-none-eabi-size");
   std::string text;
   char buf[512];
@@ -105,7 +93,7 @@ std::string DefaultCacheDir() {
 }
 
 Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::string& board, const std::string& cache_dir,
-                                          const std::vector<NamedTensor>& inputs) {
+                                          const std::vector<sdk::ParamEntry>& inputs) {
   HETRT_RETURN_IF_ERROR(RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"));
   HETRT_ASSIGN_OR_RETURN(const BoardSpec* spec, FindBoard(board));
   // The package's files, not the tarball's bytes: the same model exported
@@ -124,7 +112,7 @@ Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::stri
   hash.Add(spec->name);
   for (const auto& in : inputs) {
     hash.Add(in.name);
-    hash.Add(in.tensor.host_bytes().data(), in.tensor.host_bytes().size());
+    hash.Add(in.bytes.data(), in.bytes.size());
   }
   HashMicroSources(hash);
   char key[17];

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/mlf.h"
-#include "hetrt/formats/params.h"
+#include "hetrt/sdk/mlf_package.h"
+#include "hetrt/sdk/param_dict.h"
 #include "project_writer.h"
 
 namespace hetrt::micro {
@@ -43,6 +43,6 @@ std::string DefaultCacheDir();
 // <cache_dir>/<model>-<board>-<hash>. Concurrent builders of one key are safe
 // (each builds in its own folder and renames it into place).
 Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::string& board, const std::string& cache_dir,
-                                          const std::vector<NamedTensor>& inputs = {});
+                                          const std::vector<sdk::ParamEntry>& inputs = {});
 
 }  // namespace hetrt::micro

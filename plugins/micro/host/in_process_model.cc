@@ -6,38 +6,28 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hetrt/base/dtype.h"
-#include "hetrt/formats/graph.h"
+#include "graph_io.h"
+#include "hetrt/sdk/tensor_layout.h"
 #include "model_sources.h"
 
 namespace hetrt::micro {
 namespace fs = std::filesystem;
 
 Status DescribeModelIo(const MlfPackage& mlf, std::vector<TensorSpec>& inputs, std::vector<TensorSpec>& outputs) {
-  auto spec = [](std::string name, DLDataType dtype, std::vector<int64_t> shape) -> Result<TensorSpec> {
-    HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
-    return TensorSpec{std::move(name), dtype, std::move(shape), static_cast<size_t>(count) * DataTypeBytes(dtype)};
-  };
   if (mlf.HasExecutor("graph")) {
     HETRT_ASSIGN_OR_RETURN(std::string graph_text, mlf.GraphJson());
-    HETRT_ASSIGN_OR_RETURN(Graph g, ParseGraphJson(graph_text, "MLF graph"));
-    for (uint32_t nid : g.arg_nodes) {
-      const uint32_t e = g.entry_id(nid, 0);
-      HETRT_ASSIGN_OR_RETURN(TensorSpec t, spec(g.nodes[nid].name, g.dtypes[e], g.shapes[e]));
-      inputs.push_back(std::move(t));
-    }
-    for (size_t i = 0; i < g.heads.size(); ++i) {
-      const uint32_t e = g.entry_id(g.heads[i]);
-      HETRT_ASSIGN_OR_RETURN(TensorSpec t, spec("output_" + std::to_string(i), g.dtypes[e], g.shapes[e]));
-      outputs.push_back(std::move(t));
-    }
+    HETRT_ASSIGN_OR_RETURN(GraphIo io, ReadGraphIo(graph_text, "MLF graph"));
+    inputs = std::move(io.inputs);
+    outputs = std::move(io.outputs);
     return OkStatus();
   }
+  // AOT: the model's shape when src/<model>.relay gave it, else flat.
   auto io = [&](const MlfTensorInfo& t) -> Result<TensorSpec> {
-    HETRT_ASSIGN_OR_RETURN(DLDataType d, ParseDataType(t.dtype));
-    // The model's shape when src/<model>.relay gave it, else flat.
-    if (!t.shape.empty()) return spec(t.name, d, t.shape);
-    return spec(t.name, d, {static_cast<int64_t>(t.bytes / DataTypeBytes(d))});
+    const auto dtype = sdk::DtypeFromName(t.dtype);
+    if (!dtype) return DataLoss("MLF metadata: tensor '" + t.name + "' has the unknown dtype '" + t.dtype + "'");
+    TensorSpec spec{t.name, *dtype, static_cast<size_t>(t.bytes), t.shape};
+    if (spec.shape.empty()) spec.shape = {static_cast<int64_t>(t.bytes / sdk::DtypeBytes(*dtype))};
+    return spec;
   };
   for (const auto& t : mlf.metadata().inputs) {
     HETRT_ASSIGN_OR_RETURN(TensorSpec x, io(t));
@@ -66,7 +56,7 @@ struct InProcessModel::Api {
   alignas(16) uint8_t executor_state[128];  // ... and of the executor's tables
 };
 
-Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& mlf, const LinkOptions& options,
+Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& mlf, const CompileOptions& options,
                                                               size_t arena_bytes) {
   std::unique_ptr<InProcessModel> m(new InProcessModel());
   static int counter = 0;
@@ -74,13 +64,13 @@ Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& 
   HETRT_ASSIGN_OR_RETURN(auto sources, WriteModelSources(mlf, m->dir_));
   std::vector<std::string> inputs;
   for (const auto& s : sources) inputs.push_back((fs::path(m->dir_) / s).string());
-  LinkOptions link = options;
+  CompileOptions link = options;
   for (const auto& f : ModelIncludeFlags(m->dir_)) link.flags.push_back(f);
   // The runtime's own backend symbols must win over the host process's (hetrt's core exports the same names).
   link.flags.push_back("-Wl,-Bsymbolic");
   link.flags.push_back("-std=c99");
   const std::string so = m->dir_ + "/model.so";
-  HETRT_RETURN_IF_ERROR(LinkSharedLibrary(inputs, so, link).WithContext(mlf.metadata().model_name));
+  HETRT_RETURN_IF_ERROR(CompileSharedLibrary(inputs, so, link).WithContext(mlf.metadata().model_name));
   m->handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (m->handle_ == nullptr) return Internal(std::string("loading the micro model: ") + dlerror());
   m->api_ = std::make_unique<Api>();
@@ -121,22 +111,13 @@ InProcessModel::~InProcessModel() {
   if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
 
-std::vector<int> InProcessModel::UnboundInputs() const {
-  std::vector<int> all;
-  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
-  return all;
-}
-
-Status InProcessModel::SetInput(int index, const Tensor& value) {
-  if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
-  size_t bytes = 0;
-  void* dst = api_->input(index, &bytes);
-  if (dst == nullptr) return Internal("micro model has no input " + std::to_string(index));
-  if (value.nbytes() != bytes || value.dtype() != inputs_[static_cast<size_t>(index)].dtype)
-    return InvalidArgument("set_input '" + InputName(index) + "': got " + std::to_string(value.nbytes()) + " bytes of " +
-                           DataTypeToString(value.dtype()) + ", the model wants " + std::to_string(bytes) + " bytes of " +
-                           DataTypeToString(inputs_[static_cast<size_t>(index)].dtype));
-  std::memcpy(dst, value.data(), bytes);
+Status InProcessModel::SetInput(int index, std::span<const uint8_t> bytes) {
+  HETRT_RETURN_IF_ERROR(CheckIo(inputs_, index, bytes.size(), "set_input"));
+  size_t capacity = 0;
+  void* dst = api_->input(index, &capacity);
+  if (dst == nullptr || capacity != bytes.size())
+    return Internal("micro model: the runtime's input " + std::to_string(index) + " is not the metadata's");
+  std::memcpy(dst, bytes.data(), bytes.size());
   return OkStatus();
 }
 
@@ -145,15 +126,14 @@ Status InProcessModel::Run() {
   return OkStatus();
 }
 
-Result<Tensor> InProcessModel::GetOutput(int index) const {
-  if (index < 0 || index >= NumOutputs()) return OutOfRange("get_output: index " + std::to_string(index));
-  size_t bytes = 0;
-  const void* src = api_->output(index, &bytes);
-  const TensorSpec& io = outputs_[static_cast<size_t>(index)];
-  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(io.shape, io.dtype));
-  if (src == nullptr || t.nbytes() != bytes) return Internal("micro model output " + std::to_string(index) + " size mismatch");
-  std::memcpy(t.data(), src, bytes);
-  return t;
+Status InProcessModel::GetOutput(int index, std::span<uint8_t> out) const {
+  HETRT_RETURN_IF_ERROR(CheckIo(outputs_, index, out.size(), "get_output"));
+  size_t size = 0;
+  const void* src = api_->output(index, &size);
+  if (src == nullptr || size != out.size())
+    return Internal("micro model: the runtime's output " + std::to_string(index) + " is not the metadata's");
+  std::memcpy(out.data(), src, size);
+  return OkStatus();
 }
 
 size_t InProcessModel::ArenaPeakBytes() const { return api_->arena_peak(api_->arena_state); }

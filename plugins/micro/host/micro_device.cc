@@ -12,7 +12,8 @@
 #include <sstream>
 
 #include "firmware_build.h"
-#include "hetrt/formats/params.h"
+#include "hetrt/sdk/param_dict.h"
+#include "host_files.h"
 #include "in_process_model.h"
 #include "project_writer.h"
 #include "qemu_board.h"
@@ -26,11 +27,6 @@ const char* const kModelOptionKeys =
     "arena_bytes";
 
 namespace {
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 Result<int> IntOption(const OptionMap& options, const std::string& key, int fallback, int lo, int hi) {
   auto it = options.find(key);
@@ -68,9 +64,7 @@ class InProcessMicroModel final : public MicroModel {
  public:
   InProcessMicroModel(std::unique_ptr<InProcessModel> model, uint64_t budget)
       : model_(std::move(model)), budget_(budget) {}
-  Executor& executor() override { return *model_; }
-  const std::vector<TensorSpec>& inputs() const override { return model_->inputs(); }
-  const std::vector<TensorSpec>& outputs() const override { return model_->outputs(); }
+  ModelSession& session() override { return *model_; }
   Result<MicroReport> Report() override {
     MicroReport r;
     r.arena_used = model_->ArenaPeakBytes();
@@ -89,9 +83,7 @@ class RemoteMicroModel final : public MicroModel {
  public:
   RemoteMicroModel(std::unique_ptr<RemoteModel> model, ModelPlan plan, bool emulated, std::string build_note)
       : model_(std::move(model)), plan_(std::move(plan)), emulated_(emulated), build_note_(std::move(build_note)) {}
-  Executor& executor() override { return *model_; }
-  const std::vector<TensorSpec>& inputs() const override { return plan_.inputs; }
-  const std::vector<TensorSpec>& outputs() const override { return plan_.outputs; }
+  ModelSession& session() override { return *model_; }
   Result<MicroReport> Report() override {
     MicroReport r;
     HETRT_ASSIGN_OR_RETURN(std::string arena, model_->ArenaReport());
@@ -217,7 +209,7 @@ Result<std::string> GenerateProject(const std::string& path, const std::string& 
   ProjectOptions project;
   project.board = Option(options, "board");
   if (const std::string inputs = Option(options, "inputs"); !inputs.empty()) {
-    HETRT_ASSIGN_OR_RETURN(project.inputs, LoadParamDictFile(inputs));
+    HETRT_ASSIGN_OR_RETURN(project.inputs, sdk::ReadParamDictFile(inputs));
   }
   HETRT_ASSIGN_OR_RETURN(int arena, IntOption(options, "arena_bytes", 0, 0, 1 << 30));
   project.arena_bytes = static_cast<size_t>(arena);

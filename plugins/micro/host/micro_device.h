@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/exec/executor.h"
 #include "model_plan.h"
+#include "model_session.h"
 
 namespace hetrt::micro {
 
@@ -27,11 +27,9 @@ struct MicroReport {
 class MicroModel {
  public:
   virtual ~MicroModel() = default;
-  virtual Executor& executor() = 0;
+  // Inputs and outputs (name, dtype, shape, bytes) and set_input / run / get_output.
+  virtual ModelSession& session() = 0;
   virtual Result<MicroReport> Report() = 0;
-  // The tensors as the plugin declares them (name, dtype, shape, bytes).
-  virtual const std::vector<TensorSpec>& inputs() const = 0;
-  virtual const std::vector<TensorSpec>& outputs() const = 0;
 };
 
 // device "cpu": in this process (transport inproc). device "micro": transport

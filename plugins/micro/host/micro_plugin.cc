@@ -1,5 +1,5 @@
 // libhetrt_plugin_micro.so: hetrt's micro device behind the plugin ABI's
-// whole-model table (ABI 2.1). It declares the devices "micro" (a device
+// whole-model table (ABI 2.2, with its sample model). It declares the devices "micro" (a device
 // program, a board over a serial port or a socket, firmware on an emulated
 // board) and "cpu" (the same C runtime in this process), the transports and
 // the boards; everything else is micro_device.cc.
@@ -12,10 +12,15 @@
 #include "hetrt/plugin_abi.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
+#include "hetrt/sdk/status_error.h"
 #include "micro_device.h"
+#include "sample_model.h"
 
 struct hetrt_instance {
   std::string reason, summary, output;  // strings handed out until the next call
+  hetrt::micro::SampleModel sample;
+  const uint8_t* sample_input = nullptr;
+  const uint8_t* sample_output = nullptr;
 };
 
 struct hetrt_whole_model {
@@ -30,10 +35,7 @@ inline constexpr char kLabel[] = "micro plugin";
 template <auto F>
 using Entry = hetrt::sdk::Entry<F, kLabel>;
 
-hetrt_error_t* ToError(const hetrt::Status& status) {
-  if (status.ok()) return nullptr;
-  return hetrt::sdk::MakeError(static_cast<hetrt_status_code_t>(status.code()), status.message());
-}
+using hetrt::sdk::ToError;
 
 hetrt::micro::OptionMap Options(const hetrt_option_t* options, size_t count) {
   hetrt::micro::OptionMap map;
@@ -83,14 +85,14 @@ hetrt_error_t* Destroy(hetrt_whole_model_args_t* args) {
 
 hetrt_error_t* IoCount(hetrt_whole_model_io_count_args_t* args) {
   if (!args->model) return NoModel();
-  args->num_inputs = static_cast<int32_t>(args->model->model->inputs().size());
-  args->num_outputs = static_cast<int32_t>(args->model->model->outputs().size());
+  args->num_inputs = args->model->model->session().NumInputs();
+  args->num_outputs = args->model->model->session().NumOutputs();
   return nullptr;
 }
 
 hetrt_error_t* IoInfo(hetrt_whole_model_io_info_args_t* args) {
   if (!args->model) return NoModel();
-  const MicroModel& m = *args->model->model;
+  const hetrt::micro::ModelSession& m = args->model->model->session();
   const auto& list = args->kind == HETRT_IO_INPUT ? m.inputs() : m.outputs();
   if (args->kind != HETRT_IO_INPUT && args->kind != HETRT_IO_OUTPUT)
     return hetrt::sdk::MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "micro: io kind %d", args->kind);
@@ -108,32 +110,21 @@ hetrt_error_t* IoInfo(hetrt_whole_model_io_info_args_t* args) {
 
 hetrt_error_t* SetInput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  MicroModel& m = *args->model->model;
-  if (args->index < 0 || static_cast<size_t>(args->index) >= m.inputs().size())
-    return hetrt::sdk::MakeErrorf(HETRT_STATUS_OUT_OF_RANGE, "micro: no input %d", args->index);
-  const auto& spec = m.inputs()[static_cast<size_t>(args->index)];
-  hetrt::Tensor view = hetrt::Tensor::Borrow(args->data, {kDLCPU, 0}, {static_cast<int64_t>(args->nbytes)},
-                                             {kDLUInt, 8, 1});
-  auto typed = view.View(spec.shape, spec.dtype);
-  if (!typed.ok()) return ToError(typed.status().WithContext("set_input '" + spec.name + "'"));
-  return ToError(m.executor().SetInput(args->index, *typed));
+  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: set_input without data");
+  const auto* data = static_cast<const uint8_t*>(args->data);
+  return ToError(args->model->model->session().SetInput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
 
 hetrt_error_t* Run(hetrt_whole_model_args_t* args) {
   if (!args->model) return NoModel();
-  return ToError(args->model->model->executor().Run());
+  return ToError(args->model->model->session().Run());
 }
 
 hetrt_error_t* GetOutput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  auto out = args->model->model->executor().GetOutput(args->index);
-  if (!out.ok()) return ToError(out.status());
-  if (out->nbytes() != args->nbytes)
-    return hetrt::sdk::MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "micro: output %d has %llu bytes, the buffer %llu",
-                                  args->index, static_cast<unsigned long long>(out->nbytes()),
-                                  static_cast<unsigned long long>(args->nbytes));
-  std::memcpy(args->data, out->data(), out->nbytes());
-  return nullptr;
+  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: get_output without a buffer");
+  auto* data = static_cast<uint8_t*>(args->data);
+  return ToError(args->model->model->session().GetOutput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
 
 hetrt_error_t* Report(hetrt_whole_model_report_args_t* args) {
@@ -170,6 +161,25 @@ hetrt_error_t* ProjectRun(hetrt_whole_model_project_run_args_t* args) {
   return nullptr;
 }
 
+hetrt_error_t* Sample(hetrt_whole_model_sample_args_t* args) {
+  if (args->dir == nullptr) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: sample needs a folder");
+  auto sample = hetrt::micro::WriteSampleModel(args->dir);
+  if (!sample.ok()) return ToError(sample.status());
+  hetrt_instance& self = *args->self;
+  self.sample = std::move(sample).value();
+  self.sample_input = self.sample.input.data();
+  self.sample_output = self.sample.expected_output.data();
+  args->path = self.sample.path.c_str();
+  args->device = "cpu";  // in this process: no board, emulator or device program needed
+  args->options = nullptr;
+  args->num_options = 0;
+  args->inputs = &self.sample_input;
+  args->num_inputs = 1;
+  args->expected_outputs = &self.sample_output;
+  args->num_outputs = 1;
+  return nullptr;
+}
+
 const char* const kDevices[] = {"micro", "cpu"};
 const char* const kTransports[] = {"inproc", "pipe", "serial", "tcp", "qemu"};
 const char* const kFormats[] = {"mlf"};
@@ -189,7 +199,7 @@ const hetrt_whole_model_api_t* WholeModelTable() {
       kDevices, 2, kTransports, 5, BoardNames(), hetrt::micro::Boards().size(), kFormats, 1,
       Entry<Accepts>::Call, Entry<Create>::Call, Entry<Destroy>::Call, Entry<IoCount>::Call, Entry<IoInfo>::Call,
       Entry<SetInput>::Call, Entry<Run>::Call, Entry<GetOutput>::Call, Entry<Report>::Call,
-      Entry<ProjectGenerate>::Call, Entry<ProjectRun>::Call,
+      Entry<ProjectGenerate>::Call, Entry<ProjectRun>::Call, Entry<Sample>::Call,
   };
   return &table;
 }

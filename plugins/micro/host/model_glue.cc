@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "hetrt/formats/graph.h"
+#include "graph_io.h"
 
 namespace hetrt::micro {
 namespace {
@@ -27,7 +27,7 @@ void hetrt_model_arena_report(const hetrt_crt_arena_t* arena, char* out, size_t 
 
 Result<std::string> GraphGlue(const MlfPackage& mlf) {
   HETRT_ASSIGN_OR_RETURN(std::string graph, mlf.GraphJson());
-  HETRT_ASSIGN_OR_RETURN(Graph parsed, ParseGraphJson(graph, "MLF graph"));
+  HETRT_ASSIGN_OR_RETURN(GraphIo io, ReadGraphIo(graph, "MLF graph"));
   std::string params_literal = "\"\"";
   size_t params_len = 0;
   if (const auto* params = mlf.Params()) {
@@ -41,7 +41,7 @@ Result<std::string> GraphGlue(const MlfPackage& mlf) {
     << "static const unsigned char kParams[] = " << params_literal << ";\n"
     << "static hetrt_crt_graph_t* g_graph;\n"
     << "static const char* const kOutputNames[] = {";
-  for (size_t i = 0; i < parsed.heads.size(); ++i) c << (i ? ", " : "") << "\"output_" << i << "\"";
+  for (size_t i = 0; i < io.outputs.size(); ++i) c << (i ? ", " : "") << "\"output_" << i << "\"";
   c << "};\n\n"
     << "int hetrt_model_init(hetrt_crt_arena_t* arena, hetrt_crt_arena_t* executor) {\n"
     << "  return hetrt_crt_graph_create(arena, executor, kGraph, sizeof kGraph - 1, "
@@ -49,7 +49,7 @@ Result<std::string> GraphGlue(const MlfPackage& mlf) {
     << "int hetrt_model_num_inputs(void) { return hetrt_crt_graph_num_inputs(g_graph); }\n"
     << "int hetrt_model_num_outputs(void) { return hetrt_crt_graph_num_outputs(g_graph); }\n"
     << "const char* hetrt_model_input_name(int i) { return hetrt_crt_graph_input_name(g_graph, i); }\n"
-    << "const char* hetrt_model_output_name(int i) { return i >= 0 && i < " << parsed.heads.size()
+    << "const char* hetrt_model_output_name(int i) { return i >= 0 && i < " << io.outputs.size()
     << " ? kOutputNames[i] : 0; }\n"
     << "void* hetrt_model_input(int i, size_t* n) { return hetrt_crt_graph_input_data(g_graph, i, n); }\n"
     << "void* hetrt_model_output(int i, size_t* n) { return hetrt_crt_graph_output_data(g_graph, i, n); }\n"

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "hetrt/mlf.h"
+#include "hetrt/sdk/mlf_package.h"
 
 namespace hetrt::micro {
 

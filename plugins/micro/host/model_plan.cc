@@ -17,11 +17,13 @@ size_t ModelPlan::LargestRequest() const {
   return largest;
 }
 
-Result<ModelPlan> PlanModel(const MlfPackage& mlf, const std::vector<NamedTensor>& inputs, size_t arena_bytes) {
+Result<ModelPlan> PlanModel(const MlfPackage& mlf, const std::vector<sdk::ParamEntry>& inputs, size_t arena_bytes) {
   HETRT_ASSIGN_OR_RETURN(auto probe, InProcessModel::Build(mlf, {}));
-  for (int i = 0; i < probe->NumInputs(); ++i)
-    if (const NamedTensor* given = FindParam(inputs, probe->InputName(i)))
-      HETRT_RETURN_IF_ERROR(probe->SetInput(i, given->tensor).WithContext("input '" + probe->InputName(i) + "'"));
+  for (int i = 0; i < probe->NumInputs(); ++i) {
+    const std::string& name = probe->inputs()[static_cast<size_t>(i)].name;
+    if (const sdk::ParamEntry* given = sdk::FindParamEntry(inputs, name))
+      HETRT_RETURN_IF_ERROR(probe->SetInput(i, given->bytes).WithContext("input '" + name + "'"));
+  }
   HETRT_RETURN_IF_ERROR(probe->Run());
   ModelPlan plan;
   plan.model_name = mlf.metadata().model_name;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/mlf.h"
-#include "hetrt/formats/params.h"
+#include "hetrt/sdk/mlf_package.h"
+#include "hetrt/sdk/param_dict.h"
 #include "in_process_model.h"
 
 namespace hetrt::micro {
@@ -25,7 +25,7 @@ struct ModelPlan {
 
 // `inputs` (by name; zeros for the rest) feed the measuring run. `arena_bytes`
 // overrides the measured arena when non-zero.
-Result<ModelPlan> PlanModel(const MlfPackage& mlf, const std::vector<NamedTensor>& inputs = {},
+Result<ModelPlan> PlanModel(const MlfPackage& mlf, const std::vector<sdk::ParamEntry>& inputs = {},
                             size_t arena_bytes = 0);
 
 uint64_t MetadataArenaBudget(const MlfMetadata& metadata);

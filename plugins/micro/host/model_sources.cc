@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "hetrt/base/byte_stream.h"
-#include "hetrt/base/install_layout.h"
+#include "host_files.h"
 #include "model_glue.h"
 
 namespace hetrt::micro {
@@ -20,11 +19,7 @@ std::vector<std::string> RuntimeSources() {
   return out;
 }
 
-std::vector<std::string> RuntimeIncludeDirs() { return {MicroSourceDir() + "/crt/include", TvmCHeadersDir()}; }
-
-Status WriteTextFile(const std::string& path, const std::string& text) {
-  return WriteFileBytes(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
-}
+std::vector<std::string> RuntimeIncludeDirs() { return {MicroSourceDir() + "/crt/include", GeneratedCodeIncludeDir()}; }
 
 Result<std::vector<std::string>> WriteModelSources(const MlfPackage& mlf, const std::string& dir_name) {
   const fs::path dir(dir_name);
@@ -40,7 +35,7 @@ Result<std::vector<std::string>> WriteModelSources(const MlfPackage& mlf, const 
   fs::copy(src + "/crt/include", dir / "crt" / "include", copy, ec);
   if (!ec) fs::copy(src + "/crt/src", dir / "crt" / "src", copy, ec);
   if (!ec) fs::copy(src + "/firmware", dir / "firmware", copy, ec);
-  if (!ec) fs::copy(TvmCHeadersDir(), dir / "crt" / "include", copy, ec);
+  if (!ec) fs::copy(GeneratedCodeIncludeDir(), dir / "crt" / "include", copy, ec);
   if (!ec) fs::copy(GeneratedCodeIncludeDir() + "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
                     fs::copy_options::overwrite_existing, ec);
   if (ec) return Unavailable("copying the C runtime into " + dir.string() + ": " + ec.message());

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/mlf.h"
+#include "hetrt/sdk/mlf_package.h"
 
 namespace hetrt::micro {
 
-// plugins/micro of this source tree: crt/, firmware/, boards/.
+// <data>/micro: crt/, firmware/, boards/ (staged there from plugins/micro).
 std::string MicroSourceDir();
 
 // The C runtime's sources (absolute paths) and include folders.
@@ -23,7 +23,5 @@ std::vector<std::string> RuntimeIncludeDirs();
 Result<std::vector<std::string>> WriteModelSources(const MlfPackage& mlf, const std::string& dir);
 // -I flags (absolute) for those sources.
 std::vector<std::string> ModelIncludeFlags(const std::string& dir);
-
-Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace hetrt::micro

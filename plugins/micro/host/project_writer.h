@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "boards.h"
-#include "hetrt/mlf.h"
-#include "hetrt/formats/params.h"
+#include "hetrt/sdk/mlf_package.h"
+#include "hetrt/sdk/param_dict.h"
 #include "model_plan.h"
 
 namespace hetrt::micro {
 
 struct ProjectOptions {
-  std::vector<NamedTensor> inputs;  // embedded; zeros for inputs not given
+  std::vector<sdk::ParamEntry> inputs;  // embedded; zeros for inputs not given
   size_t arena_bytes = 0;           // 0: measured with an in-process run
   // "" : `make` builds the host program; the firmware targets are there for
   // the default board (mps2-an386). A board: `make` builds its firmware, and

@@ -18,6 +18,8 @@
 #include <fstream>
 #include <vector>
 
+#include "host_files.h"
+
 namespace hetrt::micro {
 namespace fs = std::filesystem;
 namespace {
@@ -57,11 +59,6 @@ Result<pid_t> Spawn(const std::vector<std::string>& args, int out_fd, const std:
     _exit(127);
   }
   return pid;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 // A private folder for QEMU's sockets and log, removed with it.

@@ -4,7 +4,6 @@
 
 #include <cstring>
 
-#include "hetrt/base/dtype.h"
 #include "hetrt_crt_protocol.h"
 #include "wire_format.h"
 
@@ -13,7 +12,8 @@ Result<std::unique_ptr<RemoteModel>> RemoteModel::Connect(std::unique_ptr<Transp
                                                           const LinkOptions& options) {
   std::unique_ptr<RemoteModel> m(new RemoteModel());
   m->client_ = std::make_unique<FrameClient>(std::move(transport), options);
-  for (const auto& t : plan.inputs) m->inputs_.push_back({t, {}});
+  m->input_specs_ = plan.inputs;
+  m->last_inputs_.resize(plan.inputs.size());
   m->outputs_ = plan.outputs;
   m->session_counter_ = static_cast<uint32_t>(getpid()) << 8;
   HETRT_RETURN_IF_ERROR(m->StartSession());
@@ -31,9 +31,9 @@ Status RemoteModel::StartSession() const {
   HETRT_ASSIGN_OR_RETURN(auto hello, client_->Exchange(HETRT_MSG_HELLO, request, client_->options().timeout_ms));
   if (hello.size() < 8) return DataLoss(transport.Describe() + ": short HELLO reply");
   const uint32_t ni = Get32(hello.data()), no = Get32(hello.data() + 4);
-  if (ni != inputs_.size() || no != outputs_.size())
+  if (ni != input_specs_.size() || no != outputs_.size())
     return DataLoss(transport.Describe() + ": the device's model has " + std::to_string(ni) + " inputs and " +
-                    std::to_string(no) + " outputs; this model has " + std::to_string(inputs_.size()) + " and " +
+                    std::to_string(no) + " outputs; this model has " + std::to_string(input_specs_.size()) + " and " +
                     std::to_string(outputs_.size()) + " (is it the same model?)");
   size_t at = 8;
   for (uint32_t k = 0; k < ni + no; ++k) {
@@ -43,7 +43,7 @@ Status RemoteModel::StartSession() const {
     if (at + 6 + len > hello.size()) return DataLoss(transport.Describe() + ": truncated HELLO");
     const std::string name(hello.begin() + static_cast<long>(at) + 6, hello.begin() + static_cast<long>(at + 6 + len));
     at += 6 + len;
-    const TensorSpec& expected = k < ni ? inputs_[k].spec : outputs_[k - ni];
+    const TensorSpec& expected = k < ni ? input_specs_[k] : outputs_[k - ni];
     if (bytes != expected.bytes)
       return DataLoss(transport.Describe() + ": the device's " + (k < ni ? "input" : "output") + " '" + name + "' has " +
                       std::to_string(bytes) + " bytes; the model's '" + expected.name + "' has " +
@@ -58,11 +58,11 @@ Status RemoteModel::StartSession() const {
   client_->set_session_active(true);
   in_session_ = true;
   ++restarts_;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (inputs_[i].last_value.empty()) continue;
+  for (size_t i = 0; i < last_inputs_.size(); ++i) {
+    if (last_inputs_[i].empty()) continue;
     std::vector<uint8_t> p;
     Put32(p, static_cast<uint32_t>(i));
-    p.insert(p.end(), inputs_[i].last_value.begin(), inputs_[i].last_value.end());
+    p.insert(p.end(), last_inputs_[i].begin(), last_inputs_[i].end());
     HETRT_RETURN_IF_ERROR(client_->Exchange(HETRT_MSG_SET_INPUT, p, client_->options().timeout_ms).status());
   }
   return OkStatus();
@@ -81,22 +81,13 @@ Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<u
   return reply;
 }
 
-std::vector<int> RemoteModel::UnboundInputs() const {
-  std::vector<int> all;
-  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
-  return all;
-}
-
-Status RemoteModel::SetInput(int index, const Tensor& value) {
-  if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
-  auto& in = inputs_[static_cast<size_t>(index)];
-  if (value.nbytes() != in.spec.bytes)
-    return InvalidArgument("set_input '" + in.spec.name + "': " + std::to_string(value.nbytes()) +
-                           " bytes, the device wants " + std::to_string(in.spec.bytes));
-  in.last_value.assign(value.host_bytes().begin(), value.host_bytes().end());
+Status RemoteModel::SetInput(int index, std::span<const uint8_t> bytes) {
+  HETRT_RETURN_IF_ERROR(CheckIo(input_specs_, index, bytes.size(), "set_input"));
+  auto& last = last_inputs_[static_cast<size_t>(index)];
+  last.assign(bytes.begin(), bytes.end());
   std::vector<uint8_t> p;
   Put32(p, static_cast<uint32_t>(index));
-  p.insert(p.end(), in.last_value.begin(), in.last_value.end());
+  p.insert(p.end(), last.begin(), last.end());
   return Call(HETRT_MSG_SET_INPUT, p, client_->options().timeout_ms).status();
 }
 
@@ -106,18 +97,16 @@ Status RemoteModel::Run() {
   return OkStatus();
 }
 
-Result<Tensor> RemoteModel::GetOutput(int index) const {
-  if (index < 0 || index >= NumOutputs()) return OutOfRange("get_output: index " + std::to_string(index));
+Status RemoteModel::GetOutput(int index, std::span<uint8_t> out) const {
+  HETRT_RETURN_IF_ERROR(CheckIo(outputs_, index, out.size(), "get_output"));
   std::vector<uint8_t> p;
   Put32(p, static_cast<uint32_t>(index));
-  const auto& out = outputs_[static_cast<size_t>(index)];
-  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p, client_->options().timeout_ms, out.bytes));
-  HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(out.shape, out.dtype));
-  if (bytes.size() != t.nbytes())
+  HETRT_ASSIGN_OR_RETURN(auto bytes, Call(HETRT_MSG_GET_OUTPUT, p, client_->options().timeout_ms, out.size()));
+  if (bytes.size() != out.size())
     return DataLoss("micro device: output " + std::to_string(index) + " has " + std::to_string(bytes.size()) +
-                    " bytes, expected " + std::to_string(t.nbytes()));
-  std::memcpy(t.data(), bytes.data(), bytes.size());
-  return t;
+                    " bytes, expected " + std::to_string(out.size()));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return OkStatus();
 }
 
 Result<std::string> RemoteModel::ArenaReport() const {

@@ -11,30 +11,24 @@
 #include <vector>
 
 #include "frame_client.h"
-#include "hetrt/exec/executor.h"
 #include "model_plan.h"
 
 namespace hetrt::micro {
 
-class RemoteModel final : public Executor {
+class RemoteModel final : public ModelSession {
  public:
   // Opens the transport and checks the device's HELLO against `plan`.
   static Result<std::unique_ptr<RemoteModel>> Connect(std::unique_ptr<Transport> transport, const ModelPlan& plan,
                                                       const LinkOptions& options);
 
-  int NumInputs() const override { return static_cast<int>(inputs_.size()); }
-  int NumOutputs() const override { return static_cast<int>(outputs_.size()); }
-  const std::string& InputName(int index) const override { return inputs_[static_cast<size_t>(index)].spec.name; }
-  std::string OutputName(int index) const override { return outputs_[static_cast<size_t>(index)].name; }
-  std::vector<int> UnboundInputs() const override;
-  Status SetInput(int index, const Tensor& value) override;
-  using Executor::SetInput;
+  const std::vector<TensorSpec>& inputs() const override { return input_specs_; }
+  const std::vector<TensorSpec>& outputs() const override { return outputs_; }
+  Status SetInput(int index, std::span<const uint8_t> bytes) override;
   Status Run() override;
-  Result<Tensor> GetOutput(int index) const override;
+  Status GetOutput(int index, std::span<uint8_t> out) const override;
+  using ModelSession::GetOutput;
   Result<std::string> ArenaReport() const;
 
-  const std::vector<TensorSpec>& output_specs() const { return outputs_; }
-  TensorSpec input_spec(int index) const { return inputs_[static_cast<size_t>(index)].spec; }
   // The device's own clock: ticks of the last run and their rate (0: none).
   uint64_t last_run_ticks() const { return last_run_ticks_; }
   uint32_t tick_hz() const { return tick_hz_; }
@@ -47,10 +41,6 @@ class RemoteModel final : public Executor {
   int retransmissions() const { return client_->retransmissions(); }
 
  private:
-  struct Input {
-    TensorSpec spec;
-    std::vector<uint8_t> last_value;  // replayed into a restarted device
-  };
   RemoteModel() = default;
   // HELLO with a new session; checks the tensors; replays the inputs.
   Status StartSession() const;
@@ -59,8 +49,8 @@ class RemoteModel final : public Executor {
                                     size_t reply_bytes = 0) const;
 
   std::unique_ptr<FrameClient> client_;
-  mutable std::vector<Input> inputs_;
-  std::vector<TensorSpec> outputs_;
+  std::vector<TensorSpec> input_specs_, outputs_;
+  std::vector<std::vector<uint8_t>> last_inputs_;  // replayed into a restarted device
   mutable bool in_session_ = false;
   mutable int restarts_ = -1;  // the first session is not a restart
   mutable uint32_t session_counter_ = 0;
