@@ -108,5 +108,40 @@ def main(root):
     return 0
 
 
+def self_test():
+    """A made-up tree with one upward include, one circle and one plugin reaching
+    into the core must give exactly those three problems."""
+    import contextlib
+    import io
+    import tempfile
+    files = {
+        "core/include/hetrt/base/a.h": '#include "hetrt/exec/b.h"\n',  # base reaches up into exec
+        "core/include/hetrt/exec/b.h": "",
+        "core/module/c.cc": '#include "hetrt/module/d.h"\n',  # c <-> d
+        "core/include/hetrt/module/c.h": "",
+        "core/module/d.cc": '#include "hetrt/module/c.h"\n',
+        "core/include/hetrt/module/d.h": "",
+        "plugins/x/x.cc": '#include "hetrt/plugin_abi.h"\n#include "hetrt/exec/b.h"\n',
+    }
+    with tempfile.TemporaryDirectory() as root:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+            with open(os.path.join(root, path), "w") as f:
+                f.write(text)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(root)
+    lines = out.getvalue().splitlines()
+    expected = ["lower layer reaches up", "circle: module/c -> module/d -> module/c", "plugins/x/x.cc: a plugin includes"]
+    missing = [e for e in expected if not any(e in line for line in lines)]
+    if status != 1 or missing or len(lines) != 3:
+        print("self-test failed: status", status, "missing", missing, "output", lines)
+        return 1
+    print("self-test: the upward include, the circle and the plugin include were all reported")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")))
