@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "hetrt/device/host_services.h"
+#include "hetrt/device/whole_model.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/tvm_abi/global_functions.h"
 #include "hetrt/base/install_layout.h"
@@ -195,13 +196,10 @@ Result<Plugin*> PluginRegistry::ForWholeModel(const std::string& path, const std
   for (const auto& p : plugins_) {
     const auto devices = p->whole_model_devices();
     if (std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
-    auto args = AbiArgs<hetrt_whole_model_accepts_args_t>();
-    args.self = p->instance();
-    args.path = path.c_str();
-    args.device = device.c_str();
-    if (Status s = p->Consume(p->whole_model_api()->accepts(&args)); !s.ok()) return s;
-    if (args.accepted) return p.get();
-    declined += (declined.empty() ? "" : "; ") + p->name() + ": " + (args.reason ? args.reason : "declined");
+    std::string reason;
+    HETRT_ASSIGN_OR_RETURN(bool accepted, WholeModel::Accepts(*p, path, device, &reason));
+    if (accepted) return p.get();
+    declined += (declined.empty() ? "" : "; ") + p->name() + ": " + reason;
   }
   if (!declined.empty()) return NotFound(path + " does not run on device '" + device + "' (" + declined + ")");
   return NotFound("no plugin runs whole models on device '" + device + "' (" + DescribeSearch() + ")");

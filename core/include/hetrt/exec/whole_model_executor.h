@@ -10,56 +10,43 @@
 #include <utility>
 #include <vector>
 
+#include "hetrt/device/whole_model.h"
 #include "hetrt/exec/executor.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 
-using PluginOptions = std::vector<std::pair<std::string, std::string>>;
-
 class WholeModelExecutor final : public Executor {
  public:
-  // What the model costs on its device (zeros where the plugin cannot tell).
-  struct Report {
-    uint64_t arena_bytes_used = 0, arena_bytes_total = 0, metadata_bytes = 0;
-    uint64_t last_run_instructions = 0, last_run_device_ns = 0;
-    std::string text;
-  };
+  using Report = WholeModelReport;
 
   // Opens `path` with the plugin of `registry` that runs it on `device`.
   static Result<std::unique_ptr<WholeModelExecutor>> Open(const std::string& path, const std::string& device,
                                                           const PluginOptions& options = {},
                                                           const PluginRegistry& registry = PluginRegistry::Global());
-  ~WholeModelExecutor() override;
 
-  int NumInputs() const override { return static_cast<int>(inputs_.size()); }
-  int NumOutputs() const override { return static_cast<int>(outputs_.size()); }
-  const std::string& InputName(int index) const override { return inputs_[static_cast<size_t>(index)].name; }
-  std::string OutputName(int index) const override { return outputs_[static_cast<size_t>(index)].name; }
+  int NumInputs() const override { return static_cast<int>(model_.inputs().size()); }
+  int NumOutputs() const override { return static_cast<int>(model_.outputs().size()); }
+  const std::string& InputName(int index) const override { return input(index).name; }
+  std::string OutputName(int index) const override { return output(index).name; }
   std::vector<int> UnboundInputs() const override;
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;
   Result<Tensor> GetOutput(int index) const override;
 
-  DLDataType InputDtype(int index) const { return inputs_[static_cast<size_t>(index)].dtype; }
-  const std::vector<int64_t>& InputShape(int index) const { return inputs_[static_cast<size_t>(index)].shape; }
-  DLDataType OutputDtype(int index) const { return outputs_[static_cast<size_t>(index)].dtype; }
-  const std::vector<int64_t>& OutputShape(int index) const { return outputs_[static_cast<size_t>(index)].shape; }
-  Result<Report> GetReport() const;
-  const Plugin& plugin() const { return *plugin_; }
+  DLDataType InputDtype(int index) const { return input(index).dtype; }
+  const std::vector<int64_t>& InputShape(int index) const { return input(index).shape; }
+  DLDataType OutputDtype(int index) const { return output(index).dtype; }
+  const std::vector<int64_t>& OutputShape(int index) const { return output(index).shape; }
+  Result<Report> GetReport() const { return model_.Report(); }
+  const Plugin& plugin() const { return model_.plugin(); }
 
  private:
-  struct Io {
-    std::string name;
-    DLDataType dtype;
-    std::vector<int64_t> shape;
-    uint64_t nbytes = 0;
-  };
-  WholeModelExecutor() = default;
-  std::shared_ptr<Plugin> plugin_;  // kept alive while the model lives
-  hetrt_whole_model_t* model_ = nullptr;
-  std::vector<Io> inputs_, outputs_;
+  explicit WholeModelExecutor(WholeModel model) : model_(std::move(model)) {}
+  const WholeModelIo& input(int index) const { return model_.inputs()[static_cast<size_t>(index)]; }
+  const WholeModelIo& output(int index) const { return model_.outputs()[static_cast<size_t>(index)]; }
+  WholeModel model_;
 };
 
 // The optional project hooks of the plugin serving `device`: write a
@@ -67,10 +54,7 @@ class WholeModelExecutor final : public Executor {
 Result<std::string> GenerateWholeModelProject(const std::string& device, const std::string& model_path,
                                               const std::string& output_dir, const PluginOptions& options = {},
                                               const PluginRegistry& registry = PluginRegistry::Global());
-struct ProjectRunResult {
-  int exit_code = 0;
-  std::string output;
-};
+using ProjectRunResult = WholeModel::ProjectRun;
 Result<ProjectRunResult> RunWholeModelProject(const std::string& device, const std::string& project_dir,
                                               const PluginOptions& options = {},
                                               const PluginRegistry& registry = PluginRegistry::Global());
