@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrt/sdk/tensor_layout.h"  // DLDataType
 #include "hetrt/base/status.h"
+#include "hetrt/sdk/tensor_layout.h"  // DLDataType
 
 namespace hetrt::micro {
 

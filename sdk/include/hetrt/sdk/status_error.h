@@ -1,12 +1,12 @@
-// hetrt::Status (hetrt/status.h: errors as values, header-only, no core code
+// hetrt::Status (hetrt/base/status.h: errors as values, header-only, no core code
 // behind it) turned into the plugin ABI's error at a plugin's C entry points.
 // A plugin may use Status and Result inside and return ToError(status) from
 // each entry; Status::ToString and StatusCodeName live in the core and are
 // not for plugins.
 #pragma once
 
-#include "hetrt/sdk/error.h"
 #include "hetrt/base/status.h"
+#include "hetrt/sdk/error.h"
 
 namespace hetrt::sdk {
 
