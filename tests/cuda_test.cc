@@ -4,7 +4,9 @@
 // fatbin, launch geometry from tags, argument widths, TVM's blob read and
 // written byte for byte, malformed blobs) are checked for real.
 // On a device (a GPU, or the fake driver tests/cuda/fake_libcuda.cc that ctest
-// also runs this suite on): fixtures, the kernel set, copies, streams, events.
+// also runs this suite on): fixtures, the kernel set, launches, streams and
+// events as CUDA has them. What every backend does (memory, copies, streams,
+// events, instances) is tests/device_suite/, which runs on CUDA too.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -726,34 +728,6 @@ TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
   EXPECT_EQ(o.output.find("MISMATCH"), std::string::npos) << o.output;
 }
 
-TEST_F(CudaDevice, CopiesOfOddSizesAndOffsetsRoundTrip) {
-  PluginRegistry& reg = PluginRegistry::Global();
-  Plugin* cu = Cu();
-  const DLDataType u8{kDLUInt, 8, 1};
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu)));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu)));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor pinned, Tensor::Empty({4099}, u8, cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_PINNED)));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::EmptyHost({4099}, u8));
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, Tensor::EmptyHost({4099}, u8));
-  for (int i = 0; i < 4099; ++i) host.data_as<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + 3);
-  const DLDevice h{kDLCPU, 0};
-  for (auto [src_off, dst_off, n] : {std::tuple<uint64_t, uint64_t, uint64_t>{0, 0, 1}, {3, 5, 3}, {1, 0, 4097},
-                                     {7, 11, 1000}, {0, 0, 4099}, {9, 9, 0}}) {
-    SCOPED_TRACE(std::to_string(src_off) + "->" + std::to_string(dst_off) + " x" + std::to_string(n));
-    std::memset(back.data(), 0, 4099);
-    std::memset(pinned.data(), 0, 4099);
-    HETRT_ASSERT_OK(reg.CopyBytes(host.data(), src_off, h, a.data(), dst_off, kCu, n));    // pageable -> device
-    HETRT_ASSERT_OK(reg.CopyBytes(a.data(), dst_off, kCu, b.data(), src_off, kCu, n));     // device -> device
-    HETRT_ASSERT_OK(reg.CopyBytes(b.data(), src_off, kCu, pinned.data(), dst_off, kCu, n));  // device -> pinned (labelled cuda)
-    HETRT_ASSERT_OK(reg.CopyBytes(pinned.data(), dst_off, h, back.data(), dst_off, h, n));   // pinned -> pageable
-    EXPECT_EQ(std::memcmp(back.data_as<uint8_t>() + dst_off, host.data_as<uint8_t>() + src_off, n), 0);
-  }
-  Status s = reg.CopyBytes(host.data(), 0, h, a.data(), 4000, kCu, 200);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("copy destination range [4000, +200) exceeds the 4099-byte buffer"), std::string::npos)
-      << s.message();
-}
-
 TEST_F(CudaDevice, TwoDevicesCopyToEachOtherDirectly) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto count, Cu()->CountDevices(kDLCUDA));
   if (count.count < 2) GTEST_SKIP() << "one CUDA device";
@@ -772,7 +746,9 @@ TEST_F(CudaDevice, TwoDevicesCopyToEachOtherDirectly) {
   }
 }
 
-TEST_F(CudaDevice, AttributesMemoryKindsAndStats) {
+// (Memory kinds and statistics, copies: tests/device_suite/, which runs on
+// CUDA too.)
+TEST_F(CudaDevice, Attributes) {
   Plugin* cu = Cu();
   HETRT_ASSERT_OK_AND_ASSIGN(std::string compute, cu->AttributeString(kCu, HETRT_DEVICE_ATTR_COMPUTE_VERSION));
   EXPECT_NE(compute.find('.'), std::string::npos);
@@ -785,25 +761,6 @@ TEST_F(CudaDevice, AttributesMemoryKindsAndStats) {
     EXPECT_GT(v, 0) << "attribute " << attribute;
   }
   EXPECT_EQ(cu->AttributeInt(kCu, 0x7777).status().code(), StatusCode::kNotFound);
-  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats before, cu->MemoryStats(kCu));
-  {
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Empty({1000}, {kDLUInt, 8, 1}, cu->DeviceAllocator(kCu)));
-    HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats during, cu->MemoryStats(kCu));
-    EXPECT_EQ(during.bytes_in_use, before.bytes_in_use + 1000);
-    EXPECT_EQ(during.num_allocations, before.num_allocations + 1);
-    EXPECT_GE(during.peak_bytes_in_use, during.bytes_in_use);
-    EXPECT_GT(during.bytes_limit, 0u);
-    // Pinned memory is a host address.
-    Allocator& pinned = cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_PINNED);
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor p, Tensor::Empty({64}, kF32, pinned));
-    EXPECT_EQ(pinned.HostPointer(p.data()), p.data());
-    static_cast<float*>(p.data())[63] = 1.f;
-  }
-  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats after, cu->MemoryStats(kCu));
-  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
-  // HOST_VISIBLE memory only where device memory is host memory.
-  auto visible = Tensor::Empty({16}, kF32, cu->DeviceAllocator(kCu, HETRT_MEMORY_HOST_VISIBLE));
-  EXPECT_EQ(visible.ok(), cu->SharesHostMemory(kCu)) << (visible.ok() ? "" : visible.status().message());
 }
 
 // A module of the test kernels (tests/cuda/test_kernels.cu).
@@ -945,7 +902,10 @@ TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
   }
 }
 
-TEST_F(CudaDevice, EventsOrderStreamsTimeWorkAndMapOntoTheHostClock) {
+// Elapsed time agrees with the timestamps, and timing an event created
+// without HETRT_EVENT_TIMING is refused with the reason. (Ordering, events
+// never recorded, timestamps on the host clock: tests/device_suite/.)
+TEST_F(CudaDevice, ElapsedTimeAgreesWithTimestampsOfTimingEventsOnly) {
   Plugin* cu = Cu();
   const hetrt_device_api_t* api = cu->device_api();
   auto event = [&](uint32_t flags) {
@@ -957,17 +917,6 @@ TEST_F(CudaDevice, EventsOrderStreamsTimeWorkAndMapOntoTheHostClock) {
   hetrt_event_t* start = event(HETRT_EVENT_TIMING);
   hetrt_event_t* end = event(HETRT_EVENT_TIMING);
   hetrt_event_t* plain = event(0);
-  // Never recorded: complete, and waiting for it is a no-op.
-  auto query = CuArgs<hetrt_event_args_t>();
-  query.event = plain;
-  HETRT_ASSERT_OK(cu->Consume(api->event_query(&query)));
-  EXPECT_EQ(query.complete, 1);
-  auto wait = CuArgs<hetrt_stream_wait_event_args_t>();
-  wait.event = plain;
-  HETRT_ASSERT_OK(cu->Consume(api->stream_wait_event(&wait)));
-  auto clock = CuArgs<hetrt_device_clock_args_t>();
-  HETRT_ASSERT_OK(cu->Consume(api->device_clock(&clock)));
-  EXPECT_LT(clock.uncertainty_ns, 10'000'000u);
   auto record = [&](hetrt_event_t* e) {
     auto args = CuArgs<hetrt_event_record_args_t>();
     args.event = e;
@@ -983,7 +932,6 @@ TEST_F(CudaDevice, EventsOrderStreamsTimeWorkAndMapOntoTheHostClock) {
   elapsed.start = start;
   elapsed.end = end;
   HETRT_ASSERT_OK(cu->Consume(api->event_elapsed_ms(&elapsed)));
-  EXPECT_GE(elapsed.milliseconds, 0.0);
   uint64_t stamps[2] = {};
   for (int i = 0; i < 2; ++i) {
     auto ts = CuArgs<hetrt_event_timestamp_args_t>();
@@ -991,15 +939,7 @@ TEST_F(CudaDevice, EventsOrderStreamsTimeWorkAndMapOntoTheHostClock) {
     HETRT_ASSERT_OK(cu->Consume(api->event_timestamp(&ts)));
     stamps[i] = ts.device_ns;
   }
-  EXPECT_LE(stamps[0], stamps[1]);
   EXPECT_NEAR(static_cast<double>(stamps[1] - stamps[0]) / 1e6, elapsed.milliseconds, 0.01);
-  // On the host clock (through device_clock's offset), the work happened within this test.
-  auto now = CuArgs<hetrt_device_clock_args_t>();
-  HETRT_ASSERT_OK(cu->Consume(api->device_clock(&now)));
-  const int64_t offset = static_cast<int64_t>(now.host_ns) - static_cast<int64_t>(now.device_ns);
-  EXPECT_LE(static_cast<int64_t>(stamps[1]) + offset, static_cast<int64_t>(now.host_ns) + 1'000'000);
-  EXPECT_GE(static_cast<int64_t>(stamps[0]) + offset, static_cast<int64_t>(clock.host_ns) - 1'000'000);
-  // Timing a plain event is refused with the reason.
   elapsed.end = plain;
   Status s = cu->Consume(api->event_elapsed_ms(&elapsed));
   EXPECT_NE(s.message().find("needs events created with HETRT_EVENT_TIMING"), std::string::npos) << s.message();
@@ -1071,22 +1011,6 @@ TEST_F(CudaDevice, ModuleErrorsNameTheKernelTheImageAndTheDriver) {
   EXPECT_NE(s.message().find("CUDA kernel 'absent' is not in its module (PTX 8.0 for sm_75): CUDA_ERROR_NOT_FOUND"),
             std::string::npos)
       << s.message();
-}
-
-TEST_F(CudaDevice, TwoRegistriesHoldIndependentInstances) {
-  std::vector<Tensor> tensors;
-  for (int i = 0; i < 2; ++i) {
-    auto registry = PluginRegistry::Discover({});
-    HETRT_ASSERT_OK_AND_ASSIGN(Plugin * cu, registry->ForDevice(kCu));
-    EXPECT_NE(cu->instance(), Cu()->instance());
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Empty({256}, kF32, cu->DeviceAllocator(kCu)));
-    HETRT_ASSERT_OK(registry->CopyTensor(Random({256}, 9), t));
-    tensors.push_back(std::move(t));
-  }  // both registries gone; their tensors keep their instances alive
-  for (const Tensor& t : tensors) {
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, PluginRegistry::Global().ToHost(t));
-    EXPECT_TRUE(testing::TensorsClose(back, Random({256}, 9), 0, 0));
-  }
 }
 
 }  // namespace

@@ -16,16 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "device_client.h"
+#include "device_checks.h"
 #include "hetrt/dtype.h"
-#include "hetrt/plugin_registry.h"
-#include "test_support.h"
 
 namespace hetrt::device_suite {
-
-inline constexpr DLDevice kHost{kDLCPU, 0};
-inline constexpr DLDataType kU8{kDLUInt, 8, 1};
-inline constexpr DLDataType kF32{kDLFloat, 32, 1};
 
 using Options = std::vector<std::pair<std::string, std::string>>;
 
@@ -83,26 +77,5 @@ T ValueOrFail(Result<T> result) {
   EXPECT_TRUE(result.ok()) << result.status().message();
   return result.ok() ? std::move(result).value() : T{};
 }
-
-// Bytes i*7+3 (mod 256), the pattern the copy checks move around.
-std::vector<uint8_t> Pattern(size_t n);
-
-// CLOCK_MONOTONIC in ns, the host clock device clocks are mapped onto.
-int64_t HostNowNs();
-
-// ---- Checks shared with the backends' own files (their quirks run them
-//      under other options).
-
-// Host -> device -> device -> pinned host -> host copies of odd sizes at odd
-// offsets through `reg`, in `memory` of `device`; then an out-of-range copy
-// is refused naming the buffer size.
-void CheckCopiesRoundTrip(PluginRegistry& reg, Plugin* plugin, DLDevice device, Allocator& memory,
-                          bool pinned_labelled_as_device = true);
-
-// Two events recorded around a large asynchronous copy on one stream: their
-// timestamps are ordered and, through device_clock's offset, fall between host
-// readings taken around them; elapsed time is not negative. The copy goes to
-// `nbytes` of device memory at `device_buffer`.
-void CheckTimestampsOnTheHostClock(const conformance::DeviceClient& client, void* device_buffer, size_t nbytes);
 
 }  // namespace hetrt::device_suite
