@@ -8,7 +8,6 @@
 // events as CUDA has them. What every backend does (memory, copies, streams,
 // events, instances) is tests/device_suite/, which runs on CUDA too.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
 #include "kernel_set.h"
+#include "fixture_runs.h"
 #include "test_support.h"
 #include "two_branch_model.h"
 
@@ -292,13 +292,7 @@ TEST(CudaFormat, FixtureBlobsRoundTripByteForByte) {
       LoadOptions options;
       options.keep_unloadable = true;
       HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(file, options));
-      std::vector<const Module*> stack{root.get()}, found;
-      while (!stack.empty()) {
-        const Module* m = stack.back();
-        stack.pop_back();
-        if (m->type_key() == "cuda") found.push_back(m);
-        for (const auto& i : m->imports()) stack.push_back(i.get());
-      }
+      const std::vector<const Module*> found = testing::ModulesOfType(*root, "cuda");
       ASSERT_EQ(found.size(), 1u);
       EXPECT_NE(dynamic_cast<const PluginModule*>(found[0]), nullptr) << "the CUDA plugin did not load the module";
       HETRT_ASSERT_OK_AND_ASSIGN(auto saved, found[0]->SaveToBinary());
@@ -605,41 +599,14 @@ Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
   return t;
 }
 
-nlohmann::json Meta(const std::string& dir) { return nlohmann::json::parse(ReadText(dir + "/meta.json")); }
 
 TEST_F(CudaDevice, EveryCudaFixtureMatchesItsExpectedOutputsThroughApiAndCli) {
   for (const char* model : kCudaFixtures) {
     HETRT_REQUIRE_FIXTURE(dir, model);
     SCOPED_TRACE(model);
     if (OnFakeDriver() && std::string(model) == "mlp_cuda") continue;  // the fake runs no TVM dense kernels
-    const auto tol = Meta(dir)["tolerances"]["self_check_same_device"];
-    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
-    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
-    for (int mode = 0; mode < 8; ++mode) {
-      const bool triple = mode & 1, sequential = mode & 2, staged = mode & 4;
-      SCOPED_TRACE(std::string(triple ? "triple" : "deploy.so") + (sequential ? " sequential" : " async") +
-                   (staged ? " staged copies" : ""));
-      GraphExecutor::Options options;
-      options.devices = {{kDLCPU, 0}, kCu};
-      options.sequential = sequential;
-      options.staged_copies = staged;
-      GraphModelFiles files{dir + (triple ? "/lib.so" : "/deploy.so")};
-      if (triple) files.graph_json = dir + "/graph.json";
-      if (triple && std::filesystem::exists(dir + "/params.params")) files.params = dir + "/params.params";
-      HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, options));
-      for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
-      for (int run = 0; run < 2; ++run) {  // the second run reuses loaded modules and workspace
-        HETRT_ASSERT_OK(m.executor->Run());
-        HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
-        EXPECT_TRUE(testing::TensorsClose(out, FindParam(expected, "output_0")->tensor, tol["rtol"], tol["atol"]));
-      }
-    }
-    const std::string saved = ::testing::TempDir() + "/hetrt_cuda_out_" + std::to_string(getpid()) + ".params";
-    const Outcome o = RunCli("run " + dir + "/deploy.so --device cpu --device cuda --inputs " + dir +
-                             "/inputs.params --save-outputs " + saved);
-    ASSERT_EQ(o.exit_code, 0) << o.output;
-    HETRT_ASSERT_OK_AND_ASSIGN(auto cli, LoadParamDictFile(saved));
-    EXPECT_TRUE(testing::TensorsClose(cli[0].tensor, expected[0].tensor, tol["rtol"], tol["atol"]));
+    testing::ExpectFixtureMatchesInEveryMode(dir, {{kDLCPU, 0}, kCu}, /*runs_per_mode=*/2);
+    testing::ExpectCliRunMatches(HETRT_CLI, dir, {{kDLCPU, 0}, kCu});
   }
 }
 

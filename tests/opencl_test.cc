@@ -9,6 +9,7 @@
 #include "hetrt/dtype.h"
 #include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
+#include "fixture_runs.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -52,39 +53,8 @@ HETRT_INSTANTIATE_PER_FIXTURE(Tvm, OpenClOnFixture,
 TEST_P(OpenClOnFixture, MatchesTvmThroughApiAndCli) {
   HETRT_REQUIRE_OPENCL();
   const std::string dir = testing::TvmFixture(fixture());
-  const auto tol = ReadJson(dir + "/meta.json")["tolerances"]["self_check_same_device"];
-  HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
-  HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
-  // Every execution mode: asynchronous (default), TVM's sequential order,
-  // and both with copies through the plugin instead of shared memory.
-  for (int mode = 0; mode < 8; ++mode) {
-    const bool triple = mode & 1, sequential = mode & 2, staged = mode & 4;
-    SCOPED_TRACE(std::string(triple ? "triple" : "deploy.so") + (sequential ? " sequential" : " async") +
-                 (staged ? " staged copies" : ""));
-    GraphExecutor::Options options;
-    options.devices = FactoryDevices(dir);
-    options.sequential = sequential;
-    options.staged_copies = staged;
-    GraphModelFiles files{dir + (triple ? "/lib.so" : "/deploy.so")};
-    if (triple) files.graph_json = dir + "/graph.json";
-    if (triple && std::filesystem::exists(dir + "/params.params")) files.params = dir + "/params.params";
-    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel(files, options));
-    for (const auto& p : inputs) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
-    HETRT_ASSERT_OK(m.executor->Run());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(static_cast<int>(i)));
-      EXPECT_TRUE(testing::TensorsClose(out, FindParam(expected, "output_" + std::to_string(i))->tensor,
-                                        tol["rtol"], tol["atol"]));
-    }
-  }
-  std::string devices;
-  for (const DLDevice& d : FactoryDevices(dir)) devices += " --device " + DeviceToString(d);
-  const std::string saved = ::testing::TempDir() + "/hetrt_cl_out_" + fixture() + ".params";
-  const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so" + devices + " --inputs " + dir +
-                          "/inputs.params --save-outputs " + saved + " > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  HETRT_ASSERT_OK_AND_ASSIGN(auto cli, LoadParamDictFile(saved));
-  EXPECT_TRUE(testing::TensorsClose(cli[0].tensor, expected[0].tensor, tol["rtol"], tol["atol"]));
+  testing::ExpectFixtureMatchesInEveryMode(dir, FactoryDevices(dir));
+  testing::ExpectCliRunMatches(HETRT_CLI, dir, FactoryDevices(dir));
 }
 
 TEST(OpenCl, InputsPlacedOnTheDeviceLiveInOpenClMemory) {

@@ -23,6 +23,17 @@ std::string ReadText(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+std::vector<const Module*> ModulesOfType(const Module& root, std::string_view type_key) {
+  std::vector<const Module*> stack{&root}, found;
+  while (!stack.empty()) {
+    const Module* m = stack.back();
+    stack.pop_back();
+    if (m->type_key() == type_key) found.push_back(m);
+    for (const auto& i : m->imports()) stack.push_back(i.get());
+  }
+  return found;
+}
+
 std::string TvmFixture(const std::string& model) {
   std::filesystem::path dir = std::filesystem::path(FixturesRoot()) / "tvm-0.18" / model;
   return std::filesystem::is_directory(dir) ? dir.string() : std::string();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hetrt/module.h"
 #include "hetrt/params.h"
 #include "hetrt/plugin_registry.h"
 #include "hetrt/status.h"
@@ -65,6 +66,9 @@ class PerFixtureTest : public ::testing::TestWithParam<FixtureParam> {
   void SetUp() override;
   const std::string& fixture() const { return GetParam().name; }
 };
+
+// The modules of `type_key` in the import tree under `root` (root included).
+std::vector<const Module*> ModulesOfType(const Module& root, std::string_view type_key);
 
 // Whole-file helpers for tests (an empty result when the file is missing).
 std::string ReadText(const std::string& path);

@@ -386,13 +386,7 @@ TEST_F(VulkanTest, ModulesReadBackByteForByte) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto set, LoadVkModule(set_bytes));
   EXPECT_EQ(Saved(*set), set_bytes);
   HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(TwoBranchLibrary(kDLVulkan, ".so")));
-  std::vector<const Module*> stack{root.get()}, found;
-  while (!stack.empty()) {
-    const Module* x = stack.back();
-    stack.pop_back();
-    if (x->type_key() == "vulkan") found.push_back(x);
-    for (const auto& i : x->imports()) stack.push_back(i.get());
-  }
+  const std::vector<const Module*> found = testing::ModulesOfType(*root, "vulkan");
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(Saved(*found[0]), set_bytes);
 }
