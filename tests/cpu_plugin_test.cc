@@ -224,20 +224,12 @@ hetrt_memory_stats_args_t MemoryStats(hetrt_instance_t* self) {
   return args;
 }
 
+// Host to host on the CPU device.
 hetrt_error_t* Copy(hetrt_instance_t* self, const void* src, uint64_t src_offset, void* dst,
-                    uint64_t dst_offset, uint64_t nbytes, DLDevice src_device = kCpu,
-                    DLDevice dst_device = kCpu, hetrt_stream_t* stream = nullptr,
-                    uint32_t flags = 0) {
-  auto args = Args<hetrt_copy_args_t>(self);
-  args.src = src;
-  args.src_offset = src_offset;
-  args.src_device = src_device;
-  args.dst = dst;
-  args.dst_offset = dst_offset;
-  args.dst_device = dst_device;
-  args.nbytes = nbytes;
-  args.stream = stream;
-  args.flags = flags;
+                    uint64_t dst_offset, uint64_t nbytes, hetrt_stream_t* stream = nullptr) {
+  hetrt_copy_args_t args{.struct_size = sizeof(args), .self = self, .src = src, .src_offset = src_offset,
+                         .src_device = kCpu, .dst = dst, .dst_offset = dst_offset, .dst_device = kCpu,
+                         .nbytes = nbytes, .stream = stream};
   return Device().copy(&args);
 }
 
@@ -676,7 +668,7 @@ TEST_F(CpuPluginTest, StreamsAndEventsOfAnotherInstanceAreRefused) {
 
   char source[4] = {1, 2, 3, 4};
   char destination[4] = {};
-  EXPECT_EQ(CodeOf(Copy(self_, source, 0, destination, 0, 4, kCpu, kCpu, foreign_stream)),
+  EXPECT_EQ(CodeOf(Copy(self_, source, 0, destination, 0, 4, foreign_stream)),
             HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(destination[0], 0) << "a refused copy copies nothing";
   EXPECT_EQ(CodeOf(StreamCall(Device().stream_synchronize, self_, foreign_stream)),

@@ -21,6 +21,7 @@
 
 #include "cuda_driver.h"
 #include "cuda_format.h"
+#include "device_client.h"
 #include "hetrt/byte_stream.h"
 #include "hetrt/graph_model.h"
 #include "hetrt/module_loader.h"
@@ -41,6 +42,7 @@ namespace hetrt {
 namespace {
 
 using cuda::ImageKind;
+using testing::Random;
 using testing::ReadText;
 
 constexpr DLDevice kCu{kDLCUDA, 0};
@@ -591,14 +593,6 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
-  Tensor t = Tensor::EmptyHost(std::move(shape), kF32).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
 
 TEST_F(CudaDevice, EveryCudaFixtureMatchesItsExpectedOutputsThroughApiAndCli) {
   for (const char* model : kCudaFixtures) {
@@ -743,14 +737,7 @@ Result<std::shared_ptr<Module>> TestKernels() {
 
 // Calls a kernel as TVM host code does: __tvm_set_device, then the packed function.
 Status Launch(Module& m, const std::string& kernel, std::vector<hetrt_value_t> args, std::vector<int32_t> codes) {
-  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
-  if (set_device == nullptr) return NotFound("__tvm_set_device");
-  hetrt_value_t dev[2] = {{.v_int64 = kDLCUDA}, {.v_int64 = 0}};
-  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
-  HETRT_RETURN_IF_ERROR(CallPackedFunc(*set_device, dev, dev_codes, 2));
-  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
-  if (f == nullptr) return NotFound(kernel);
-  return CallPackedFunc(*f, args.data(), codes.data(), static_cast<int32_t>(args.size()));
+  return testing::CallKernel(m, kCu, kernel, std::move(args), std::move(codes));
 }
 
 TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
@@ -873,48 +860,23 @@ TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
 // without HETRT_EVENT_TIMING is refused with the reason. (Ordering, events
 // never recorded, timestamps on the host clock: tests/device_suite/.)
 TEST_F(CudaDevice, ElapsedTimeAgreesWithTimestampsOfTimingEventsOnly) {
-  Plugin* cu = Cu();
-  const hetrt_device_api_t* api = cu->device_api();
-  auto event = [&](uint32_t flags) {
-    auto args = CuArgs<hetrt_event_create_args_t>();
-    args.flags = flags;
-    EXPECT_TRUE(cu->Consume(api->event_create(&args)).ok());
-    return args.event;
-  };
-  hetrt_event_t* start = event(HETRT_EVENT_TIMING);
-  hetrt_event_t* end = event(HETRT_EVENT_TIMING);
-  hetrt_event_t* plain = event(0);
-  auto record = [&](hetrt_event_t* e) {
-    auto args = CuArgs<hetrt_event_record_args_t>();
-    args.event = e;
-    EXPECT_TRUE(cu->Consume(api->event_record(&args)).ok());
-  };
-  record(start);
-  const Tensor host = Random({1 << 20}, 5);
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor d, Tensor::Empty({1 << 20}, kF32, cu->DeviceAllocator(kCu)));
-  HETRT_ASSERT_OK(PluginRegistry::Global().CopyTensor(host, d));
-  record(end);
-  record(plain);
-  auto elapsed = CuArgs<hetrt_event_elapsed_args_t>();
-  elapsed.start = start;
-  elapsed.end = end;
-  HETRT_ASSERT_OK(cu->Consume(api->event_elapsed_ms(&elapsed)));
-  uint64_t stamps[2] = {};
-  for (int i = 0; i < 2; ++i) {
-    auto ts = CuArgs<hetrt_event_timestamp_args_t>();
-    ts.event = i ? end : start;
-    HETRT_ASSERT_OK(cu->Consume(api->event_timestamp(&ts)));
-    stamps[i] = ts.device_ns;
-  }
-  EXPECT_NEAR(static_cast<double>(stamps[1] - stamps[0]) / 1e6, elapsed.milliseconds, 0.01);
-  elapsed.end = plain;
-  Status s = cu->Consume(api->event_elapsed_ms(&elapsed));
-  EXPECT_NE(s.message().find("needs events created with HETRT_EVENT_TIMING"), std::string::npos) << s.message();
-  for (hetrt_event_t* e : {start, end, plain}) {
-    auto args = CuArgs<hetrt_event_args_t>();
-    args.event = e;
-    HETRT_ASSERT_OK(cu->Consume(api->event_destroy(&args)));
-  }
+  const conformance::DeviceClient c(Cu(), kCu);
+  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * start, c.NewEvent(HETRT_EVENT_TIMING));
+  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * end, c.NewEvent(HETRT_EVENT_TIMING));
+  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * plain, c.NewEvent(0));
+  HETRT_ASSERT_OK(c.Record(start, nullptr));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor d, Tensor::Empty({1 << 20}, kF32, Cu()->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK(PluginRegistry::Global().CopyTensor(Random({1 << 20}, 5), d));
+  HETRT_ASSERT_OK(c.Record(end, nullptr));
+  HETRT_ASSERT_OK(c.Record(plain, nullptr));
+  HETRT_ASSERT_OK_AND_ASSIGN(double elapsed_ms, c.ElapsedMs(start, end));
+  HETRT_ASSERT_OK_AND_ASSIGN(uint64_t start_ns, c.Timestamp(start));
+  HETRT_ASSERT_OK_AND_ASSIGN(uint64_t end_ns, c.Timestamp(end));
+  EXPECT_NEAR(static_cast<double>(end_ns - start_ns) / 1e6, elapsed_ms, 0.01);
+  const Status untimed = c.ElapsedMs(start, plain).status();
+  EXPECT_NE(untimed.message().find("needs events created with HETRT_EVENT_TIMING"), std::string::npos)
+      << untimed.message();
+  for (hetrt_event_t* e : {start, end, plain}) HETRT_ASSERT_OK(c.EventCall(c.api()->event_destroy, e));
 }
 
 TEST_F(CudaDevice, WorkspaceIsReusedOnTheStreamThatFreedItOnly) {

@@ -19,17 +19,11 @@
 namespace hetrt {
 namespace {
 
+using testing::Random;
+
 using kernels::Op;
 using Spec = GraphBuilder::TensorSpec;
 Spec F32(std::vector<int64_t> s) { return {std::move(s), {kDLFloat, 32, 1}}; }
-
-Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
-  Tensor t = Tensor::EmptyHost(std::move(shape), {kDLFloat, 32, 1}).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
 
 // One op with all inputs as graph inputs, on `device`; returns the output.
 Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_t device) {

@@ -95,16 +95,8 @@ Result<std::shared_ptr<Module>> LoadClModule(const std::vector<uint8_t>& blob) {
 }
 
 Status Launch(Module& m, const std::string& kernel, Tensor& buffer, int64_t threads) {
-  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
-  if (set_device == nullptr) return NotFound("__tvm_set_device");
-  hetrt_value_t dev[2] = {{.v_int64 = kDLOpenCL}, {.v_int64 = 0}};
-  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
-  HETRT_RETURN_IF_ERROR(CallPackedFunc(*set_device, dev, dev_codes, 2));
-  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
-  if (f == nullptr) return NotFound(kernel);
-  hetrt_value_t args[2] = {{.v_handle = buffer.data()}, {.v_int64 = threads}};
-  int32_t codes[2] = {HETRT_TYPE_HANDLE, HETRT_TYPE_INT};
-  return CallPackedFunc(*f, args, codes, 2);
+  return testing::CallKernel(m, kCl, kernel, {{.v_handle = buffer.data()}, {.v_int64 = threads}},
+                             {HETRT_TYPE_HANDLE, HETRT_TYPE_INT});
 }
 
 TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {

@@ -39,6 +39,7 @@ constexpr DLDevice kHost{kDLCPU, 0};
 constexpr DLDataType kF32{kDLFloat, 32, 1};
 constexpr DLDataType kU8{kDLUInt, 8, 1};
 
+using testing::Random;
 using testing::ReadText;
 
 Plugin* Vk() { return PluginRegistry::Global().ForDevice(kVk).value(); }
@@ -66,14 +67,6 @@ class VulkanTest : public ::testing::Test {
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/hetrt_vk_" + std::to_string(getpid()) + "_" + name;
-}
-
-Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
-  Tensor t = Tensor::EmptyHost(std::move(shape), kF32).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
 }
 
 // A missing layer must fail the suite, not skip it as "no device".
@@ -393,20 +386,9 @@ TEST_F(VulkanTest, ModulesReadBackByteForByte) {
 
 // ---------------------------------------------------------------- launches
 
-Status SetDevice() {
-  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
-  if (set_device == nullptr) return NotFound("__tvm_set_device");
-  hetrt_value_t dev[2] = {{.v_int64 = kDLVulkan}, {.v_int64 = 0}};
-  int32_t codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
-  return CallPackedFunc(*set_device, dev, codes, 2);
-}
-
 // Calls `kernel` with `y`, then the scalar values, then blockIdx.x/threadIdx.x.
 Status Launch(Module& m, const std::string& kernel, void* y, std::vector<hetrt_value_t> scalars,
               std::vector<int32_t> scalar_codes, int64_t groups) {
-  HETRT_RETURN_IF_ERROR(SetDevice());
-  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
-  if (f == nullptr) return NotFound(kernel);
   std::vector<hetrt_value_t> args{{.v_handle = y}};
   std::vector<int32_t> codes{HETRT_TYPE_HANDLE};
   args.insert(args.end(), scalars.begin(), scalars.end());
@@ -414,7 +396,7 @@ Status Launch(Module& m, const std::string& kernel, void* y, std::vector<hetrt_v
   args.push_back({.v_int64 = groups});
   args.push_back({.v_int64 = 8});
   codes.insert(codes.end(), {HETRT_TYPE_INT, HETRT_TYPE_INT});
-  return CallPackedFunc(*f, args.data(), codes.data(), static_cast<int32_t>(args.size()));
+  return testing::CallKernel(m, kVk, kernel, std::move(args), std::move(codes));
 }
 
 // Scalars after n, and what the shader computes from them: y[i] = i + sum (k+1) s_k.

@@ -143,8 +143,7 @@ TEST_P(Streams, CurrentStreamIsPerThreadAndPerInstance) {
   EXPECT_EQ(previous, first) << "set returns the previous stream";
   HETRT_ASSERT_OK(c.SetCurrentStream(nullptr, &previous));
   EXPECT_EQ(previous, second);
-  HETRT_ASSERT_OK(c.DestroyStream(first));
-  HETRT_ASSERT_OK(c.DestroyStream(second));
+  for (hetrt_stream_t* stream : {first, second}) HETRT_ASSERT_OK(c.DestroyStream(stream));
 }
 
 }  // namespace
