@@ -23,6 +23,7 @@
 #include "hetrt/graph_model.h"
 #include "hetrt/module_export.h"
 #include "hetrt/module_loader.h"
+#include "kernel_runs.h"
 #include "kernel_set.h"
 #include "device_checks.h"
 #include "test_support.h"
@@ -83,51 +84,17 @@ TEST(VulkanValidation, LayerIsOnWhenAsked) {
 
 // ---------------------------------------------------------------- kernel set
 
-// One op of the set with every input a graph input, exported and run on `device`.
+// One op of the set on `device` (kernel_runs.h).
 Result<Tensor> RunOne(kernels::Op op, const std::vector<Tensor>& inputs, std::vector<int64_t> out, int32_t device) {
-  GraphBuilder b;
-  std::vector<GraphBuilder::Value> values;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    values.push_back(b.AddInput("in" + std::to_string(i), {inputs[i].shape(), inputs[i].dtype()}, device));
-  HETRT_ASSIGN_OR_RETURN(std::string fn, kernels::FunctionName(op, device));
-  b.AddOutput(b.AddOp1("op", fn, values, {std::move(out), kF32}, device));
-  HETRT_ASSIGN_OR_RETURN(auto built, b.Build());
-  static int counter = 0;
-  const std::string path = TempPath("op" + std::to_string(counter++) + ".so");
-  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{device}, path));
-  GraphExecutor::Options options;
-  options.devices = {kHost};
-  if (device != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(device), 0});
-  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({path}, options));
-  for (size_t i = 0; i < inputs.size(); ++i) HETRT_RETURN_IF_ERROR(m.executor->SetInput(static_cast<int>(i), inputs[i]));
-  HETRT_RETURN_IF_ERROR(m.executor->Run());
-  auto result = m.executor->GetOutput(0);
-  std::filesystem::remove(path);
-  return result;
+  return testing::RunKernelOp(op, inputs, std::move(out), device);
 }
 
 TEST_F(VulkanTest, EveryKernelOfTheSetMatchesTheCpuKernel) {
-  using kernels::Op;
-  struct Case {
-    const char* name;
-    Op op;
-    std::vector<std::vector<int64_t>> inputs;
-    std::vector<int64_t> output;
-  };
-  const Case cases[] = {
-      {"add", Op::kAdd, {{2, 37}, {2, 37}}, {2, 37}},
-      // More elements than 65535 groups of 64 cover: the shader strides over the rest.
-      {"add_strided", Op::kAdd, {{4200000}, {4200000}}, {4200000}},
-      {"mul", Op::kMul, {{5, 13}, {5, 13}}, {5, 13}},
-      {"relu", Op::kRelu, {{3, 100}}, {3, 100}},
-      {"dense", Op::kDense, {{2, 70}, {33, 70}, {33}}, {2, 33}},
-      {"softmax", Op::kSoftmax, {{3, 17}}, {3, 17}},
-      {"conv2d_pad1", Op::kConv2d, {{1, 3, 9, 9}, {4, 3, 3, 3}, {4}}, {1, 4, 9, 9}},
-      {"conv2d_valid", Op::kConv2d, {{1, 2, 7, 6}, {3, 2, 3, 3}, {3}}, {1, 3, 5, 4}},
-      {"maxpool", Op::kMaxPool, {{1, 3, 8, 6}}, {1, 3, 4, 3}},
-  };
+  std::vector<testing::KernelCase> cases = testing::KernelCases();
+  // More elements than 65535 groups of 64 cover: the shader strides over the rest.
+  cases.push_back({"add_strided", kernels::Op::kAdd, {{4200000}, {4200000}}, {4200000}});
   uint32_t seed = 1;
-  for (const Case& c : cases) {
+  for (const testing::KernelCase& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<Tensor> inputs;
     for (const auto& s : c.inputs) inputs.push_back(Random(s, seed++));
