@@ -44,17 +44,12 @@ bool DeviceMayBeAbsent(const Backend& backend) {
   return backend.device_type == kDLCUDA && (driver == nullptr || *driver == '\0');
 }
 
-// One registry per backend for the whole run, released when the tests end and
-// not by exit handlers: drivers (lavapipe) may be half torn down by then.
-std::map<std::string, std::unique_ptr<PluginRegistry>> registries;
-class ReleaseRegistries : public ::testing::Environment {
- public:
-  void TearDown() override { registries.clear(); }
-};
-[[maybe_unused]] ::testing::Environment* const release_registries =
-    ::testing::AddGlobalTestEnvironment(new ReleaseRegistries);
-
+// One registry per backend for the whole run, never destroyed (as the global
+// registry): destroyed by exit handlers, a driver half torn down by then
+// (lavapipe) crashes, and one unloaded before exit leaves its own one-time
+// allocations to LeakSanitizer with no module to name.
 Result<PluginRegistry*> RegistryOf(const Backend& backend) {
+  static auto& registries = *new std::map<std::string, std::unique_ptr<PluginRegistry>>;
   auto it = registries.find(backend.name);
   if (it == registries.end()) {
     if (backend.plugin_path.empty()) return NotFound("the " + backend.name + " plugin is not built here");
