@@ -13,46 +13,22 @@
 #include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module_export.h"
+#include "kernel_runs.h"
 #include "kernel_set.h"
 #include "test_support.h"
 
 namespace hetrt {
 namespace {
 
+using testing::Random;
+
 using kernels::Op;
 using Spec = GraphBuilder::TensorSpec;
 Spec F32(std::vector<int64_t> s) { return {std::move(s), {kDLFloat, 32, 1}}; }
 
-Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
-  Tensor t = Tensor::EmptyHost(std::move(shape), {kDLFloat, 32, 1}).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
-// One op with all inputs as graph inputs, on `device`; returns the output.
+// The op through the whole path on `device` (kernel_runs.h).
 Result<Tensor> RunOne(Op op, const std::vector<Tensor>& inputs, Spec out, int32_t device) {
-  GraphBuilder b;
-  std::vector<GraphBuilder::Value> values;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    values.push_back(b.AddInput("in" + std::to_string(i), {inputs[i].shape(), inputs[i].dtype()}, device));
-  HETRT_ASSIGN_OR_RETURN(std::string fn, kernels::FunctionName(op, device));
-  b.AddOutput(b.AddOp1("op", fn, values, std::move(out), device));
-  HETRT_ASSIGN_OR_RETURN(auto built, b.Build());
-  static int counter = 0;
-  const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" +
-                           std::to_string(counter++) + ".so";
-  HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{device}, path));
-  GraphExecutor::Options options;
-  options.devices = {{kDLCPU, 0}};
-  if (device != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(device), 0});
-  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({path}, options));
-  for (size_t i = 0; i < inputs.size(); ++i) HETRT_RETURN_IF_ERROR(m.executor->SetInput(static_cast<int>(i), inputs[i]));
-  HETRT_RETURN_IF_ERROR(m.executor->Run());
-  auto out_tensor = m.executor->GetOutput(0);
-  std::filesystem::remove(path);
-  return out_tensor;
+  return testing::RunKernelOp(op, inputs, std::move(out.shape), device);
 }
 
 Tensor Reference(Op op, const std::vector<Tensor>& in, const std::vector<int64_t>& out_shape) {
@@ -124,27 +100,9 @@ Tensor Reference(Op op, const std::vector<Tensor>& in, const std::vector<int64_t
   return y;
 }
 
-struct Case {
-  const char* name;
-  Op op;
-  std::vector<std::vector<int64_t>> inputs;
-  std::vector<int64_t> output;
-};
-
-const Case kCases[] = {
-    {"add", Op::kAdd, {{2, 37}, {2, 37}}, {2, 37}},
-    {"mul", Op::kMul, {{5, 13}, {5, 13}}, {5, 13}},
-    {"relu", Op::kRelu, {{3, 100}}, {3, 100}},
-    {"dense", Op::kDense, {{2, 70}, {33, 70}, {33}}, {2, 33}},
-    {"softmax", Op::kSoftmax, {{3, 17}}, {3, 17}},
-    {"conv2d_pad1", Op::kConv2d, {{1, 3, 9, 9}, {4, 3, 3, 3}, {4}}, {1, 4, 9, 9}},
-    {"conv2d_valid", Op::kConv2d, {{1, 2, 7, 6}, {3, 2, 3, 3}, {3}}, {1, 3, 5, 4}},
-    {"maxpool", Op::kMaxPool, {{1, 3, 8, 6}}, {1, 3, 4, 3}},
-};
-
 void CheckAll(int32_t device) {
   uint32_t seed = 1;
-  for (const Case& c : kCases) {
+  for (const testing::KernelCase& c : testing::KernelCases()) {
     SCOPED_TRACE(c.name);
     std::vector<Tensor> inputs;
     for (const auto& s : c.inputs) inputs.push_back(Random(s, seed++));

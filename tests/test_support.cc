@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <string_view>
 
@@ -21,6 +22,37 @@ std::string FixturesRoot() {
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), {}};
+}
+
+Status CallKernel(Module& m, DLDevice device, const std::string& kernel, std::vector<hetrt_value_t> args,
+                  std::vector<int32_t> codes) {
+  const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
+  if (set_device == nullptr) return NotFound("__tvm_set_device");
+  hetrt_value_t dev[2] = {{.v_int64 = device.device_type}, {.v_int64 = device.device_id}};
+  int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
+  HETRT_RETURN_IF_ERROR(CallPackedFunc(*set_device, dev, dev_codes, 2));
+  HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, m.GetFunction(kernel));
+  if (f == nullptr) return NotFound(kernel);
+  return CallPackedFunc(*f, args.data(), codes.data(), static_cast<int32_t>(args.size()));
+}
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::EmptyHost(std::move(shape), {kDLFloat, 32, 1}).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+std::vector<const Module*> ModulesOfType(const Module& root, std::string_view type_key) {
+  std::vector<const Module*> stack{&root}, found;
+  while (!stack.empty()) {
+    const Module* m = stack.back();
+    stack.pop_back();
+    if (m->type_key() == type_key) found.push_back(m);
+    for (const auto& i : m->imports()) stack.push_back(i.get());
+  }
+  return found;
 }
 
 std::string TvmFixture(const std::string& model) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hetrt/module/module.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/base/status.h"
@@ -65,6 +66,17 @@ class PerFixtureTest : public ::testing::TestWithParam<FixtureParam> {
   void SetUp() override;
   const std::string& fixture() const { return GetParam().name; }
 };
+
+// The modules of `type_key` in the import tree under `root` (root included).
+std::vector<const Module*> ModulesOfType(const Module& root, std::string_view type_key);
+
+// Calls `kernel` of `m` as TVM host code does: __tvm_set_device(device), then
+// the packed function. NOT_FOUND when the module has no such function.
+Status CallKernel(Module& m, DLDevice device, const std::string& kernel, std::vector<hetrt_value_t> args,
+                  std::vector<int32_t> codes);
+
+// A host float32 tensor of `shape`, uniform in [-1, 1) from `seed`.
+Tensor Random(std::vector<int64_t> shape, uint32_t seed);
 
 // Whole-file helpers for tests (an empty result when the file is missing).
 std::string ReadText(const std::string& path);

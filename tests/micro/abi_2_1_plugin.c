@@ -4,6 +4,7 @@
  * error value (it opens no models); the conformance kit skips its sample
  * checks, naming 2.2, and passes the rest. */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "hetrt/plugin_abi.h"
 
@@ -34,8 +35,10 @@ static hetrt_error_t* instance_create(hetrt_instance_create_args_t* args) {
   return NULL;
 }
 static hetrt_error_t* set_option(hetrt_set_option_args_t* args) {
-  (void)args;
-  static struct hetrt_error unknown = {HETRT_STATUS_NOT_FOUND, "abi21: no options"};
+  /* The message names the key, as every plugin's must (one caller at a time here). */
+  static char text[256];
+  static struct hetrt_error unknown = {HETRT_STATUS_NOT_FOUND, text};
+  snprintf(text, sizeof text, "abi21: no option '%s' (it takes none)", args->key ? args->key : "");
   return &unknown;
 }
 static hetrt_error_t* accepts(hetrt_whole_model_accepts_args_t* args) {
