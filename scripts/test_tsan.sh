@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
-targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test hetrt hetrt_plugin_cpu)
+targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test hetrt hetrt_plugin_cpu)
 if grep -q '^hetrt_plugin_opencl:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then
   targets+=(hetrt_plugin_opencl)
 fi
@@ -19,3 +19,7 @@ for t in async_executor_test graph_executor_test cpu_plugin_test stress_test; do
   echo "tsan: $t"
   ./build-tsan/bin/$t --gtest_brief=1
 done
+# The CPU's streams, events and current stream per thread live in the shared device suite.
+echo "tsan: device_suite_test (cpu)"
+./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cpu'
+

@@ -14,12 +14,10 @@
 namespace hetrt::cli {
 namespace {
 
-struct BenchArgs {
-  std::string model, graph, params, inputs, trace;
-  std::vector<std::string> devices{"cpu"};
+struct BenchArgs : ModelArgs {
+  std::string trace;
   int repeat = 50;
   int warmup = 3;
-  bool sequential = false, staged_copies = false;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -138,17 +136,10 @@ int Bench(const BenchArgs& args) {
 Command AddBenchCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Per-node and per-device timings of a graph model, and a Chrome trace");
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("MODEL", args->model, "deploy.so, or lib.so with --graph")->required();
-  cmd->add_option("--graph", args->graph, "graph.json (with a lib.so)");
-  cmd->add_option("--params", args->params, "params file (with --graph)");
-  cmd->add_option("--inputs", args->inputs, "param-dict file of inputs");
-  cmd->add_option("--device", args->devices, "cpu[:N], opencl[:N], ...; repeatable")->take_all();
+  AddModelOptions(cmd, *args, "deploy.so, or lib.so with --graph");
   cmd->add_option("--repeat", args->repeat, "timed runs")->check(IntInRange("--repeat", 1, 100000000));
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(IntInRange("--warmup", 0, 100000000));
   cmd->add_option("--trace", args->trace, "write a Chrome trace JSON of one run");
-  cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
-  cmd->add_flag("--staged-copies", args->staged_copies,
-                "copies through the plugin even where a device shares host memory");
   return [args] { return Bench(*args); };
 }
 

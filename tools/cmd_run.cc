@@ -14,15 +14,14 @@
 namespace hetrt::cli {
 namespace {
 
-struct RunArgs {
-  std::string model, graph, params, inputs, save_outputs;
-  std::vector<std::string> input_files, devices{"cpu"};
+struct RunArgs : ModelArgs {
+  std::string save_outputs;
+  std::vector<std::string> input_files;
   // For a whole-model device (a plugin that runs the model file itself).
   std::string transport, board;
   std::vector<std::string> device_options;
   int repeat = 1;
   int threads = 0;
-  bool sequential = false, staged_copies = false;
 };
 
 std::string FirstValues(const Tensor& t, int count) {
@@ -183,12 +182,8 @@ int Run(const RunArgs& args) {
 Command AddRunCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a graph model and print its outputs");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("MODEL", args->model, "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)")->required();
-  cmd->add_option("--graph", args->graph, "graph.json (with a lib.so)");
-  cmd->add_option("--params", args->params, "params file (with --graph)");
-  cmd->add_option("--inputs", args->inputs, "param-dict file of inputs (names matched to graph inputs)");
+  AddModelOptions(cmd, *args, "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)");
   cmd->add_option("--input", args->input_files, "NAME=FILE.npy, repeatable");
-  cmd->add_option("--device", args->devices, "cpu[:N], opencl[:N], ...; repeatable, in order")->take_all();
   cmd->add_option("--transport", args->transport,
                   "whole-model device (micro): pipe, qemu, tcp:HOST:PORT, serial:PATH[,BAUD]");
   cmd->add_option("--board", args->board, "whole-model device (micro): an emulated board, e.g. mps2-an386");
@@ -196,9 +191,6 @@ Command AddRunCommand(CLI::App& app) {
   cmd->add_option("--save-outputs", args->save_outputs, "write outputs as a param dict (output_0, ...)");
   cmd->add_option("--repeat", args->repeat, "runs to time")->check(IntInRange("--repeat", 1, 100000000));
   cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(IntInRange("--threads", 1, 1024));
-  cmd->add_flag("--sequential", args->sequential, "one node at a time, every copy blocking (TVM's order)");
-  cmd->add_flag("--staged-copies", args->staged_copies,
-                "copies through the plugin even where a device shares host memory");
   return [args] { return Run(*args); };
 }
 

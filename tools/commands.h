@@ -32,6 +32,15 @@ CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max);
 // mismatch); `hetrt plugins` has the details.
 void WarnAboutUnusedPlugins();
 
+// What `run` and `bench` share: the model files, inputs, devices and executor mode.
+struct ModelArgs {
+  std::string model, graph, params, inputs;
+  std::vector<std::string> devices{"cpu"};
+  bool sequential = false, staged_copies = false;
+};
+// Registers MODEL, --graph, --params, --inputs, --device, --sequential and --staged-copies.
+void AddModelOptions(CLI::App* cmd, ModelArgs& args, const std::string& model_help);
+
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
 

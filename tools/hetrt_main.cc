@@ -7,6 +7,17 @@
 
 namespace hetrt::cli {
 
+void AddModelOptions(CLI::App* cmd, ModelArgs& args, const std::string& model_help) {
+  cmd->add_option("MODEL", args.model, model_help)->required();
+  cmd->add_option("--graph", args.graph, "graph.json (with a lib.so)");
+  cmd->add_option("--params", args.params, "params file (with --graph)");
+  cmd->add_option("--inputs", args.inputs, "param-dict file of inputs (names matched to graph inputs)");
+  cmd->add_option("--device", args.devices, "cpu[:N], opencl[:N], ...; repeatable, in order")->take_all();
+  cmd->add_flag("--sequential", args.sequential, "one node at a time, every copy blocking (TVM's order)");
+  cmd->add_flag("--staged-copies", args.staged_copies,
+                "copies through the plugin even where a device shares host memory");
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hetrt: error: %s\n", message.c_str());
   return 1;

@@ -99,21 +99,26 @@ std::vector<std::string> Names(const char* const* names, size_t count) {
 }
 }  // namespace
 
+namespace {
+// One of the whole-model table's name lists (empty without a table).
+std::vector<std::string> Declared(const hetrt_whole_model_api_t* t, const char* const* hetrt_whole_model_api_t::*names,
+                                  size_t hetrt_whole_model_api_t::*count) {
+  return t ? Names(t->*names, t->*count) : std::vector<std::string>{};
+}
+}  // namespace
+
+using WholeModelApi = hetrt_whole_model_api_t;
 std::vector<std::string> Plugin::whole_model_devices() const {
-  const auto* t = whole_model_api();
-  return t ? Names(t->device_names, t->num_device_names) : std::vector<std::string>{};
+  return Declared(whole_model_api(), &WholeModelApi::device_names, &WholeModelApi::num_device_names);
 }
 std::vector<std::string> Plugin::whole_model_transports() const {
-  const auto* t = whole_model_api();
-  return t ? Names(t->transports, t->num_transports) : std::vector<std::string>{};
+  return Declared(whole_model_api(), &WholeModelApi::transports, &WholeModelApi::num_transports);
 }
 std::vector<std::string> Plugin::whole_model_boards() const {
-  const auto* t = whole_model_api();
-  return t ? Names(t->boards, t->num_boards) : std::vector<std::string>{};
+  return Declared(whole_model_api(), &WholeModelApi::boards, &WholeModelApi::num_boards);
 }
 std::vector<std::string> Plugin::whole_model_formats() const {
-  const auto* t = whole_model_api();
-  return t ? Names(t->formats, t->num_formats) : std::vector<std::string>{};
+  return Declared(whole_model_api(), &WholeModelApi::formats, &WholeModelApi::num_formats);
 }
 
 std::vector<int32_t> Plugin::device_types() const {

@@ -90,12 +90,6 @@ Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module>
   return ex;
 }
 
-std::vector<int> AotExecutor::UnboundInputs() const {
-  std::vector<int> all;
-  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
-  return all;
-}
-
 Status AotExecutor::SetInput(int index, const Tensor& value) {
   if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
   Tensor& dst = inputs_[static_cast<size_t>(index)];

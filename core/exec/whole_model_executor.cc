@@ -12,12 +12,6 @@ Result<std::unique_ptr<WholeModelExecutor>> WholeModelExecutor::Open(const std::
   return std::unique_ptr<WholeModelExecutor>(new WholeModelExecutor(std::move(model)));
 }
 
-std::vector<int> WholeModelExecutor::UnboundInputs() const {
-  std::vector<int> all;
-  for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
-  return all;
-}
-
 Status WholeModelExecutor::SetInput(int index, const Tensor& value) {
   if (index < 0 || index >= NumInputs()) return OutOfRange("set_input: index " + std::to_string(index));
   const WholeModelIo& io = input(index);

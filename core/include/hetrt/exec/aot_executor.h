@@ -23,7 +23,6 @@ class AotExecutor final : public Executor {
   int NumOutputs() const override { return static_cast<int>(outputs_.size()); }
   const std::string& InputName(int index) const override { return input_names_[static_cast<size_t>(index)]; }
   std::string OutputName(int index) const override { return output_names_[static_cast<size_t>(index)]; }
-  std::vector<int> UnboundInputs() const override;
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;

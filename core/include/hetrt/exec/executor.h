@@ -17,8 +17,13 @@ class Executor {
   virtual int NumOutputs() const = 0;
   virtual const std::string& InputName(int index) const = 0;
   virtual std::string OutputName(int index) const = 0;
-  // Inputs the user must provide (not bound to a param).
-  virtual std::vector<int> UnboundInputs() const = 0;
+  // Inputs the user must provide (not bound to a param); all of them unless
+  // the executor binds params.
+  virtual std::vector<int> UnboundInputs() const {
+    std::vector<int> all;
+    for (int i = 0; i < NumInputs(); ++i) all.push_back(i);
+    return all;
+  }
   virtual Status SetInput(int index, const Tensor& value) = 0;
   virtual Status Run() = 0;
   // Waits for work queued on devices (Run may return before device kernels end).

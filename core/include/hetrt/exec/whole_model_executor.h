@@ -29,7 +29,6 @@ class WholeModelExecutor final : public Executor {
   int NumOutputs() const override { return static_cast<int>(model_.outputs().size()); }
   const std::string& InputName(int index) const override { return input(index).name; }
   std::string OutputName(int index) const override { return output(index).name; }
-  std::vector<int> UnboundInputs() const override;
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;
