@@ -168,7 +168,7 @@ std::string HeteroGraph() {
 }
 
 TEST(Export, CpuPlusOpenClRoundTripThroughTheCli) {
-  if (!PluginRegistry::Global().ForDevice({kDLOpenCL, 0}).ok()) GTEST_SKIP() << "no OpenCL device";
+  HETRT_REQUIRE_OPENCL();
   const std::string dir = ::testing::TempDir() + "/hetrt_export_cl";
   std::filesystem::create_directories(dir);
   const auto blob = TwiceIntoBlob();

@@ -114,7 +114,7 @@ void CheckAll(int32_t device) {
 TEST(KernelSet, CpuKernelsMatchReferenceLoops) { CheckAll(kDLCPU); }
 
 TEST(KernelSet, OpenClKernelsMatchReferenceLoops) {
-  if (!PluginRegistry::Global().ForDevice({kDLOpenCL, 0}).ok()) GTEST_SKIP() << "no OpenCL device";
+  HETRT_REQUIRE_OPENCL();
   CheckAll(kDLOpenCL);
 }
 

@@ -39,14 +39,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string QemuSkipReason() {
-  if (Status s = micro::RequireQemu(); !s.ok()) return s.message();
-  if (Status s = micro::RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"); !s.ok())
-    return s.message();
-  return "";
-}
-#define HETRT_REQUIRE_QEMU()                                              \
-  if (const std::string why = QemuSkipReason(); !why.empty()) GTEST_SKIP() << why
+// QEMU and the cross compiler, each required by name under HETRT_REQUIRE.
+#define HETRT_REQUIRE_QEMU()                                                                            \
+  do {                                                                                                  \
+    if (Status s = micro::RequireQemu(); !s.ok()) HETRT_MISSING("qemu", s.message());                   \
+    if (Status s = micro::RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"); \
+        !s.ok())                                                                                        \
+      HETRT_MISSING("arm-gcc", s.message());                                                            \
+  } while (0)
 
 const std::string kCacheDir = HETRT_TEST_MICRO_CACHE;
 const char* kBoard = "mps2-an386";
@@ -339,7 +339,7 @@ TEST(MicroOnQemuLink, LargeTensorsCrossTheUart) {
 
 TEST(MicroBoards, ConstantsLargerThanTheBoardsFlashAreRefused) {
   const std::string tar = testing::MlfFixtureNamed("mlp_aot").tar;
-  if (!fs::exists(tar)) GTEST_SKIP() << "no mlp AOT MLF fixture under " << testing::FixturesRoot();
+  if (!fs::exists(tar)) HETRT_MISSING("fixtures", "no mlp AOT MLF fixture under " << testing::FixturesRoot());
   auto summary = GenerateWholeModelProject("micro", tar, ::testing::TempDir() + "/hetrt_mlp_lm3s", {{"board", "lm3s6965evb"}});
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("exceed 262144 bytes of flash"), std::string::npos)
@@ -350,7 +350,7 @@ TEST(MicroBoards, ConstantsLargerThanTheBoardsFlashAreRefused) {
 TEST(MicroBoards, Lm3s6965evbRunsAdd3Standalone) {
   HETRT_REQUIRE_QEMU();
   const testing::MlfFixture f = testing::MlfFixtureNamed("add3_aot");
-  if (!fs::exists(f.tar)) GTEST_SKIP() << "no add3 AOT MLF fixture under " << testing::FixturesRoot();
+  if (!fs::exists(f.tar)) HETRT_MISSING("fixtures", "no add3 AOT MLF fixture under " << testing::FixturesRoot());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, sdk::ReadParamDictFile(f.inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(auto build, micro::BuildFirmwareCached(mlf, "lm3s6965evb", kCacheDir, inputs));
@@ -416,7 +416,7 @@ TEST(MicroPlugin, APluginBuiltForAbi21KeepsItsWholeModelTableWithoutASample) {
 TEST(MicroCli, ProjectForABoardThenRunQemuPrintsOutputsAndInstructions) {
   HETRT_REQUIRE_QEMU();
   const testing::MlfFixture f = testing::MlfFixtureNamed("add3_graph");
-  if (!fs::exists(f.tar)) GTEST_SKIP() << "no add3 graph MLF fixture under " << testing::FixturesRoot();
+  if (!fs::exists(f.tar)) HETRT_MISSING("fixtures", "no add3 graph MLF fixture under " << testing::FixturesRoot());
   const std::string dir = ::testing::TempDir() + "/hetrt_cli_project_" + std::to_string(getpid());
   fs::remove_all(dir);
   int rc = 0;

@@ -342,7 +342,7 @@ namespace {
 
 TEST_P(MicroOnMlfFixture, BuildsForCortexMAndReportsItsSections) {
   if (std::system("command -v arm-none-eabi-gcc > /dev/null 2>&1") != 0)
-    GTEST_SKIP() << "arm-none-eabi-gcc is not installed (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)";
+    HETRT_MISSING("arm-gcc", "arm-none-eabi-gcc is not installed (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)");
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   const std::string dir = ::testing::TempDir() + "/hetrt_cortexm_" + std::to_string(getpid()) + "_" +

@@ -99,7 +99,7 @@ TEST(ParserFuzz, Regressions) {
 
 TEST(ParserFuzz, Npy) {
   auto seeds = FixtureFiles(".npy", 8 * 1024);
-  if (seeds.empty()) GTEST_SKIP() << "no .npy fixtures under " << testing::FixturesRoot();
+  if (seeds.empty()) HETRT_MISSING("fixtures", "no .npy fixtures under " << testing::FixturesRoot());
   FuzzFromSeeds(&fuzz::Npy, seeds, 20000);
 }
 
@@ -138,14 +138,14 @@ TEST(ParserFuzz, MlfTar) {
   std::vector<std::vector<uint8_t>> seeds;
   if (std::filesystem::exists(dir + "/add3_graph_mlf.tar")) seeds.push_back(ReadFileBytes(dir + "/add3_graph_mlf.tar").value());
   if (std::filesystem::exists(dir + "/add3_aot_mlf.tar")) seeds.push_back(ReadFileBytes(dir + "/add3_aot_mlf.tar").value());
-  if (seeds.empty()) GTEST_SKIP() << "no MLF fixtures";
+  if (seeds.empty()) HETRT_MISSING("fixtures", "no MLF fixtures under " << testing::FixturesRoot());
   FuzzFromSeeds(&fuzz::MlfTar, seeds, 3000);
 }
 
 TEST(ParserFuzz, ElfSymbols) {
   std::vector<std::vector<uint8_t>> seeds;
   const std::string dir = testing::TvmFixture("add3");
-  if (dir.empty()) GTEST_SKIP() << "no fixtures";
+  if (dir.empty()) HETRT_MISSING("fixtures", "no fixtures under " << testing::FixturesRoot());
   seeds.push_back(ReadFileBytes(dir + "/lib.so").value());
   FuzzFromSeeds(&fuzz::ElfSymbols, seeds, 20000);
 }

@@ -14,6 +14,18 @@
 
 namespace hetrt::testing {
 
+std::string RequiredList() {
+  const char* list = std::getenv("HETRT_REQUIRE");
+  return list ? list : "";
+}
+
+bool Required(const std::string& what) {
+  const std::string list = "," + RequiredList() + ",";
+  if (list.find(",-" + what + ",") != std::string::npos) return false;  // "all,-vulkan-validation"
+  return list.find(",all,") != std::string::npos || list.find("," + what + ",") != std::string::npos;
+}
+
+
 std::string FixturesRoot() {
   if (const char* env = std::getenv("HETRT_FIXTURES"); env && *env) return env;
   return HETRT_DEFAULT_FIXTURES_DIR;
@@ -146,7 +158,7 @@ std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, c
 std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info) { return info.param.test_name; }
 
 void PerFixtureTest::SetUp() {
-  if (GetParam().name.empty()) GTEST_SKIP() << GetParam().none_reason;
+  if (GetParam().name.empty()) HETRT_MISSING("fixtures", GetParam().none_reason);
 }
 
 ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,

@@ -99,13 +99,34 @@ std::string ReadText(const std::string& path);
       << HETRT_CONCAT(hetrt_r_, __LINE__).status().ToString();                  \
   lhs = std::move(HETRT_CONCAT(hetrt_r_, __LINE__)).value()
 
-// Skips the test (with the reason) when a fixture folder is missing.
-#define HETRT_REQUIRE_FIXTURE(var, model)                                                 \
-  const std::string var = ::hetrt::testing::TvmFixture(model);                            \
-  if (var.empty())                                                                        \
-  GTEST_SKIP() << "TVM fixture '" << model << "' not found under "                        \
-               << ::hetrt::testing::FixturesRoot()                                        \
-               << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)"
+// HETRT_REQUIRE names what this run must have: a comma list of opencl,
+// vulkan, vulkan-validation, qemu, arm-gcc, python, cuda-toolkit, fixtures, or
+// "all" (CI sets it: a missing device, tool or data set is then a failure,
+// never a pass by skipping), where "-name" takes one back out. Only "no GPU"
+// is never required.
+namespace hetrt::testing {
+bool Required(const std::string& what);
+std::string RequiredList();
+}  // namespace hetrt::testing
+
+// Skips with `message` when `what` is missing; fails instead when the run
+// requires it (HETRT_REQUIRE).
+#define HETRT_MISSING(what, message)                                                                \
+  do {                                                                                              \
+    if (::hetrt::testing::Required(what))                                                           \
+      GTEST_FAIL() << (what) << " is required (HETRT_REQUIRE=" << ::hetrt::testing::RequiredList()  \
+                   << ") but missing: " << message;                                                 \
+    GTEST_SKIP() << message;                                                                        \
+  } while (0)
+
+// Skips the test (with the reason) when a fixture folder is missing; fails
+// when fixtures are required.
+#define HETRT_REQUIRE_FIXTURE(var, model)                                                          \
+  const std::string var = ::hetrt::testing::TvmFixture(model);                                     \
+  if (var.empty())                                                                                 \
+    HETRT_MISSING("fixtures", "TVM fixture '" << model << "' not found under "                     \
+                                              << ::hetrt::testing::FixturesRoot()                  \
+                                              << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)")
 
 // Instantiates the TEST_Ps of `suite` as prefix/suite.Test/<fixture>, one per FixtureParam.
 #define HETRT_INSTANTIATE_PER_FIXTURE(prefix, suite, params) \
@@ -115,5 +136,5 @@ std::string ReadText(const std::string& path);
 #define HETRT_REQUIRE_OPENCL()                                                           \
   do {                                                                                   \
     auto plugin = ::hetrt::PluginRegistry::Global().ForDevice({kDLOpenCL, 0});           \
-    if (!plugin.ok()) GTEST_SKIP() << "no OpenCL device: " << plugin.status().message(); \
+    if (!plugin.ok()) HETRT_MISSING("opencl", "no OpenCL device: " << plugin.status().message()); \
   } while (0)

@@ -56,7 +56,7 @@ class VulkanTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto plugin = PluginRegistry::Global().ForDevice(kVk);
-    if (!plugin.ok()) GTEST_SKIP() << "no Vulkan device: " << plugin.status().message();
+    if (!plugin.ok()) HETRT_MISSING("vulkan", "no Vulkan device: " << plugin.status().message());
     messages_before_ = ValidationMessages();
   }
   void TearDown() override {
@@ -73,11 +73,12 @@ std::string TempPath(const std::string& name) {
 // A missing layer must fail the suite, not skip it as "no device".
 TEST(VulkanValidation, LayerIsOnWhenAsked) {
   const char* asked = std::getenv("HETRT_VULKAN_VALIDATION");
-  if (asked == nullptr || std::string(asked) == "0") GTEST_SKIP() << "HETRT_VULKAN_VALIDATION is not set";
+  if (asked == nullptr || std::string(asked) == "0")
+    HETRT_MISSING("vulkan-validation", "HETRT_VULKAN_VALIDATION is not set");
   HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, PluginRegistry::Global().ForDeviceType(kDLVulkan));
   HETRT_ASSERT_OK_AND_ASSIGN(auto count, plugin->CountDevices(kDLVulkan));
   ASSERT_EQ(count.unavailable_reason.find("VK_LAYER_KHRONOS_validation"), std::string::npos) << count.unavailable_reason;
-  if (count.count == 0) GTEST_SKIP() << "no Vulkan device: " << count.unavailable_reason;
+  if (count.count == 0) HETRT_MISSING("vulkan", "no Vulkan device: " << count.unavailable_reason);
   HETRT_ASSERT_OK_AND_ASSIGN(int64_t on, plugin->AttributeInt(kVk, HETRT_VULKAN_ATTR_VALIDATION_ENABLED));
   EXPECT_EQ(on, 1);
 }
