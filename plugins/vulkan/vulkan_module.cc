@@ -303,8 +303,8 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
                 std::to_string(f->num_scalars) + " scalars + " + std::to_string(expected - num_params) +
                 " launch values), got " + std::to_string(num_args));
   const int device_id = CurrentDevice(inst);
-  Device* d = inst->at(device_id);
-  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->count()) + " found)");
+  Device* d = inst->devices.at(device_id);
+  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->devices.count()) + " found)");
   Pipeline* p = f->pipelines[static_cast<size_t>(device_id)].load(std::memory_order_acquire);
   if (p == nullptr) {
     std::lock_guard<std::mutex> lock(f->build_mutex);
@@ -511,7 +511,7 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   for (auto& s : module->shaders)
     if (std::string why = InspectShader(s.get(), validate); !why.empty())
       return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan shader '" + s->key + "': " + why);
-  const size_t devices = static_cast<size_t>(args->self->count());
+  const size_t devices = static_cast<size_t>(args->self->devices.count());
   for (auto& f : module->functions) {
     for (const auto& s : module->shaders)
       if (s->key == f->name) f->shader = s.get();
