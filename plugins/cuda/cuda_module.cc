@@ -45,7 +45,7 @@ struct hetrt_plugin_module {
   ~hetrt_plugin_module() {
     for (size_t id = 0; id < loaded_.size(); ++id) {
       if (loaded_[id] == nullptr) continue;
-      if (hetrt_error_t* e = inst->Activate(inst->at(static_cast<int>(id)))) {
+      if (hetrt_error_t* e = inst->Activate(inst->devices.at(static_cast<int>(id)))) {
         delete e;
         continue;
       }
@@ -59,7 +59,7 @@ struct hetrt_plugin_module {
     std::lock_guard<std::mutex> lock(mutex_);
     if ((*out = k->functions[d->id].load(std::memory_order_acquire)) != nullptr) return nullptr;
     const hetrt::cuda::Driver* cu = inst->driver();
-    if (loaded_.empty()) loaded_.assign(static_cast<size_t>(inst->count()), nullptr);
+    if (loaded_.empty()) loaded_.assign(static_cast<size_t>(inst->devices.count()), nullptr);
     CUmodule& module = loaded_[static_cast<size_t>(d->id)];
     if (module == nullptr)
       if (hetrt_error_t* e = Load(d, k->name, &module)) return e;
@@ -117,10 +117,10 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     return -1;
   }
   const int device_id = CurrentDevice(inst);
-  Device* d = inst->at(device_id);
+  Device* d = inst->devices.at(device_id);
   if (d == nullptr) {
     inst->ReportError("CUDA kernel '" + k->name + "': no CUDA device " + std::to_string(device_id) + " (" +
-                      (inst->count() ? std::to_string(inst->count()) + " found" : inst->unavailable_reason()) + ")");
+                      (inst->devices.count() ? std::to_string(inst->devices.count()) + " found" : inst->devices.unavailable_reason()) + ")");
     return -1;
   }
   LaunchGeometry g;
@@ -216,7 +216,7 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     return bad("the data is neither PTX text, a cubin (ELF) nor a fatbin (magic 0xBA55ED50): " + module->image);
   if ((blob.fmt == "ptx") != (kind == ImageKind::kPtx))
     return bad("format '" + blob.fmt + "' but the data is " + module->image);
-  const int num_devices = args->self->count();
+  const int num_devices = args->self->devices.count();
   for (const auto& [key, info] : blob.functions) {
     auto k = std::make_unique<Kernel>();
     k->module = module.get();

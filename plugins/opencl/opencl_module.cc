@@ -110,7 +110,7 @@ struct hetrt_plugin_module {
       *out = it->second;
       return nullptr;
     }
-    Device* d = inst->at(device_id);
+    Device* d = inst->devices.at(device_id);
     if (d == nullptr)
       return hetrt::opencl::MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device_id));
     const std::string cache_file = CacheFile(*d);
@@ -215,7 +215,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     return -1;
   }
   const int device_id = CurrentDevice(inst);
-  Device* device = inst->at(device_id);
+  Device* device = inst->devices.at(device_id);
   if (device == nullptr) {
     ReportError("OpenCL kernel '" + k->name + "': no OpenCL device " + std::to_string(device_id));
     return -1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/clock.h"
 #include "hetrt/sdk/device_table.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
