@@ -13,4 +13,5 @@
 #include "hetrt/sdk/module.h"
 #include "hetrt/sdk/plugin_table.h"
 #include "hetrt/sdk/thread_current.h"
+#include "hetrt/sdk/tvm_blob.h"
 #include "hetrt/sdk/workspace_pool.h"
