@@ -39,8 +39,10 @@ struct hetrt_plugin_module {
   hetrt::cuda::ModuleBlob blob;
   std::string image;  // "fatbin: sm_80 cubin", for messages
   std::vector<std::unique_ptr<Kernel>> kernels;  // blob order
-  std::map<std::string, Kernel*, std::less<>> by_name;
-  std::vector<const char*> names;
+  hetrt::sdk::ModuleFunctions<Kernel> functions;
+
+  // TVM's SaveToBinary layout, written from what was read (map order kept).
+  std::vector<uint8_t> Serialize() const { return hetrt::cuda::SerializeModuleBlob(blob); }
 
   ~hetrt_plugin_module() {
     for (size_t id = 0; id < loaded_.size(); ++id) {
@@ -70,9 +72,6 @@ struct hetrt_plugin_module {
     *out = f;
     return nullptr;
   }
-
-  std::mutex save_mutex;
-  std::vector<uint8_t> saved;
 
  private:
   // cuModuleLoadDataEx with the JIT's error log, and messages that say why
@@ -117,10 +116,10 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     return -1;
   }
   const int device_id = CurrentDevice(inst);
-  Device* d = inst->devices.at(device_id);
-  if (d == nullptr) {
-    inst->ReportError("CUDA kernel '" + k->name + "': no CUDA device " + std::to_string(device_id) + " (" +
-                      (inst->devices.count() ? std::to_string(inst->devices.count()) + " found" : inst->devices.unavailable_reason()) + ")");
+  Device* d = nullptr;
+  if (hetrt_error_t* e = inst->devices.Find(DLDevice{kDLCUDA, device_id}, &d)) {
+    inst->ReportError("CUDA kernel '" + k->name + "': " + e->message);
+    delete e;
     return -1;
   }
   LaunchGeometry g;
@@ -228,8 +227,7 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     k->functions = std::make_unique<std::atomic<CUfunction>[]>(static_cast<size_t>(num_devices));
     k->shared_limit = std::make_unique<std::atomic<uint32_t>[]>(static_cast<size_t>(num_devices));
     for (int i = 0; i < num_devices; ++i) k->functions[i] = nullptr, k->shared_limit[i] = kDefaultDynamicSharedLimit;
-    module->by_name.emplace(key, k.get());
-    module->names.push_back(k->name.c_str());
+    module->functions.Add(key, k.get());
     module->kernels.push_back(std::move(k));
   }
   args->consumed = consumed;
@@ -237,46 +235,8 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
-  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL CUDA module");
-}
-
-hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
-  auto it = args->module->by_name.find(std::string_view(args->name));
-  args->found = it != args->module->by_name.end();
-  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second} : hetrt_packed_func_t{};
-  return nullptr;
-}
-
-hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  sdk::ListFunctionNames(args->module->names, args);
-  return nullptr;
-}
-
-// TVM's SaveToBinary layout, written from what was read (map order kept).
-hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  hetrt_plugin_module* m = args->module;
-  std::lock_guard<std::mutex> lock(m->save_mutex);
-  if (m->saved.empty()) m->saved = SerializeModuleBlob(m->blob);
-  args->data = m->saved.data();
-  args->size = m->saved.size();
-  return nullptr;
-}
-
-hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
-  delete args->module;
-  return nullptr;
-}
-
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t), Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
-    Entry<Save>::Call,          Entry<Destroy>::Call,
-};
+const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load>();
 
 }  // namespace hetrt::cuda
