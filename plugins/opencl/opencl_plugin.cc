@@ -58,19 +58,12 @@ hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   return nullptr;
 }
 
-const int32_t kDeviceTypes[] = {kDLOpenCL};
-const char* const kTypeKeys[] = {"opencl"};
+inline constexpr char kTypeKey[] = "opencl";
 
 // Devices are discovered on first use, not at instance_create: creating an
 // instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "opencl",
-    .version = "0.2.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel, kDLOpenCL, kTypeKey>(
+    "opencl", "0.2.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::opencl

@@ -88,19 +88,12 @@ hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin has no option '" + key + "' (known: " + known + ")");
 }
 
-const int32_t kDeviceTypes[] = {kDLVulkan};
-const char* const kTypeKeys[] = {"vulkan"};
+inline constexpr char kTypeKey[] = "vulkan";
 
 // Devices are discovered on first use, not at instance_create: creating an
 // instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "vulkan",
-    .version = "0.1.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel, kDLVulkan, kTypeKey>(
+    "vulkan", "0.1.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::vulkan
