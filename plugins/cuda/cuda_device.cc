@@ -21,7 +21,7 @@ namespace {
 using Current = sdk::ThreadCurrent<hetrt_stream>;
 
 // The entries of the device table.
-struct DeviceEntries {
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
   HETRT_SDK_DEVICE_ENTRIES
 };
 
@@ -44,10 +44,6 @@ hetrt_error_t* StreamOf(Device* d, hetrt_stream* stream, CUstream* out) {
 
 // ---- Device table ----
 
-hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
-  return args->self->devices.Count(args);
-}
-
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
@@ -67,13 +63,6 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       return MakeError(HETRT_STATUS_NOT_FOUND,
                        "the CUDA plugin does not know device attribute " + std::to_string(static_cast<int>(args->attribute)));
   }
-}
-
-hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  d->memory_counters.Report(args, d->total_memory);
-  return nullptr;
 }
 
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
@@ -158,8 +147,6 @@ hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
                                                    : cu->cuMemFreeHost(a.host);
   return r == CUDA_SUCCESS ? nullptr : inst->Error(d, "freeing memory", r);
 }
-
-hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) { return args->self->devices.CanCopy(args); }
 
 // One side of a copy: host bytes (a CPU pointer, or this instance's pinned
 // memory even when labelled with a CUDA device) or device memory of `device`.
@@ -302,13 +289,6 @@ hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args
   CUstream unused = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &unused)) return e;
   if (!Current::Set(inst->serial, d->id, args->stream, &args->previous)) return Current::TableFull("CUDA");
-  return nullptr;
-}
-
-hetrt_error_t* DeviceEntries::StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  args->stream = CurrentStream(args->self, d->id);
   return nullptr;
 }
 
@@ -528,13 +508,6 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   return d->workspace.Free(args->data, LaunchStream(args->self, d), "CUDA");
-}
-
-hetrt_error_t* DeviceEntries::SetDevice(hetrt_set_device_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  if (!Current::SetDevice(args->self->serial, d->id)) return Current::TableFull("CUDA");
-  return nullptr;
 }
 
 }  // namespace

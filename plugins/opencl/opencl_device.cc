@@ -22,7 +22,7 @@ namespace {
 using Current = sdk::ThreadCurrent<hetrt_stream>;
 
 // The entries of the device table.
-struct DeviceEntries {
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
   HETRT_SDK_DEVICE_ENTRIES
 };
 
@@ -82,10 +82,6 @@ hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* 
 
 // ---- Device table ----
 
-hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
-  return args->self->devices.Count(args);
-}
-
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
@@ -94,7 +90,7 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
     case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->global_mem); return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = static_cast<int64_t>(d->local_mem); return nullptr;
     case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
@@ -104,13 +100,6 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
   }
-}
-
-hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  d->memory_counters.Report(args, d->global_mem);
-  return nullptr;
 }
 
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
@@ -200,8 +189,6 @@ hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   if (status != CL_SUCCESS) return ClError("clEnqueueUnmapMemObject", status);
   return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
 }
-
-hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) { return args->self->devices.CanCopy(args); }
 
 // One side of a copy: an OpenCL buffer, or host bytes (a CPU pointer, or this
 // instance's HOST_PINNED memory even when labelled with the OpenCL device).
@@ -343,13 +330,6 @@ hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
   if (!Current::Set(inst->serial, args->device.device_id, args->stream, &args->previous))
     return Current::TableFull("OpenCL");
-  return nullptr;
-}
-
-hetrt_error_t* DeviceEntries::StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  args->stream = CurrentStream(args->self, args->device.device_id);
   return nullptr;
 }
 
@@ -515,14 +495,6 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   return d->workspace.Free(args->data, LaunchQueue(args->self, d, args->device.device_id), "OpenCL");
 }
 
-hetrt_error_t* DeviceEntries::SetDevice(hetrt_set_device_args_t* args) {
-  const hetrt_instance* inst = args->self;
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  if (!Current::SetDevice(inst->serial, args->device.device_id)) return Current::TableFull("OpenCL");
-  return nullptr;
-}
-
 }  // namespace
 
 int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
@@ -596,7 +568,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
       d->display_name = d->name + ", driver " + d->version;
       d->device_version = DeviceString(id, CL_DEVICE_VERSION);
       d->host_unified = DeviceValue<cl_bool>(id, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
-      d->global_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+      d->total_memory = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
       d->local_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
       d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);

@@ -27,7 +27,7 @@ struct Device {
   std::string display_name;  // "<name>, driver <version>"
   std::string device_version;
   bool host_unified = false;
-  cl_ulong global_mem = 0, local_mem = 0;
+  cl_ulong total_memory = 0, local_mem = 0;
   size_t max_work_group = 0;
   cl_uint compute_units = 0, max_clock_mhz = 0;
   // memory_stats: allocate() minus free() of this instance.

@@ -125,8 +125,6 @@ hetrt_error_t* CopyToHost(hetrt_instance* inst, StreamCore* s, const Side& src, 
 
 }  // namespace
 
-hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) { return args->self->devices.CanCopy(args); }
-
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;

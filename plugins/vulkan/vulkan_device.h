@@ -257,7 +257,7 @@ hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout
 
 // The entries of the device table, each defined in the file of its concept:
 // instance (count, attributes, set_device), memory, copy, stream, event.
-struct DeviceEntries {
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
   HETRT_SDK_DEVICE_ENTRIES
 };
 

@@ -19,10 +19,6 @@ std::string VersionString(uint32_t v) {
 
 // ---- Device table ----
 
-hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
-  return args->self->devices.Count(args);
-}
-
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
@@ -46,14 +42,6 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
   }
-}
-
-hetrt_error_t* DeviceEntries::SetDevice(hetrt_set_device_args_t* args) {
-  const hetrt_instance* inst = args->self;
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  if (!Current::SetDevice(inst->serial, args->device.device_id)) return Current::TableFull("Vulkan");
-  return nullptr;
 }
 
 void SavePipelineCache(Device* d) {

@@ -151,13 +151,6 @@ hetrt_error_t* TransientSlice(StreamCore* s, uint64_t size, uint64_t alignment, 
   return nullptr;
 }
 
-hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  d->memory_counters.Report(args, d->total_memory);
-  return nullptr;
-}
-
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;

@@ -409,11 +409,4 @@ hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args
   return nullptr;
 }
 
-hetrt_error_t* DeviceEntries::StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  args->stream = Current::Get(args->self->serial, args->device.device_id);
-  return nullptr;
-}
-
 }  // namespace hetrt::vulkan

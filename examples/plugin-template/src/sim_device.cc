@@ -26,6 +26,7 @@ namespace {
 // each in the entry guard).
 struct DeviceEntries {
   HETRT_SDK_DEVICE_ENTRIES
+  HETRT_SDK_COMMON_DEVICE_ENTRIES
 };
 
 hetrt_error_t* CheckStream(DLDevice device, const hetrt_stream* stream) {

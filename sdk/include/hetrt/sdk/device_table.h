@@ -3,7 +3,9 @@
 // table (hetrt_device_api_t) built from a class whose static member functions
 // are named after the table's entries.
 //
-//   struct DeviceEntries { HETRT_SDK_DEVICE_ENTRIES };  // all of them, declared
+//   struct DeviceEntries : hetrt::sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
+//     HETRT_SDK_DEVICE_ENTRIES  // the rest, declared
+//   };
 //   // in the file of its concept (memory, streams, ...):
 //   hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) { ... }
 //   ...
@@ -14,11 +16,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
+#include "hetrt/sdk/thread_current.h"
 
 namespace hetrt::sdk {
 
@@ -58,6 +62,7 @@ class DeviceList {
     *out = d;
     return nullptr;
   }
+  const char* kind() const { return kind_; }
   bool Owns(DLDevice device) { return device.device_type == device_type_ && at(device.device_id) != nullptr; }
 
   // The device_count entry.
@@ -94,22 +99,19 @@ class DeviceList {
   std::string reason_;
 };
 
-// Declares every entry of the device table as a static member, for a plugin
-// that defines them all (in the files of their concepts).
+// Declares the entries of the device table that differ between plugins as
+// static members; CommonDeviceEntries (or HETRT_SDK_COMMON_DEVICE_ENTRIES,
+// for a plugin that writes them too) gives the other five.
 #define HETRT_SDK_DEVICE_ENTRIES \
-  static hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args); \
   static hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args); \
-  static hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args); \
   static hetrt_error_t* Allocate(hetrt_allocate_args_t* args); \
   static hetrt_error_t* Free(hetrt_free_args_t* args); \
-  static hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args); \
   static hetrt_error_t* Copy(hetrt_copy_args_t* args); \
   static hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args); \
   static hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args); \
   static hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args); \
   static hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args); \
   static hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args); \
-  static hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args); \
   static hetrt_error_t* EventCreate(hetrt_event_create_args_t* args); \
   static hetrt_error_t* EventDestroy(hetrt_event_args_t* args); \
   static hetrt_error_t* EventRecord(hetrt_event_record_args_t* args); \
@@ -119,8 +121,60 @@ class DeviceList {
   static hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args); \
   static hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args); \
   static hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args); \
-  static hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args); \
+  static hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args);
+
+#define HETRT_SDK_COMMON_DEVICE_ENTRIES \
+  static hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args); \
+  static hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args); \
+  static hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args); \
+  static hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args); \
   static hetrt_error_t* SetDevice(hetrt_set_device_args_t* args);
+
+// device_count, can_copy, memory_stats, set_device and stream_get_current of a
+// plugin whose instance has `devices` (a DeviceList) and `serial` (an
+// InstanceSerial), whose devices count allocations in `memory_counters` and
+// know their `total_memory`, and whose current streams are kept in
+// ThreadCurrent<Stream>:
+//   struct DeviceEntries : hetrt::sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
+//     HETRT_SDK_DEVICE_ENTRIES
+//   };
+template <class Instance, class Stream>
+struct CommonDeviceEntries {
+  using Current = ThreadCurrent<Stream>;
+  static hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
+    Instance* self = args->self;  // the plugin's complete type (args->self is not dependent)
+    return self->devices.Count(args);
+  }
+  static hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
+    Instance* self = args->self;
+    return self->devices.CanCopy(args);
+  }
+  static hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
+    Instance* self = args->self;
+    typename std::remove_pointer_t<decltype(self->devices.at(0))>* d = nullptr;
+    if (hetrt_error_t* e = self->devices.Find(args->device, &d)) return e;
+    d->memory_counters.Report(args, d->total_memory);
+    return nullptr;
+  }
+  static hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
+    Instance* self = args->self;
+    if (hetrt_error_t* e = CheckDevice(self, args->device)) return e;
+    if (!Current::SetDevice(self->serial, args->device.device_id)) return Current::TableFull(self->devices.kind());
+    return nullptr;
+  }
+  static hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
+    Instance* self = args->self;
+    if (hetrt_error_t* e = CheckDevice(self, args->device)) return e;
+    args->stream = Current::Get(self->serial, args->device.device_id);
+    return nullptr;
+  }
+
+ private:
+  static hetrt_error_t* CheckDevice(Instance* self, DLDevice device) {
+    typename std::remove_pointer_t<decltype(self->devices.at(0))>* d = nullptr;
+    return self->devices.Find(device, &d);
+  }
+};
 
 // The device table: each entry `Impl` has wrapped in Entry<..., Label>; an
 // entry it lacks stays NULL (the core reports it as unimplemented).
