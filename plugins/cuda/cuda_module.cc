@@ -179,26 +179,13 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
 }
 
 // The packed function TVM host code calls; no exception leaves it.
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
-  auto* k = static_cast<Kernel*>(resource);
-  try {
-    return Launch(k, args, codes, num_args);
-  } catch (const std::exception& e) {
-    k->module->inst->ReportError(e.what());
-  } catch (...) {
-    k->module->inst->ReportError("CUDA kernel launch: unknown exception");
-  }
-  return -1;
-}
+constexpr hetrt_packed_cfunc_t LaunchKernel = sdk::GuardedLaunch<Kernel, Launch, kLabel>;
 
 // ---- Module table ----
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "CUDA module blob: " + why); };
-  if (args->type_key && std::strcmp(args->type_key, "cuda") != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("the CUDA plugin loads type_key 'cuda', not '") + args->type_key + "'");
-  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
+  if (hetrt_error_t* e = sdk::CheckLoadArgs<kLabel>(args, "cuda")) return e;
   auto module = std::make_unique<hetrt_plugin_module>();
   module->inst = args->self;
   uint64_t consumed = 0;

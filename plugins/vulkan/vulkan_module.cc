@@ -346,17 +346,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
 }
 
 // The packed function TVM host code calls; no exception leaves it.
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
-  auto* f = static_cast<Function*>(resource);
-  try {
-    return Launch(f, args, codes, num_args);
-  } catch (const std::exception& e) {
-    f->module->inst->ReportError(e.what());  // no std::string: may be reporting bad_alloc
-  } catch (...) {
-    f->module->inst->ReportError("Vulkan kernel launch: unknown exception");
-  }
-  return -1;
-}
+constexpr hetrt_packed_cfunc_t LaunchKernel = sdk::GuardedLaunch<Function, Launch, kLabel>;
 
 // ---- Module table ----
 
@@ -406,10 +396,7 @@ hetrt_error_t* Prepare(Function* f, const sdk::FunctionInfo& info) {
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "Vulkan module blob: " + why); };
-  if (args->type_key && std::strcmp(args->type_key, "vulkan") != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("the Vulkan plugin loads type_key 'vulkan', not '") + args->type_key + "'");
-  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
+  if (hetrt_error_t* e = sdk::CheckLoadArgs<kLabel>(args, "vulkan")) return e;
   sdk::BlobReader r({args->data, static_cast<size_t>(args->size)});
   auto module = std::make_unique<hetrt_plugin_module>();
   module->inst = args->self;

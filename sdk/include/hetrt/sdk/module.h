@@ -3,6 +3,8 @@
 // list_functions, save, destroy), the table itself, and module.sample's helpers.
 #pragma once
 
+#include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <span>
@@ -13,6 +15,7 @@
 #include "hetrt/plugin_abi.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
+#include "hetrt/sdk/instance.h"
 #include "hetrt/sdk/tvm_blob.h"
 
 namespace hetrt::sdk {
@@ -93,6 +96,34 @@ struct ModuleEntries {
     return nullptr;
   }
 };
+
+// The checks load() starts with: the type_key (NULL: the caller did not say)
+// and the data pointer.
+template <const char* Label>
+hetrt_error_t* CheckLoadArgs(const hetrt_module_load_args_t* args, const char* type_key) {
+  if (args->type_key && std::strcmp(args->type_key, type_key) != 0)
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "the %s loads type_key '%s', not '%s'", Label, type_key,
+                      args->type_key);
+  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
+  return nullptr;
+}
+
+// The packed function of a module's kernels, as TVM host code calls it:
+// Launch(kernel, args, codes, num_args) with no exception leaving it (one is
+// reported through the host's set_last_error, reached as kernel->module->inst->host).
+template <class Kernel, int32_t (*Launch)(Kernel*, hetrt_value_t*, int32_t*, int32_t), const char* Label>
+int32_t GuardedLaunch(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
+                      void* resource) {
+  auto* k = static_cast<Kernel*>(resource);
+  try {
+    return Launch(k, args, codes, num_args);
+  } catch (const std::exception& e) {
+    ReportError(k->module->inst->host, e.what());  // no std::string: may be reporting bad_alloc
+  } catch (...) {
+    ReportError(k->module->inst->host, "kernel launch: unknown exception");
+  }
+  return -1;
+}
 
 // The module table: load (and module.sample, ABI 2.1) from the plugin, the
 // rest from ModuleEntries; every entry wrapped in Entry<..., Label>.
