@@ -26,8 +26,8 @@ struct PluginDescription {
   hetrt_error_t* (*instance_destroy)(hetrt_instance_destroy_args_t*) = nullptr;
   hetrt_error_t* (*set_option)(hetrt_set_option_args_t*) = nullptr;
   hetrt_error_t* (*global_functions)(hetrt_global_functions_args_t*) = nullptr;
-  std::span<const int32_t> device_types;
-  std::span<const char* const> type_keys;
+  std::span<const int32_t> device_types{};
+  std::span<const char* const> type_keys{};
   const hetrt_device_api_t* device = nullptr;
   const hetrt_module_api_t* module = nullptr;
   const hetrt_parallel_api_t* parallel = nullptr;
