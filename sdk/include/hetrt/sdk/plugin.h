@@ -11,6 +11,7 @@
 #include "hetrt/sdk/instance.h"
 #include "hetrt/sdk/memory_counters.h"
 #include "hetrt/sdk/module.h"
+#include "hetrt/sdk/options.h"
 #include "hetrt/sdk/plugin_table.h"
 #include "hetrt/sdk/thread_current.h"
 #include "hetrt/sdk/tvm_blob.h"
