@@ -54,14 +54,11 @@ hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
 
 inline constexpr char kTypeKey[] = "opencl";
 
-// Devices are discovered on first use, not at instance_create: creating an
-// instance is cheap.
+// Platforms and devices are enumerated on first use: instance_create is cheap.
 constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel, kDLOpenCL, kTypeKey>(
     "opencl", "0.2.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::opencl
 
-extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
-  return &hetrt::opencl::kApi;
-}
+extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &hetrt::opencl::kApi; }

@@ -68,6 +68,4 @@ constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, Se
 }  // namespace
 }  // namespace hetrt::vulkan
 
-extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
-  return &hetrt::vulkan::kApi;
-}
+extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &hetrt::vulkan::kApi; }
