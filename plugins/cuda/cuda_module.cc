@@ -222,8 +222,59 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   return nullptr;
 }
 
+// The conformance sample (ABI 2.1): the SDK's c = a + b as PTX (checked with
+// ptxas; any GPU's driver JIT-compiles it). Named as the test kernel the fake
+// driver in tests/cuda runs a host build of, so the kit runs it there too.
+hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
+  if (args->device.device_type != kDLCUDA)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA sample runs on a CUDA device");
+  static constexpr char kCudaName[] = "hetrt_cu_add_kernel";  // not AddSample::kName
+  static const struct : sdk::AddSample {
+    std::vector<uint8_t> blob = [] {
+      ModuleBlob blob{"ptx", Functions(kCudaName), R"(.version 6.0
+.target sm_50
+.address_size 64
+
+.visible .entry hetrt_cu_add_kernel(.param .u64 a, .param .u64 b, .param .u64 y, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<11>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [y];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.s32 %r1, %r3, %r4, %r5;
+  setp.ge.s32 %p1, %r1, %r2;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd4, %rd1;
+  cvta.to.global.u64 %rd5, %rd2;
+  cvta.to.global.u64 %rd6, %rd3;
+  mul.wide.s32 %rd7, %r1, 4;
+  add.s64 %rd8, %rd4, %rd7;
+  add.s64 %rd9, %rd5, %rd7;
+  add.s64 %rd10, %rd6, %rd7;
+  ld.global.f32 %f1, [%rd8];
+  ld.global.f32 %f2, [%rd9];
+  add.f32 %f3, %f1, %f2;
+  st.global.f32 [%rd10], %f3;
+DONE:
+  ret;
+}
+)"};
+      return SerializeModuleBlob(blob);
+    }();
+  } sample;
+  sample.Set(args, "cuda", sample.blob, kCudaName);
+  return nullptr;
+}
+
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load>();
+const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load, Sample>();
 
 }  // namespace hetrt::cuda

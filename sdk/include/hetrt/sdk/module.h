@@ -194,13 +194,14 @@ struct AddSample {
     arguments[3] = SampleInt(kCount), arguments[4] = SampleInt(4), arguments[5] = SampleInt(256);
   }
   // The function map of the blob: (a, b, c, int32 n), tags blockIdx.x, threadIdx.x.
-  static FunctionMap Functions() {
+  static FunctionMap Functions(const char* name = kName) {
     const DLDataType handle{kDLOpaqueHandle, 64, 1};
-    FunctionInfo info{kName, {handle, handle, handle, DLDataType{kDLInt, 32, 1}}, {"blockIdx.x", "threadIdx.x"}};
-    return {{kName, info}};
+    FunctionInfo info{name, {handle, handle, handle, DLDataType{kDLInt, 32, 1}}, {"blockIdx.x", "threadIdx.x"}};
+    return {{name, info}};
   }
-  void Set(hetrt_module_sample_args_t* args, const char* type_key, std::span<const uint8_t> blob) const {
-    SetSample(args, type_key, blob, kName, arguments);
+  void Set(hetrt_module_sample_args_t* args, const char* type_key, std::span<const uint8_t> blob,
+           const char* name = kName) const {
+    SetSample(args, type_key, blob, name, arguments);
   }
 };
 
