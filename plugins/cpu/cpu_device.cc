@@ -126,11 +126,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
 hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_memory_stats_args_t, num_allocations);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
-  const hetrt_instance_t* self = args->self;
-  args->bytes_in_use = self->bytes_in_use.load(std::memory_order_relaxed);
-  args->peak_bytes_in_use = self->peak_bytes_in_use.load(std::memory_order_relaxed);
-  args->bytes_limit = 0;
-  args->num_allocations = self->num_allocations.load(std::memory_order_relaxed);
+  args->self->memory_counters.Report(args, 0);
   return nullptr;
 }
 
@@ -177,13 +173,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   hetrt_instance_t* self = args->self;
   *HeaderOf(data) = AllocHeader{self, args->nbytes, alignment, kAllocTag};
 
-  const uint64_t in_use =
-      self->bytes_in_use.fetch_add(args->nbytes, std::memory_order_relaxed) + args->nbytes;
-  uint64_t peak = self->peak_bytes_in_use.load(std::memory_order_relaxed);
-  while (in_use > peak &&
-         !self->peak_bytes_in_use.compare_exchange_weak(peak, in_use, std::memory_order_relaxed)) {
-  }
-  self->num_allocations.fetch_add(1, std::memory_order_relaxed);
+  self->memory_counters.Allocated(args->nbytes);
 
   args->data = data;
   args->host_pointer = data;
@@ -203,8 +193,7 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
                      args->data);
   }
   header->tag = 0;
-  self->bytes_in_use.fetch_sub(header->nbytes, std::memory_order_relaxed);
-  self->num_allocations.fetch_sub(1, std::memory_order_relaxed);
+  self->memory_counters.Freed(header->nbytes);
   std::free(static_cast<std::byte*>(args->data) - header->offset);
   return nullptr;
 }

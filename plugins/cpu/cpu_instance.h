@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/memory_counters.h"
 #include "plugin_error.h"
 #include "thread_pool.h"
 
@@ -34,10 +35,8 @@ struct hetrt_instance {
   std::atomic<int32_t> num_threads{0};
   std::mutex resize_mutex;  // one resize at a time keeps pool, size and name in step
 
-  // memory_stats: bytes as requested by allocate.
-  alignas(64) std::atomic<uint64_t> bytes_in_use{0};
-  std::atomic<uint64_t> peak_bytes_in_use{0};
-  std::atomic<uint64_t> num_allocations{0};
+  // memory_stats: bytes as requested by allocate (its own cache line inside).
+  hetrt::sdk::MemoryCounters memory_counters;
 
   // HETRT_DEVICE_ATTR_NAME, rebuilt when the thread count changes.
   alignas(64) std::mutex name_mutex;

@@ -12,6 +12,7 @@
 #include "cpu_info.h"
 #include "cpu_instance.h"
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/plugin_table.h"
 #include "parallel_api.h"
 #include "plugin_error.h"
 
@@ -128,25 +129,17 @@ hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
 
 extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
   using namespace hetrt::cpu;
-  static const hetrt_plugin_api_t api{
-      .struct_size = sizeof(hetrt_plugin_api_t),
-      .abi_major = HETRT_PLUGIN_ABI_MAJOR,
-      .abi_minor = HETRT_PLUGIN_ABI_MINOR,
+  // The SDK's table fills struct_size, the ABI version and the error entries,
+  // and leaves every table the plugin does not name (module, whole_model) NULL.
+  static const hetrt_plugin_api_t api = hetrt::sdk::PluginTable({
       .name = "cpu",
       .version = "0.2.0",
-      .error_message = ErrorMessage,
-      .error_destroy = ErrorDestroy,
       .instance_create = Guarded<InstanceCreate>,
       .instance_destroy = Guarded<InstanceDestroy>,
       .set_option = Guarded<SetOption>,
-      .global_functions = nullptr,
       .device_types = kDeviceTypes,
-      .num_device_types = std::size(kDeviceTypes),
-      .type_keys = nullptr,
-      .num_type_keys = 0,
       .device = CpuDeviceApi(),
-      .module = nullptr,
       .parallel = ParallelApi(),
-  };
+  });
   return &api;
 }

@@ -20,30 +20,16 @@ namespace {
 // The calling thread's current device and streams, per instance.
 using Current = sdk::ThreadCurrent<hetrt_stream>;
 
+// The entries of the device table.
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
+  HETRT_SDK_DEVICE_ENTRIES
+};
+
 // ---- Helpers ----
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-hetrt_error_t* CheckDevice(hetrt_instance* inst, DLDevice device, Device** out) {
-  if (device.device_type != kDLCUDA)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not a CUDA device (type " + std::to_string(device.device_type) + ")");
-  Device* d = inst->at(device.device_id);
-  if (d == nullptr) {
-    const int n = inst->count();
-    return MakeError(HETRT_STATUS_NOT_FOUND, "no CUDA device " + std::to_string(device.device_id) + " (" +
-                                                 (n ? std::to_string(n) + " found" : inst->unavailable_reason()) + ")");
-  }
-  *out = d;
-  return nullptr;
-}
 
 // The device, made current on this thread.
 hetrt_error_t* ActiveDevice(hetrt_instance* inst, DLDevice device, Device** out) {
-  if (hetrt_error_t* e = CheckDevice(inst, device, out)) return e;
+  if (hetrt_error_t* e = inst->devices.Find(device, out)) return e;
   return inst->Activate(*out);
 }
 
@@ -56,32 +42,11 @@ hetrt_error_t* StreamOf(Device* d, hetrt_stream* stream, CUstream* out) {
   return nullptr;
 }
 
-void CountAllocation(Device* d, uint64_t nbytes) {
-  const uint64_t now = d->bytes_in_use.fetch_add(nbytes) + nbytes;
-  d->num_allocations.fetch_add(1);
-  uint64_t peak = d->peak_bytes.load();
-  while (now > peak && !d->peak_bytes.compare_exchange_weak(peak, now)) {
-  }
-}
-
-void CountFree(Device* d, uint64_t nbytes) {
-  d->bytes_in_use.fetch_sub(nbytes);
-  d->num_allocations.fetch_sub(1);
-}
-
 // ---- Device table ----
 
-hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
-  if (args->device_type != kDLCUDA)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA plugin serves device type 2 (cuda) only");
-  args->count = args->self->count();
-  args->unavailable_reason = args->count == 0 ? args->self->unavailable_reason().c_str() : nullptr;
-  return nullptr;
-}
-
-hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
     case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver_version.c_str(); return nullptr;
@@ -100,17 +65,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
   }
 }
 
-hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  args->bytes_in_use = d->bytes_in_use.load();
-  args->peak_bytes_in_use = d->peak_bytes.load();
-  args->bytes_limit = d->total_memory;
-  args->num_allocations = d->num_allocations.load();
-  return nullptr;
-}
-
-hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
+hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
@@ -164,13 +119,13 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
     else cu->cuMemFreeHost(a.host);
     throw;
   }
-  CountAllocation(d, args->nbytes);
+  d->memory_counters.Allocated(args->nbytes);
   args->data = data;
   args->host_pointer = a.host;
   return nullptr;
 }
 
-hetrt_error_t* Free(hetrt_free_args_t* args) {
+hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   hetrt_instance* inst = args->self;
   if (args->data == nullptr) return nullptr;
   Allocation a;
@@ -183,23 +138,14 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
     a = it->second;
     inst->allocations.erase(it);
   }
-  Device* d = inst->at(a.device_id);
-  CountFree(d, a.nbytes);
+  Device* d = inst->devices.at(a.device_id);
+  d->memory_counters.Freed(a.nbytes);
   if (hetrt_error_t* e = inst->Activate(d)) return e;
   const Driver* cu = inst->driver();
   // cuMemFree waits for work using the memory; nothing else is needed.
   const CUresult r = a.kind == HETRT_MEMORY_DEVICE ? cu->cuMemFree(reinterpret_cast<CUdeviceptr>(args->data))
                                                    : cu->cuMemFreeHost(a.host);
   return r == CUDA_SUCCESS ? nullptr : inst->Error(d, "freeing memory", r);
-}
-
-hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
-  hetrt_instance* inst = args->self;
-  auto ours = [&](DLDevice x) { return x.device_type == kDLCUDA && inst->at(x.device_id) != nullptr; };
-  auto host = [](DLDevice x) { return x.device_type == kDLCPU; };
-  const DLDevice s = args->src_device, t = args->dst_device;
-  args->can_copy = (ours(s) && (ours(t) || host(t))) || (host(s) && ours(t));
-  return nullptr;
 }
 
 // One side of a copy: host bytes (a CPU pointer, or this instance's pinned
@@ -216,7 +162,7 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr
   if (label.device_type == kDLCPU) return nullptr;
   if (label.device_type != kDLCUDA)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither a CUDA nor a CPU device");
-  if (hetrt_error_t* e = CheckDevice(inst, label, &out->device)) return e;
+  if (hetrt_error_t* e = inst->devices.Find(label, &out->device)) return e;
   std::lock_guard<std::mutex> lock(inst->allocations_mutex);
   auto it = inst->allocations.upper_bound(reinterpret_cast<uintptr_t>(ptr));
   if (it == inst->allocations.begin()) return nullptr;  // not ours (workspace, another allocator): the driver checks
@@ -230,7 +176,7 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr
                                                     ", +" + std::to_string(nbytes) + ") exceeds the " +
                                                     std::to_string(a.nbytes) + "-byte buffer");
   if (a.kind == HETRT_MEMORY_HOST_PINNED) out->device = nullptr;
-  else out->device = inst->at(a.device_id);
+  else out->device = inst->devices.at(a.device_id);
   return nullptr;
 }
 
@@ -253,7 +199,7 @@ hetrt_error_t* EnablePeers(hetrt_instance* inst, Device* a, Device* b) {
   return nullptr;
 }
 
-hetrt_error_t* Copy(hetrt_copy_args_t* a) {
+hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
   if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
@@ -262,7 +208,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* a) {
   if (d == nullptr) {
     if (a->src_device.device_type != kDLCUDA && a->dst_device.device_type != kDLCUDA)
       return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is a CUDA device");
-    d = inst->at((a->src_device.device_type == kDLCUDA ? a->src_device : a->dst_device).device_id);  // pinned both sides
+    d = inst->devices.at((a->src_device.device_type == kDLCUDA ? a->src_device : a->dst_device).device_id);  // pinned both sides
   }
   CUstream stream = nullptr;
   if (hetrt_error_t* e = StreamOf(d, a->stream, &stream)) return e;
@@ -285,7 +231,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* a) {
 
 // ---- Streams ----
 
-hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamCreate(hetrt_stream_create_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
   // A COPY stream is another stream: the driver puts copies on copy engines itself.
@@ -297,7 +243,7 @@ hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
   hetrt_instance* inst = args->self;
   hetrt_stream* stream = args->stream;
   if (stream == nullptr) return nullptr;  // the default stream belongs to the device
@@ -307,18 +253,14 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   if (hetrt_error_t* e = inst->Activate(d)) return e;
   const Driver* cu = inst->driver();
   const CUresult finished = cu->cuStreamSynchronize(stream->stream);
-  {  // Its work done, workspace last freed on it is free for any stream.
-    std::lock_guard<std::mutex> lock(d->workspace.mutex);
-    for (auto& [ptr, block] : d->workspace.blocks)
-      if (block->freed_on == stream->stream) block->freed_on = nullptr;
-  }
+  d->workspace.ForgetStream(stream->stream);  // its work done: its workspace is free for any stream
   const CUresult destroyed = cu->cuStreamDestroy(stream->stream);
   delete stream;
   if (finished != CUDA_SUCCESS) return inst->Error(d, "work on a destroyed stream failed", finished);
   return destroyed == CUDA_SUCCESS ? nullptr : inst->Error(d, "cuStreamDestroy", destroyed);
 }
 
-hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
   CUstream stream = nullptr;
@@ -327,7 +269,7 @@ hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
   return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "work on the stream failed", r);
 }
 
-hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(args->self, args->device, &d)) return e;
   CUstream stream = nullptr;
@@ -340,20 +282,13 @@ hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "cuStreamWaitEvent", r);
 }
 
-hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args) {
   const hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   CUstream unused = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &unused)) return e;
   if (!Current::Set(inst->serial, d->id, args->stream, &args->previous)) return Current::TableFull("CUDA");
-  return nullptr;
-}
-
-hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  args->stream = CurrentStream(args->self, d->id);
   return nullptr;
 }
 
@@ -365,9 +300,9 @@ hetrt_error_t* CreateCuEvent(hetrt_instance* inst, Device* d, bool timing, CUeve
   return r == CUDA_SUCCESS ? nullptr : inst->Error(d, "cuEventCreate", r);
 }
 
-hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+hetrt_error_t* DeviceEntries::EventCreate(hetrt_event_create_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   auto event = std::make_unique<hetrt_event>();
   event->device = d;
   event->timing = args->flags & HETRT_EVENT_TIMING;
@@ -376,7 +311,7 @@ hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e == nullptr) return nullptr;
   CUresult r = CUDA_SUCCESS;
@@ -389,7 +324,7 @@ hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
   return r == CUDA_SUCCESS ? nullptr : args->self->Error(d, "cuEventDestroy", r);
 }
 
-hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
+hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
@@ -411,7 +346,7 @@ hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
@@ -432,7 +367,7 @@ hetrt_error_t* SynchronizeEvent(hetrt_instance* inst, hetrt_event* e) {
   return r == CUDA_SUCCESS ? nullptr : inst->Error(e->device, "work before the event failed", r);
 }
 
-hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   return SynchronizeEvent(args->self, args->event);
@@ -453,7 +388,7 @@ hetrt_error_t* ElapsedMs(hetrt_instance* inst, Device* d, CUevent start, CUevent
   return nullptr;
 }
 
-hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
+hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
   hetrt_instance* inst = args->self;
   if (hetrt_error_t* e = CheckTimingEvent(args->start, "event_elapsed_ms")) return e;
   if (hetrt_error_t* e = CheckTimingEvent(args->end, "event_elapsed_ms")) return e;
@@ -477,10 +412,10 @@ constexpr uint64_t kAnchorLifetimeNs = 4'000'000'000ULL;
 // the host window in which it completed.
 hetrt_error_t* StampClock(hetrt_instance* inst, Device* d, CUevent event, uint64_t* before, uint64_t* after) {
   const Driver* cu = inst->driver();
-  *before = MonotonicNs();
+  *before = sdk::MonotonicNs();
   if (CUresult r = cu->cuEventRecord(event, d->clock_stream)) return inst->Error(d, "cuEventRecord (clock)", r);
   if (CUresult r = cu->cuEventSynchronize(event)) return inst->Error(d, "cuEventSynchronize (clock)", r);
-  *after = MonotonicNs();
+  *after = sdk::MonotonicNs();
   return nullptr;
 }
 
@@ -499,7 +434,7 @@ hetrt_error_t* DeviceNs(hetrt_instance* inst, Device* d, CUevent event, int64_t*
   return nullptr;
 }
 
-hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
+hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) {
   hetrt_instance* inst = args->self;
   hetrt_event* e = args->event;
   if (hetrt_error_t* err = CheckTimingEvent(e, "event_timestamp")) return err;
@@ -515,7 +450,7 @@ hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
 
 // The tightest of a few samples: a marker event on the idle clock stream
 // completes between the host readings around its record and its wait.
-hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
@@ -537,13 +472,13 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
     }
   }
   // Renew an old anchor: this sample becomes it, its time chained from the old one.
-  if (error == nullptr && MonotonicNs() - d->anchor_taken_at > kAnchorLifetimeNs) {
+  if (error == nullptr && sdk::MonotonicNs() - d->anchor_taken_at > kAnchorLifetimeNs) {
     int64_t ns = 0;
     error = DeviceNs(inst, d, sample, &ns);
     if (error == nullptr) {
       std::swap(d->anchor, sample);
       d->anchor_ns = ns;
-      d->anchor_taken_at = MonotonicNs();
+      d->anchor_taken_at = sdk::MonotonicNs();
     }
   }
   inst->driver()->cuEventDestroy(sample);
@@ -552,66 +487,27 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
 
 // ---- Workspace pool ----
 
-// Power-of-two size classes, at least 256 bytes; 64 means too large.
-int SizeClass(uint64_t nbytes) { return nbytes <= 256 ? 8 : 64 - __builtin_clzll(nbytes - 1); }
-
-hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+hetrt_error_t* DeviceEntries::WorkspaceAlloc(hetrt_workspace_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
-  const int c = SizeClass(args->nbytes);
-  if (c >= 64) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "CUDA workspace of " + std::to_string(args->nbytes) + " bytes");
-  WorkspacePool& pool = d->workspace;
-  const CUstream stream = LaunchStream(inst, d);
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    auto& list = pool.free_lists[static_cast<size_t>(c)];
-    for (size_t k = list.size(); k-- > 0;) {
-      // Freed on another live stream: its kernel may still be using it.
-      if (list[k]->freed_on != stream && list[k]->freed_on != nullptr) continue;
-      args->data = reinterpret_cast<void*>(list[k]->ptr);
-      list[k] = list.back();
-      list.pop_back();
-      return nullptr;
-    }
-  }
-  if (hetrt_error_t* e = inst->Activate(d)) return e;
-  auto block = std::make_unique<WorkspaceBlock>();
-  block->size_class = c;
-  if (CUresult r = inst->driver()->cuMemAlloc(&block->ptr, size_t{1} << c))
-    return inst->Error(d, "allocating " + std::to_string(size_t{1} << c) + " bytes of workspace", r);
-  const CUdeviceptr ptr = block->ptr;
-  try {
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    pool.blocks.emplace(ptr, std::move(block));
-  } catch (...) {
-    inst->driver()->cuMemFree(ptr);
-    throw;
-  }
-  args->data = reinterpret_cast<void*>(ptr);
-  return nullptr;
+  if (hetrt_error_t* e = inst->devices.Find(args->device, &d)) return e;
+  const Driver* cu = inst->driver();
+  auto create = [inst, d, cu](uint64_t bytes, void** data) -> hetrt_error_t* {
+    if (hetrt_error_t* e = inst->Activate(d)) return e;
+    CUdeviceptr ptr = 0;
+    if (CUresult r = cu->cuMemAlloc(&ptr, static_cast<size_t>(bytes)))
+      return inst->Error(d, "allocating " + std::to_string(bytes) + " bytes of workspace", r);
+    *data = reinterpret_cast<void*>(ptr);
+    return nullptr;
+  };
+  auto destroy = [cu](void* data) { cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data)); };
+  return d->workspace.Allocate(args->nbytes, LaunchStream(inst, d), "CUDA", create, destroy, &args->data);
 }
 
-hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
-  hetrt_instance* inst = args->self;
+hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
-  if (args->data == nullptr) return nullptr;
-  const CUstream stream = LaunchStream(inst, d);
-  std::lock_guard<std::mutex> lock(d->workspace.mutex);
-  auto it = d->workspace.blocks.find(reinterpret_cast<CUdeviceptr>(args->data));
-  if (it == d->workspace.blocks.end())
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not a CUDA workspace buffer of cuda:" + std::to_string(d->id));
-  it->second->freed_on = stream;
-  d->workspace.free_lists[static_cast<size_t>(it->second->size_class)].push_back(it->second.get());
-  return nullptr;
-}
-
-hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  if (!Current::SetDevice(args->self->serial, d->id)) return Current::TableFull("CUDA");
-  return nullptr;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
+  return d->workspace.Free(args->data, LaunchStream(args->self, d), "CUDA");
 }
 
 }  // namespace
@@ -622,48 +518,17 @@ hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
   return Current::Get(inst->serial, device_id);
 }
 
-const hetrt_device_api_t kDeviceApi = {
-    sizeof(hetrt_device_api_t),
-    Entry<DeviceCount>::Call,
-    Entry<DeviceAttribute>::Call,
-    Entry<MemoryStats>::Call,
-    Entry<Allocate>::Call,
-    Entry<Free>::Call,
-    Entry<CanCopy>::Call,
-    Entry<Copy>::Call,
-    Entry<StreamCreate>::Call,
-    Entry<StreamDestroy>::Call,
-    Entry<StreamSynchronize>::Call,
-    Entry<StreamWaitEvent>::Call,
-    Entry<StreamSetCurrent>::Call,
-    Entry<StreamGetCurrent>::Call,
-    Entry<EventCreate>::Call,
-    Entry<EventDestroy>::Call,
-    Entry<EventRecord>::Call,
-    Entry<EventQuery>::Call,
-    Entry<EventSynchronize>::Call,
-    Entry<EventElapsed>::Call,
-    Entry<EventTimestamp>::Call,
-    Entry<DeviceClock>::Call,
-    Entry<WorkspaceAlloc>::Call,
-    Entry<WorkspaceFree>::Call,
-    Entry<SetDevice>::Call,
-};
+const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 
 }  // namespace hetrt::cuda
 
 // ---- Instance: discovery, contexts and teardown ----
 
-int hetrt_instance::count() {
-  std::call_once(discovered_, [this] { Discover(); });
-  return static_cast<int>(devices_.size());
-}
-
-void hetrt_instance::Discover() {
+void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::cuda::Device>& list) {
   using namespace hetrt::cuda;
   const DriverProbe probe = ProbeDriver(DefaultDriverLibrary());
   if (probe.driver == nullptr) {
-    reason_ = probe.reason;
+    list.SetUnavailable(probe.reason);
     return;
   }
   driver_ = probe.driver;
@@ -672,7 +537,7 @@ void hetrt_instance::Discover() {
     auto d = std::make_unique<Device>();
     d->id = i;
     if (CUresult r = cu->cuDeviceGet(&d->handle, i)) {
-      reason_ = "cuDeviceGet(" + std::to_string(i) + ") failed: " + ResultText(cu, r);
+      list.SetUnavailable("cuDeviceGet(" + std::to_string(i) + ") failed: " + ResultText(cu, r));
       break;  // devices keep dense ids
     }
     char name[256] = {};
@@ -699,7 +564,7 @@ void hetrt_instance::Discover() {
     d->driver_version = VersionString(cu->version);
     d->display_name = d->name + ", compute " + d->compute_version + ", " + std::to_string(d->multiprocessors) +
                       " SMs, driver " + VersionString(cu->version);
-    devices_.push_back(std::move(d));
+    list.Add(std::move(d));
   }
 }
 
@@ -741,21 +606,21 @@ hetrt_instance::~hetrt_instance() {
   using namespace hetrt::cuda;
   const Driver* cu = driver_;
   for (auto& [address, a] : allocations) {
-    if (hetrt_error_t* e = Activate(devices_[static_cast<size_t>(a.device_id)].get())) {
+    if (hetrt_error_t* e = Activate(devices.at(a.device_id))) {
       delete e;  // leaks the memory rather than touch a context that is gone
       continue;
     }
     if (a.kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(static_cast<CUdeviceptr>(address));
     else cu->cuMemFreeHost(a.host);
   }
-  for (auto& d : devices_) {
+  for (auto& d : devices.discovered()) {
     if (!d->context_ready.load()) continue;
     if (hetrt_error_t* e = Activate(d.get())) {
       delete e;
       continue;
     }
     cu->cuStreamSynchronize(d->stream);
-    for (auto& [ptr, block] : d->workspace.blocks) cu->cuMemFree(ptr);
+    d->workspace.DestroyAll([cu](void* data) { cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data)); });
     if (d->anchor) cu->cuEventDestroy(d->anchor);
     cu->cuStreamDestroy(d->clock_stream);
     cu->cuStreamDestroy(d->stream);

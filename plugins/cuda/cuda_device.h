@@ -17,21 +17,6 @@
 
 namespace hetrt::cuda {
 
-// Workspace memory of one device, reused across calls: one free list per
-// power-of-two size class. A block is reused only on the stream it was freed
-// on (TVM host code frees workspace right after launching the kernel that uses
-// it), or on any once that stream is gone.
-struct WorkspaceBlock {
-  CUdeviceptr ptr = 0;
-  int size_class = 0;
-  CUstream freed_on = nullptr;
-};
-struct WorkspacePool {
-  std::mutex mutex;
-  std::array<std::vector<WorkspaceBlock*>, 64> free_lists;
-  std::unordered_map<CUdeviceptr, std::unique_ptr<WorkspaceBlock>> blocks;  // all of them, freed at instance_destroy
-};
-
 struct Device {
   int id = 0;
   CUdevice handle = 0;
@@ -53,8 +38,8 @@ struct Device {
   CUstream clock_stream = nullptr;  // device_clock samples here, never behind user work
 
   // memory_stats: allocate() minus free() of this instance.
-  std::atomic<uint64_t> bytes_in_use{0}, peak_bytes{0}, num_allocations{0};
-  WorkspacePool workspace;
+  sdk::MemoryCounters memory_counters;
+  sdk::WorkspacePool<CUstream> workspace;  // keyed by the stream a block was freed on
 
   // The device clock: an anchor event whose device time is fixed; a timing
   // event's device time is the anchor's plus the elapsed time between them.
@@ -79,15 +64,10 @@ struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
   hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
 
-  // Discovers on first use; never fails: no device gives an empty list and a reason.
-  int count();
-  hetrt::cuda::Device* at(int id) { return id >= 0 && id < count() ? devices_[static_cast<size_t>(id)].get() : nullptr; }
-  const std::string& unavailable_reason() {
-    count();
-    return reason_;
-  }
+  // Discovered on first use; never fails: no device gives an empty list and a reason.
+  hetrt::sdk::DeviceList<hetrt::cuda::Device> devices{kDLCUDA, "CUDA", [this](auto& list) { Discover(list); }};
   const hetrt::cuda::Driver* driver() {
-    count();
+    devices.count();
     return driver_;
   }
   // Retains the device's primary context on first use and makes it current on
@@ -108,11 +88,8 @@ struct hetrt_instance {
   ~hetrt_instance();
 
  private:
-  void Discover();
-  std::once_flag discovered_;
+  void Discover(hetrt::sdk::DeviceList<hetrt::cuda::Device>& list);
   const hetrt::cuda::Driver* driver_ = nullptr;
-  std::vector<std::unique_ptr<hetrt::cuda::Device>> devices_;
-  std::string reason_;
 };
 
 // A stream: a non-blocking CUDA stream of one device.

@@ -8,49 +8,7 @@
 namespace hetrt::cuda {
 namespace {
 
-// Bounded little-endian reads over the blob; every read is checked against
-// what is left, so a corrupt count never over-reads or over-allocates.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> data) : data_(data) {}
-  uint64_t offset() const { return pos_; }
-  uint64_t left() const { return data_.size() - pos_; }
-  bool U64(uint64_t* v) { return Pod(v); }
-  template <class T>
-  bool Pod(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool Str(std::string* s) {
-    uint64_t n = 0;
-    if (!U64(&n) || n > left()) return false;
-    s->assign(reinterpret_cast<const char*>(data_.data() + pos_), n);
-    pos_ += n;
-    return true;
-  }
-  // A count of elements of at least `min_bytes` each that can still fit.
-  bool Count(uint64_t* n, uint64_t min_bytes) { return U64(n) && *n <= left() / min_bytes; }
-
- private:
-  std::span<const uint8_t> data_;
-  uint64_t pos_ = 0;
-};
-
-class Writer {
- public:
-  template <class T>
-  void Pod(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof(T));
-  }
-  void Str(std::string_view s) {
-    Pod<uint64_t>(s.size());
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
-  std::vector<uint8_t> bytes;
-};
+using Reader = sdk::BlobReader;
 
 std::string_view AsText(std::span<const uint8_t> data) {
   return {reinterpret_cast<const char*>(data.data()), data.size()};
@@ -74,7 +32,7 @@ std::string DescribeFatbin(std::span<const uint8_t> data) {
   uint32_t magic = 0;
   uint16_t version = 0, header_size = 0;
   uint64_t fat_size = 0;
-  if (!r.Pod(&magic) || !r.Pod(&version) || !r.Pod(&header_size) || !r.U64(&fat_size)) return "fatbin (truncated header)";
+  if (!r.Pod(&magic) || !r.Pod(&version) || !r.Pod(&header_size) || !r.Pod(&fat_size)) return "fatbin (truncated header)";
   std::string entries;
   uint64_t at = header_size;
   const uint64_t end = std::min<uint64_t>(data.size(), header_size + fat_size);
@@ -155,31 +113,7 @@ std::string ParseModuleBlob(std::span<const uint8_t> data, ModuleBlob* out, uint
   Reader r(data);
   ModuleBlob blob;
   if (!r.Str(&blob.fmt)) return "truncated format string";
-  uint64_t count = 0;
-  // A function is at least its key, name and two counts: 32 bytes.
-  if (!r.Count(&count, 32)) return "function count does not fit the blob";
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string key;
-    FunctionInfo info;
-    if (!r.Str(&key) || key.empty()) return "function " + std::to_string(i) + ": missing or empty name";
-    if (!r.Str(&info.name)) return "function '" + key + "': truncated FunctionInfo.name";
-    uint64_t n = 0;
-    if (!r.Count(&n, 4)) return "function '" + key + "': argument type count does not fit the blob";
-    for (uint64_t t = 0; t < n; ++t) {
-      DLDataType type{};
-      r.Pod(&type.code), r.Pod(&type.bits), r.Pod(&type.lanes);
-      info.arg_types.push_back(type);
-    }
-    if (!r.Count(&n, 8)) return "function '" + key + "': launch tag count does not fit the blob";
-    for (uint64_t t = 0; t < n; ++t) {
-      std::string tag;
-      if (!r.Str(&tag)) return "function '" + key + "': truncated launch tag";
-      info.launch_param_tags.push_back(std::move(tag));
-    }
-    for (const auto& [existing, unused] : blob.functions)
-      if (existing == key) return "function '" + key + "' listed twice";
-    blob.functions.emplace_back(std::move(key), std::move(info));
-  }
+  if (std::string why = sdk::ReadFunctionMap(r, &blob.functions); !why.empty()) return why;
   if (!r.Str(&blob.data)) return "truncated module data";
   *consumed = r.offset();
   *out = std::move(blob);
@@ -187,39 +121,11 @@ std::string ParseModuleBlob(std::span<const uint8_t> data, ModuleBlob* out, uint
 }
 
 std::vector<uint8_t> SerializeModuleBlob(const ModuleBlob& blob) {
-  Writer w;
+  sdk::BlobWriter w;
   w.Str(blob.fmt);
-  w.Pod<uint64_t>(blob.functions.size());
-  for (const auto& [key, info] : blob.functions) {
-    w.Str(key);
-    w.Str(info.name);
-    w.Pod<uint64_t>(info.arg_types.size());
-    for (const DLDataType& t : info.arg_types) w.Pod(t.code), w.Pod(t.bits), w.Pod(t.lanes);
-    w.Pod<uint64_t>(info.launch_param_tags.size());
-    for (const std::string& tag : info.launch_param_tags) w.Str(tag);
-  }
+  sdk::WriteFunctionMap(w, blob.functions);
   w.Str(blob.data);
   return std::move(w.bytes);
-}
-
-std::string ParseLaunchTags(const std::vector<std::string>& tags, LaunchTags* out) {
-  LaunchTags parsed;
-  for (size_t i = 0; i < tags.size(); ++i) {
-    const std::string& tag = tags[i];
-    if (tag == "tir.use_dyn_shared_memory") {
-      if (i + 1 != tags.size()) return "launch tag 'tir.use_dyn_shared_memory' must be the last one";
-      parsed.dynamic_shared_memory = true;
-      continue;
-    }
-    const bool block = tag.size() == 10 && tag.compare(0, 9, "blockIdx.") == 0;
-    const bool thread = tag.size() == 11 && tag.compare(0, 10, "threadIdx.") == 0;
-    const char axis = tag.empty() ? '\0' : tag.back();
-    if ((!block && !thread) || axis < 'x' || axis > 'z')
-      return "unknown launch tag '" + tag + "' (expected blockIdx.{x,y,z}, threadIdx.{x,y,z} or tir.use_dyn_shared_memory)";
-    parsed.slots.push_back(static_cast<uint8_t>((thread ? 3 : 0) + (axis - 'x')));
-  }
-  *out = std::move(parsed);
-  return "";
 }
 
 std::string ComputeGeometry(const LaunchTags& tags, const hetrt_value_t* launch_args, LaunchGeometry* out) {

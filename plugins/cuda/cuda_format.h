@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/tvm_blob.h"
 
 namespace hetrt::cuda {
 
@@ -37,15 +38,11 @@ std::string DescribeImage(std::span<const uint8_t> data);
 
 // ---- The blob (type_key "cuda"): str fmt, map<str, FunctionInfo>, str data. ----
 
-struct FunctionInfo {
-  std::string name;  // FunctionInfo.name: TVM writes it empty; kept for saving
-  std::vector<DLDataType> arg_types;
-  std::vector<std::string> launch_param_tags;
-};
+using sdk::FunctionInfo;
 
 struct ModuleBlob {
   std::string fmt;  // "ptx", "cubin" (TVM's label for cubins and fatbins) or "fatbin"
-  std::vector<std::pair<std::string, FunctionInfo>> functions;  // in blob order, for byte-exact saving
+  sdk::FunctionMap functions;  // in blob order, for byte-exact saving
   std::string data;  // the image; std::string so that PTX handed to the driver is NUL-terminated
 };
 
@@ -57,15 +54,9 @@ std::vector<uint8_t> SerializeModuleBlob(const ModuleBlob& blob);
 
 // ---- Launching: geometry from the trailing launch arguments. ----
 
-// What a function's launch tags mean: the work-size slot of each tag
-// (blockIdx.d -> d, threadIdx.d -> 3 + d) and whether one more argument, the
-// dynamic shared memory size, follows them (last tag tir.use_dyn_shared_memory).
-struct LaunchTags {
-  std::vector<uint8_t> slots;
-  bool dynamic_shared_memory = false;
-  int num_launch_args() const { return static_cast<int>(slots.size()) + (dynamic_shared_memory ? 1 : 0); }
-};
-std::string ParseLaunchTags(const std::vector<std::string>& tags, LaunchTags* out);
+// What a function's launch tags mean (the SDK reads them as every plugin does).
+using sdk::LaunchTags;
+using sdk::ParseLaunchTags;
 
 struct LaunchGeometry {
   std::array<uint32_t, 3> grid{1, 1, 1};

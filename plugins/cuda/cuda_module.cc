@@ -39,13 +39,15 @@ struct hetrt_plugin_module {
   hetrt::cuda::ModuleBlob blob;
   std::string image;  // "fatbin: sm_80 cubin", for messages
   std::vector<std::unique_ptr<Kernel>> kernels;  // blob order
-  std::map<std::string, Kernel*, std::less<>> by_name;
-  std::vector<const char*> names;
+  hetrt::sdk::ModuleFunctions<Kernel> functions;
+
+  // TVM's SaveToBinary layout, written from what was read (map order kept).
+  std::vector<uint8_t> Serialize() const { return hetrt::cuda::SerializeModuleBlob(blob); }
 
   ~hetrt_plugin_module() {
     for (size_t id = 0; id < loaded_.size(); ++id) {
       if (loaded_[id] == nullptr) continue;
-      if (hetrt_error_t* e = inst->Activate(inst->at(static_cast<int>(id)))) {
+      if (hetrt_error_t* e = inst->Activate(inst->devices.at(static_cast<int>(id)))) {
         delete e;
         continue;
       }
@@ -59,7 +61,7 @@ struct hetrt_plugin_module {
     std::lock_guard<std::mutex> lock(mutex_);
     if ((*out = k->functions[d->id].load(std::memory_order_acquire)) != nullptr) return nullptr;
     const hetrt::cuda::Driver* cu = inst->driver();
-    if (loaded_.empty()) loaded_.assign(static_cast<size_t>(inst->count()), nullptr);
+    if (loaded_.empty()) loaded_.assign(static_cast<size_t>(inst->devices.count()), nullptr);
     CUmodule& module = loaded_[static_cast<size_t>(d->id)];
     if (module == nullptr)
       if (hetrt_error_t* e = Load(d, k->name, &module)) return e;
@@ -70,9 +72,6 @@ struct hetrt_plugin_module {
     *out = f;
     return nullptr;
   }
-
-  std::mutex save_mutex;
-  std::vector<uint8_t> saved;
 
  private:
   // cuModuleLoadDataEx with the JIT's error log, and messages that say why
@@ -117,10 +116,10 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     return -1;
   }
   const int device_id = CurrentDevice(inst);
-  Device* d = inst->at(device_id);
-  if (d == nullptr) {
-    inst->ReportError("CUDA kernel '" + k->name + "': no CUDA device " + std::to_string(device_id) + " (" +
-                      (inst->count() ? std::to_string(inst->count()) + " found" : inst->unavailable_reason()) + ")");
+  Device* d = nullptr;
+  if (hetrt_error_t* e = inst->devices.Find(DLDevice{kDLCUDA, device_id}, &d)) {
+    inst->ReportError("CUDA kernel '" + k->name + "': " + e->message);
+    delete e;
     return -1;
   }
   LaunchGeometry g;
@@ -180,26 +179,13 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
 }
 
 // The packed function TVM host code calls; no exception leaves it.
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
-  auto* k = static_cast<Kernel*>(resource);
-  try {
-    return Launch(k, args, codes, num_args);
-  } catch (const std::exception& e) {
-    k->module->inst->ReportError(e.what());
-  } catch (...) {
-    k->module->inst->ReportError("CUDA kernel launch: unknown exception");
-  }
-  return -1;
-}
+constexpr hetrt_packed_cfunc_t LaunchKernel = sdk::GuardedLaunch<Kernel, Launch, kLabel>;
 
 // ---- Module table ----
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "CUDA module blob: " + why); };
-  if (args->type_key && std::strcmp(args->type_key, "cuda") != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("the CUDA plugin loads type_key 'cuda', not '") + args->type_key + "'");
-  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
+  if (hetrt_error_t* e = sdk::CheckLoadArgs<kLabel>(args, "cuda")) return e;
   auto module = std::make_unique<hetrt_plugin_module>();
   module->inst = args->self;
   uint64_t consumed = 0;
@@ -216,7 +202,7 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     return bad("the data is neither PTX text, a cubin (ELF) nor a fatbin (magic 0xBA55ED50): " + module->image);
   if ((blob.fmt == "ptx") != (kind == ImageKind::kPtx))
     return bad("format '" + blob.fmt + "' but the data is " + module->image);
-  const int num_devices = args->self->count();
+  const int num_devices = args->self->devices.count();
   for (const auto& [key, info] : blob.functions) {
     auto k = std::make_unique<Kernel>();
     k->module = module.get();
@@ -228,8 +214,7 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     k->functions = std::make_unique<std::atomic<CUfunction>[]>(static_cast<size_t>(num_devices));
     k->shared_limit = std::make_unique<std::atomic<uint32_t>[]>(static_cast<size_t>(num_devices));
     for (int i = 0; i < num_devices; ++i) k->functions[i] = nullptr, k->shared_limit[i] = kDefaultDynamicSharedLimit;
-    module->by_name.emplace(key, k.get());
-    module->names.push_back(k->name.c_str());
+    module->functions.Add(key, k.get());
     module->kernels.push_back(std::move(k));
   }
   args->consumed = consumed;
@@ -237,46 +222,59 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
-  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL CUDA module");
-}
+// The conformance sample (ABI 2.1): the SDK's c = a + b as PTX (checked with
+// ptxas; any GPU's driver JIT-compiles it). Named as the test kernel the fake
+// driver in tests/cuda runs a host build of, so the kit runs it there too.
+hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
+  if (args->device.device_type != kDLCUDA)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA sample runs on a CUDA device");
+  static constexpr char kCudaName[] = "hetrt_cu_add_kernel";  // not AddSample::kName
+  static const struct : sdk::AddSample {
+    std::vector<uint8_t> blob = [] {
+      ModuleBlob blob{"ptx", Functions(kCudaName), R"(.version 6.0
+.target sm_50
+.address_size 64
 
-hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
-  auto it = args->module->by_name.find(std::string_view(args->name));
-  args->found = it != args->module->by_name.end();
-  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second} : hetrt_packed_func_t{};
-  return nullptr;
+.visible .entry hetrt_cu_add_kernel(.param .u64 a, .param .u64 b, .param .u64 y, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<11>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [y];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.s32 %r1, %r3, %r4, %r5;
+  setp.ge.s32 %p1, %r1, %r2;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd4, %rd1;
+  cvta.to.global.u64 %rd5, %rd2;
+  cvta.to.global.u64 %rd6, %rd3;
+  mul.wide.s32 %rd7, %r1, 4;
+  add.s64 %rd8, %rd4, %rd7;
+  add.s64 %rd9, %rd5, %rd7;
+  add.s64 %rd10, %rd6, %rd7;
+  ld.global.f32 %f1, [%rd8];
+  ld.global.f32 %f2, [%rd9];
+  add.f32 %f3, %f1, %f2;
+  st.global.f32 [%rd10], %f3;
+DONE:
+  ret;
 }
-
-hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  sdk::ListFunctionNames(args->module->names, args);
-  return nullptr;
-}
-
-// TVM's SaveToBinary layout, written from what was read (map order kept).
-hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  hetrt_plugin_module* m = args->module;
-  std::lock_guard<std::mutex> lock(m->save_mutex);
-  if (m->saved.empty()) m->saved = SerializeModuleBlob(m->blob);
-  args->data = m->saved.data();
-  args->size = m->saved.size();
-  return nullptr;
-}
-
-hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
-  delete args->module;
+)"};
+      return SerializeModuleBlob(blob);
+    }();
+  } sample;
+  sample.Set(args, "cuda", sample.blob, kCudaName);
   return nullptr;
 }
 
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t), Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
-    Entry<Save>::Call,          Entry<Destroy>::Call,
-};
+const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load, Sample>();
 
 }  // namespace hetrt::cuda

@@ -8,26 +8,15 @@ namespace hetrt::cuda {
 
 namespace {
 
-// The driver library is chosen by $HETRT_CUDA_DRIVER, not by an option: it
-// is process-wide (one cuInit per process).
-hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  return MakeError(HETRT_STATUS_NOT_FOUND,
-                   "the CUDA plugin has no option '" + std::string(args->key ? args->key : "(null)") + "'");
-}
+// No options: the driver library is chosen by $HETRT_CUDA_DRIVER, as it is
+// process-wide (one cuInit per process).
+inline constexpr char kTypeKey[] = "cuda";
 
-const int32_t kDeviceTypes[] = {kDLCUDA};
-const char* const kTypeKeys[] = {"cuda"};
-
-// The driver is probed on first use, not at instance_create: creating an
+// Devices are discovered on first use, not at instance_create: creating an
 // instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "cuda",
-    .version = "0.1.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, sdk::NoOptions<kLabel>, kLabel,
+                                                               kDLCUDA, kTypeKey>("cuda", "0.1.0", &kDeviceApi,
+                                                                                  &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::cuda

@@ -31,10 +31,6 @@ struct BufferDescriptor {
   size_t size = 0;
   int device_id = 0;
   void* host = nullptr;  // HOST_VISIBLE: the persistent mapping, unmapped at free
-  // Workspace: the queue it was last freed on. TVM host code frees workspace
-  // right after enqueuing the kernel that uses it, so a buffer is reused only
-  // on that same in-order queue, never by work on another one.
-  cl_command_queue freed_on = nullptr;
 };
 
 }  // namespace hetrt::opencl

@@ -21,6 +21,11 @@ namespace {
 // The calling thread's current device and streams, per instance.
 using Current = sdk::ThreadCurrent<hetrt_stream>;
 
+// The entries of the device table.
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
+  HETRT_SDK_DEVICE_ENTRIES
+};
+
 // ---- Helpers ----
 
 std::string DeviceString(cl_device_id d, cl_device_info what) {
@@ -48,42 +53,12 @@ T DeviceValue(cl_device_id d, cl_device_info what) {
   return v;
 }
 
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-hetrt_error_t* CheckDevice(hetrt_instance* inst, DLDevice device, Device** out) {
-  if (device.device_type != kDLOpenCL)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not an OpenCL device (type " + std::to_string(device.device_type) + ")");
-  Device* d = inst->at(device.device_id);
-  if (d == nullptr)
-    return MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device.device_id) + " (" +
-                                                 std::to_string(inst->count()) + " found)");
-  *out = d;
-  return nullptr;
-}
-
 // The queue of `stream` on `d` (NULL: d's default queue).
 hetrt_error_t* QueueOf(Device* d, hetrt_stream* stream, cl_command_queue* out) {
   if (stream != nullptr && stream->device != d)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the stream belongs to another OpenCL device than " + d->name);
   *out = stream ? stream->queue : d->queue;
   return nullptr;
-}
-
-void CountAllocation(Device* d, uint64_t nbytes) {
-  const uint64_t now = d->bytes_in_use.fetch_add(nbytes) + nbytes;
-  d->num_allocations.fetch_add(1);
-  uint64_t peak = d->peak_bytes.load();
-  while (now > peak && !d->peak_bytes.compare_exchange_weak(peak, now)) {
-  }
-}
-
-void CountFree(Device* d, uint64_t nbytes) {
-  d->bytes_in_use.fetch_sub(nbytes);
-  d->num_allocations.fetch_sub(1);
 }
 
 // A CL_MEM_ALLOC_HOST_PTR buffer mapped once for the life of the allocation.
@@ -107,23 +82,15 @@ hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* 
 
 // ---- Device table ----
 
-hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
-  if (args->device_type != kDLOpenCL)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the OpenCL plugin serves device type 4 only");
-  args->count = args->self->count();
-  args->unavailable_reason = args->count == 0 ? args->self->unavailable_reason().c_str() : nullptr;
-  return nullptr;
-}
-
-hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
     case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
     case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->global_mem); return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = static_cast<int64_t>(d->local_mem); return nullptr;
     case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
@@ -135,20 +102,10 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
   }
 }
 
-hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  args->bytes_in_use = d->bytes_in_use.load();
-  args->peak_bytes_in_use = d->peak_bytes.load();
-  args->bytes_limit = d->global_mem;
-  args->num_allocations = d->num_allocations.load();
-  return nullptr;
-}
-
-hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
+hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
+  if (hetrt_error_t* e = inst->devices.Find(args->device, &d)) return e;
   // OpenCL refuses zero-sized buffers; a 1-byte one keeps every tensor addressable.
   const size_t size = args->nbytes ? static_cast<size_t>(args->nbytes) : 1;
   cl_int status = CL_SUCCESS;
@@ -194,14 +151,14 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
       return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
                        "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
   }
-  CountAllocation(d, args->nbytes);
+  d->memory_counters.Allocated(args->nbytes);
   return nullptr;
 }
 
-hetrt_error_t* Free(hetrt_free_args_t* args) {
+hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(inst, args->device, &d)) return e;
+  if (hetrt_error_t* e = inst->devices.Find(args->device, &d)) return e;
   if (args->data == nullptr) return nullptr;
   cl_int status = CL_SUCCESS;
   if (args->kind == HETRT_MEMORY_HOST_PINNED) {
@@ -214,32 +171,23 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
       p = it->second;
       inst->pinned.erase(it);
     }
-    Device* owner = inst->at(p.device_id);
+    Device* owner = inst->devices.at(p.device_id);
     status = clEnqueueUnmapMemObject(owner->queue, p.buffer, args->data, 0, nullptr, nullptr);
     const cl_int released = clReleaseMemObject(p.buffer);
-    CountFree(owner, p.nbytes);
+    owner->memory_counters.Freed(p.nbytes);
     if (status != CL_SUCCESS) return ClError("clEnqueueUnmapMemObject", status);
     return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
   }
   auto* desc = static_cast<BufferDescriptor*>(args->data);
-  Device* owner = inst->at(desc->device_id);
+  Device* owner = inst->devices.at(desc->device_id);
   if (owner == nullptr) owner = d;
   // Releasing is safe right after: the buffer goes once queued commands are done.
   if (desc->host) status = clEnqueueUnmapMemObject(owner->queue, desc->buffer, desc->host, 0, nullptr, nullptr);
   const cl_int released = clReleaseMemObject(desc->buffer);
-  CountFree(owner, desc->size);
+  owner->memory_counters.Freed(desc->size);
   delete desc;
   if (status != CL_SUCCESS) return ClError("clEnqueueUnmapMemObject", status);
   return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
-}
-
-hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
-  hetrt_instance* inst = args->self;
-  auto ours = [&](DLDevice x) { return x.device_type == kDLOpenCL && inst->at(x.device_id) != nullptr; };
-  auto host = [](DLDevice x) { return x.device_type == kDLCPU; };
-  const DLDevice s = args->src_device, t = args->dst_device;
-  args->can_copy = (ours(s) && (ours(t) || host(t))) || (host(s) && ours(t));
-  return nullptr;
 }
 
 // One side of a copy: an OpenCL buffer, or host bytes (a CPU pointer, or this
@@ -276,7 +224,7 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* pt
   return nullptr;
 }
 
-hetrt_error_t* Copy(hetrt_copy_args_t* a) {
+hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
   if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
@@ -284,7 +232,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* a) {
   if (!src.buffer && !dst.buffer)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL buffer");
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(inst, src.buffer ? a->src_device : a->dst_device, &d)) return e;
+  if (hetrt_error_t* e = inst->devices.Find(src.buffer ? a->src_device : a->dst_device, &d)) return e;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, a->stream, &q)) return e;
   const cl_bool blocking = (a->flags & HETRT_COPY_BLOCKING) ? CL_TRUE : CL_FALSE;
@@ -295,7 +243,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* a) {
   }
   if (src.buffer && dst.buffer) {
     Device* dd = nullptr;
-    if (hetrt_error_t* e = CheckDevice(inst, a->dst_device, &dd)) return e;
+    if (hetrt_error_t* e = inst->devices.Find(a->dst_device, &dd)) return e;
     if (dd->context == d->context) {
       status = clEnqueueCopyBuffer(q, src.buffer->buffer, dst.buffer->buffer, a->src_offset, a->dst_offset, a->nbytes, 0,
                                    nullptr, nullptr);
@@ -322,9 +270,9 @@ hetrt_error_t* Copy(hetrt_copy_args_t* a) {
 
 // ---- Streams ----
 
-hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamCreate(hetrt_stream_create_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   // A COPY stream is just another in-order queue: OpenCL exposes no copy engines.
   auto stream = std::make_unique<hetrt_stream>();
   cl_int status = CL_SUCCESS;
@@ -335,37 +283,32 @@ hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
   hetrt_stream* stream = args->stream;
   if (stream == nullptr) return nullptr;  // the default stream belongs to the device
   // Forget it as this thread's current stream (other threads must reset theirs).
   Current::Forget(stream);
   // Its work done, workspace last freed on it is free for any queue.
   const cl_int finished = clFinish(stream->queue);
-  if (stream->device != nullptr) {
-    std::lock_guard<std::mutex> lock(stream->device->workspace.mutex);
-    for (auto& list : stream->device->workspace.free_lists)
-      for (BufferDescriptor* b : list)
-        if (b->freed_on == stream->queue) b->freed_on = nullptr;
-  }
+  if (stream->device != nullptr) stream->device->workspace.ForgetStream(stream->queue);
   const cl_int released = clReleaseCommandQueue(stream->queue);
   delete stream;
   if (finished != CL_SUCCESS) return ClError("clFinish (stream_destroy)", finished);
   return released == CL_SUCCESS ? nullptr : ClError("clReleaseCommandQueue", released);
 }
 
-hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
   const cl_int status = clFinish(q);
   return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
 }
 
-hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
   hetrt_event* event = args->event;
@@ -379,21 +322,14 @@ hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   return status == CL_SUCCESS ? nullptr : ClError("clEnqueueBarrierWithWaitList", status);
 }
 
-hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args) {
   const hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
   if (!Current::Set(inst->serial, args->device.device_id, args->stream, &args->previous))
     return Current::TableFull("OpenCL");
-  return nullptr;
-}
-
-hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  args->stream = CurrentStream(args->self, args->device.device_id);
   return nullptr;
 }
 
@@ -430,24 +366,24 @@ hetrt_error_t* MarkerEnd(hetrt_event* e, cl_ulong* out) {
   return status == CL_SUCCESS ? nullptr : ClError("clGetEventProfilingInfo", status);
 }
 
-hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+hetrt_error_t* DeviceEntries::EventCreate(hetrt_event_create_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   // Every queue profiles, so HETRT_EVENT_TIMING needs nothing extra.
   args->event = new hetrt_event{d, nullptr};
   return nullptr;
 }
 
-hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e && e->marker) clReleaseEvent(e->marker);
   delete e;
   return nullptr;
 }
 
-hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
+hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
@@ -461,7 +397,7 @@ hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
@@ -474,14 +410,14 @@ hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   return e->marker ? WaitEvent(e, args->self->wait_poll_us.load(std::memory_order_relaxed)) : nullptr;
 }
 
-hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
+hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
   hetrt_event* s = args->start;
   hetrt_event* e = args->end;
   if (!s || !e || !s->marker || !e->marker)
@@ -495,7 +431,7 @@ hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
+hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) {
   hetrt_event* e = args->event;
   if (!e || !e->marker) return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "event_timestamp needs a recorded event");
   if (hetrt_error_t* err = WaitEvent(e)) return err;
@@ -508,15 +444,15 @@ hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
 // The device stamps a marker's QUEUED time during the enqueue call, so it lies
 // between host readings taken just before and just after: keep the tightest of
 // a few samples. Runs on a queue of its own so it never waits behind user work.
-hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   uint64_t best_window = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
     cl_event marker = nullptr;
-    const uint64_t t0 = MonotonicNs();
+    const uint64_t t0 = sdk::MonotonicNs();
     cl_int status = clEnqueueMarkerWithWaitList(d->clock_queue, 0, nullptr, &marker);
-    const uint64_t t1 = MonotonicNs();
+    const uint64_t t1 = sdk::MonotonicNs();
     if (status != CL_SUCCESS) return ClError("clEnqueueMarkerWithWaitList", status);
     cl_ulong queued = 0;
     status = clWaitForEvents(1, &marker);
@@ -536,67 +472,27 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
 
 // ---- Workspace pool ----
 
-// Power-of-two size classes, at least 256 bytes; 64 means too large.
-int SizeClass(uint64_t nbytes) { return nbytes <= 256 ? 8 : 64 - __builtin_clzll(nbytes - 1); }
-
-hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+hetrt_error_t* DeviceEntries::WorkspaceAlloc(hetrt_workspace_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  const int c = SizeClass(args->nbytes);
-  if (c >= 64) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "OpenCL workspace of " + std::to_string(args->nbytes) + " bytes");
-  WorkspacePool& pool = d->workspace;
-  const hetrt_stream* current = CurrentStream(args->self, args->device.device_id);
-  const cl_command_queue queue = current ? current->queue : d->queue;
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    auto& list = pool.free_lists[static_cast<size_t>(c)];
-    for (size_t k = list.size(); k-- > 0;) {
-      // Freed on another live queue: its kernel may still be using it.
-      if (list[k]->freed_on != queue && list[k]->freed_on != nullptr) continue;
-      args->data = list[k];
-      list[k] = list.back();
-      list.pop_back();
-      return nullptr;
-    }
-  }
-  auto desc = std::make_unique<BufferDescriptor>();
-  desc->size = size_t{1} << c;
-  desc->device_id = args->device.device_id;
-  cl_int status = CL_SUCCESS;
-  desc->buffer = clCreateBuffer(d->context, CL_MEM_READ_WRITE, desc->size, nullptr, &status);
-  if (status != CL_SUCCESS) return ClError("clCreateBuffer (workspace)", status);
-  try {
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    pool.all.push_back(desc.get());
-  } catch (...) {
-    clReleaseMemObject(desc->buffer);
-    throw;
-  }
-  args->data = desc.release();
-  return nullptr;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
+  auto create = [d, id = args->device.device_id](uint64_t bytes, void** data) -> hetrt_error_t* {
+    auto desc = std::make_unique<BufferDescriptor>();
+    desc->size = static_cast<size_t>(bytes);
+    desc->device_id = id;
+    cl_int status = CL_SUCCESS;
+    desc->buffer = clCreateBuffer(d->context, CL_MEM_READ_WRITE, desc->size, nullptr, &status);
+    if (status != CL_SUCCESS) return ClError("clCreateBuffer (workspace)", status);
+    *data = desc.release();
+    return nullptr;
+  };
+  const cl_command_queue queue = LaunchQueue(args->self, d, args->device.device_id);
+  return d->workspace.Allocate(args->nbytes, queue, "OpenCL", create, ReleaseWorkspace, &args->data);
 }
 
-hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
+hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  auto* desc = static_cast<BufferDescriptor*>(args->data);
-  if (desc == nullptr) return nullptr;
-  const int c = SizeClass(desc->size);
-  if (c >= 64 || desc->size != size_t{1} << c || desc->device_id != args->device.device_id)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not an OpenCL workspace buffer of this device");
-  const hetrt_stream* current = CurrentStream(args->self, args->device.device_id);
-  desc->freed_on = current ? current->queue : d->queue;
-  std::lock_guard<std::mutex> lock(d->workspace.mutex);
-  d->workspace.free_lists[static_cast<size_t>(c)].push_back(desc);  // the pool still owns it via `all`
-  return nullptr;
-}
-
-hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
-  const hetrt_instance* inst = args->self;
-  Device* d = nullptr;
-  if (hetrt_error_t* e = CheckDevice(args->self, args->device, &d)) return e;
-  if (!Current::SetDevice(inst->serial, args->device.device_id)) return Current::TableFull("OpenCL");
-  return nullptr;
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
+  return d->workspace.Free(args->data, LaunchQueue(args->self, d, args->device.device_id), "OpenCL");
 }
 
 }  // namespace
@@ -607,44 +503,19 @@ hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
   return Current::Get(inst->serial, device_id);
 }
 
-const hetrt_device_api_t kDeviceApi = {
-    sizeof(hetrt_device_api_t),
-    Entry<DeviceCount>::Call,
-    Entry<DeviceAttribute>::Call,
-    Entry<MemoryStats>::Call,
-    Entry<Allocate>::Call,
-    Entry<Free>::Call,
-    Entry<CanCopy>::Call,
-    Entry<Copy>::Call,
-    Entry<StreamCreate>::Call,
-    Entry<StreamDestroy>::Call,
-    Entry<StreamSynchronize>::Call,
-    Entry<StreamWaitEvent>::Call,
-    Entry<StreamSetCurrent>::Call,
-    Entry<StreamGetCurrent>::Call,
-    Entry<EventCreate>::Call,
-    Entry<EventDestroy>::Call,
-    Entry<EventRecord>::Call,
-    Entry<EventQuery>::Call,
-    Entry<EventSynchronize>::Call,
-    Entry<EventElapsed>::Call,
-    Entry<EventTimestamp>::Call,
-    Entry<DeviceClock>::Call,
-    Entry<WorkspaceAlloc>::Call,
-    Entry<WorkspaceFree>::Call,
-    Entry<SetDevice>::Call,
-};
+void ReleaseWorkspace(void* data) {
+  auto* desc = static_cast<BufferDescriptor*>(data);
+  clReleaseMemObject(desc->buffer);
+  delete desc;
+}
+
+const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 
 }  // namespace hetrt::opencl
 
 // ---- Instance: discovery and teardown ----
 
-int hetrt_instance::count() {
-  std::call_once(discovered_, [this] { Discover(); });
-  return static_cast<int>(devices_.size());
-}
-
-void hetrt_instance::Discover() {
+void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& list) {
   using hetrt::opencl::Device;
   using hetrt::opencl::DeviceString;
   using hetrt::opencl::DeviceValue;
@@ -652,16 +523,18 @@ void hetrt_instance::Discover() {
   cl_uint num_platforms = 0;
   cl_int status = clGetPlatformIDs(0, nullptr, &num_platforms);
   if (status == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (status == CL_SUCCESS && num_platforms == 0)) {
-    reason_ = "no OpenCL platform: the ICD loader found no vendor driver (.icd files in /etc/OpenCL/vendors or $OCL_ICD_VENDORS)";
+    list.SetUnavailable(
+        "no OpenCL platform: the ICD loader found no vendor driver (.icd files in /etc/OpenCL/vendors or "
+        "$OCL_ICD_VENDORS)");
     return;
   }
   if (status != CL_SUCCESS) {
-    reason_ = std::string("clGetPlatformIDs failed: ") + hetrt::opencl::ClErrorName(status);
+    list.SetUnavailable(std::string("clGetPlatformIDs failed: ") + hetrt::opencl::ClErrorName(status));
     return;
   }
   std::vector<cl_platform_id> platforms(num_platforms);
   clGetPlatformIDs(num_platforms, platforms.data(), nullptr);
-  std::string empty_platforms;
+  std::string empty_platforms, failures;
   for (cl_platform_id p : platforms) {
     cl_uint n = 0;
     if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) {
@@ -673,8 +546,8 @@ void hetrt_instance::Discover() {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
     cl_context ctx = clCreateContext(props, n, ids.data(), nullptr, nullptr, &status);
     if (status != CL_SUCCESS) {
-      reason_ += std::string(reason_.empty() ? "" : "; ") + "clCreateContext failed on " +
-                 PlatformString(p, CL_PLATFORM_NAME) + ": " + hetrt::opencl::ClErrorName(status);
+      failures += std::string(failures.empty() ? "" : "; ") + "clCreateContext failed on " +
+                  PlatformString(p, CL_PLATFORM_NAME) + ": " + hetrt::opencl::ClErrorName(status);
       continue;
     }
     contexts_.push_back(ctx);
@@ -695,31 +568,28 @@ void hetrt_instance::Discover() {
       d->display_name = d->name + ", driver " + d->version;
       d->device_version = DeviceString(id, CL_DEVICE_VERSION);
       d->host_unified = DeviceValue<cl_bool>(id, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
-      d->global_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+      d->total_memory = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
       d->local_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
       d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
       d->max_clock_mhz = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
-      devices_.push_back(std::move(d));
+      list.Add(std::move(d));
     }
   }
-  if (devices_.empty() && reason_.empty())
-    reason_ = "OpenCL platform(s) " + empty_platforms + " report no devices";
+  if (list.discovered().empty())
+    list.SetUnavailable(failures.empty() ? "OpenCL platform(s) " + empty_platforms + " report no devices" : failures);
 }
 
 // Reclaims what the core left (pinned memory, workspace buffers), then the
 // queues and contexts; root devices and platforms need no release.
 hetrt_instance::~hetrt_instance() {
   for (auto& [host_ptr, p] : pinned) {
-    clEnqueueUnmapMemObject(devices_[static_cast<size_t>(p.device_id)]->queue, p.buffer, host_ptr, 0, nullptr, nullptr);
+    clEnqueueUnmapMemObject(devices.at(p.device_id)->queue, p.buffer, host_ptr, 0, nullptr, nullptr);
     clReleaseMemObject(p.buffer);
   }
-  for (auto& d : devices_) {
+  for (auto& d : devices.discovered()) {
     clFinish(d->queue);
-    for (hetrt::opencl::BufferDescriptor* b : d->workspace.all) {
-      clReleaseMemObject(b->buffer);
-      delete b;
-    }
+    d->workspace.DestroyAll(hetrt::opencl::ReleaseWorkspace);
     clReleaseCommandQueue(d->clock_queue);
     clReleaseCommandQueue(d->queue);
   }

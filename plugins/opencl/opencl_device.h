@@ -15,14 +15,6 @@
 
 namespace hetrt::opencl {
 
-// Workspace buffers of one device, reused across calls: one free list per
-// power-of-two size class.
-struct WorkspacePool {
-  std::mutex mutex;
-  std::array<std::vector<BufferDescriptor*>, 64> free_lists;
-  std::vector<BufferDescriptor*> all;  // every buffer the pool created, released at instance_destroy
-};
-
 struct Device {
   cl_platform_id platform = nullptr;
   cl_device_id id = nullptr;
@@ -35,12 +27,12 @@ struct Device {
   std::string display_name;  // "<name>, driver <version>"
   std::string device_version;
   bool host_unified = false;
-  cl_ulong global_mem = 0, local_mem = 0;
+  cl_ulong total_memory = 0, local_mem = 0;
   size_t max_work_group = 0;
   cl_uint compute_units = 0, max_clock_mhz = 0;
   // memory_stats: allocate() minus free() of this instance.
-  std::atomic<uint64_t> bytes_in_use{0}, peak_bytes{0}, num_allocations{0};
-  WorkspacePool workspace;
+  sdk::MemoryCounters memory_counters;
+  sdk::WorkspacePool<cl_command_queue> workspace;  // keyed by the queue a block was freed on
 };
 
 }  // namespace hetrt::opencl
@@ -53,15 +45,8 @@ struct hetrt_instance {
   // "wait_poll_us"): a driver thread's wake-up costs tens of microseconds.
   std::atomic<int64_t> wait_poll_us{50};
 
-  // Discovers on first use; never fails: no device gives an empty list + reason.
-  int count();
-  hetrt::opencl::Device* at(int id) {
-    return id >= 0 && id < count() ? devices_[static_cast<size_t>(id)].get() : nullptr;
-  }
-  const std::string& unavailable_reason() {
-    count();
-    return reason_;
-  }
+  // Discovered on first use; never fails: no device gives an empty list + reason.
+  hetrt::sdk::DeviceList<hetrt::opencl::Device> devices{kDLOpenCL, "OpenCL", [this](auto& list) { Discover(list); }};
   // Reports a packed function's failure through the host's set_last_error.
   void ReportError(const char* message) const noexcept { hetrt::sdk::ReportError(host, message); }
   void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
@@ -78,11 +63,8 @@ struct hetrt_instance {
   ~hetrt_instance();
 
  private:
-  void Discover();
-  std::once_flag discovered_;
-  std::vector<std::unique_ptr<hetrt::opencl::Device>> devices_;
+  void Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& list);
   std::vector<cl_context> contexts_;
-  std::string reason_;
 };
 
 // A stream: an in-order profiling queue of one device.
@@ -98,6 +80,13 @@ namespace hetrt::opencl {
 // queue). Kernel-launch hot path: no allocation, no lock.
 int CurrentDevice(const hetrt_instance* inst);
 hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id);
+// The queue kernels launched now on `d` from this thread go to.
+inline cl_command_queue LaunchQueue(const hetrt_instance* inst, const Device* d, int device_id) {
+  const hetrt_stream* s = CurrentStream(inst, device_id);
+  return s ? s->queue : d->queue;
+}
+// Releases a workspace buffer (teardown).
+void ReleaseWorkspace(void* data);
 
 // The device table of the plugin.
 extern const hetrt_device_api_t kDeviceApi;

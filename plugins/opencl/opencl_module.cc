@@ -22,62 +22,12 @@ namespace {
 
 // ---- The blob format: str fmt, map<str, FunctionInfo>, str source. ----
 
-class Reader {
- public:
-  Reader(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
-  uint64_t offset() const { return pos_; }
-  bool U64(uint64_t* v) {
-    if (size_ - pos_ < 8) return false;
-    std::memcpy(v, data_ + pos_, 8);
-    pos_ += 8;
-    return true;
-  }
-  bool Bytes(uint64_t n, const uint8_t** out) {
-    if (n > size_ - pos_) return false;
-    *out = data_ + pos_;
-    pos_ += n;
-    return true;
-  }
-  bool Str(std::string* s) {
-    uint64_t n = 0;
-    const uint8_t* p = nullptr;
-    if (!U64(&n) || !Bytes(n, &p)) return false;
-    s->assign(reinterpret_cast<const char*>(p), n);
-    return true;
-  }
-  // A count of elements of at least `min_bytes` each that can still fit.
-  bool Count(uint64_t* n, uint64_t min_bytes) { return U64(n) && *n <= (size_ - pos_) / min_bytes; }
-
- private:
-  const uint8_t* data_;
-  uint64_t size_;
-  uint64_t pos_ = 0;
-};
-
-struct FunctionInfo {
-  std::vector<DLDataType> arg_types;
-  std::vector<int> launch_slots;  // work-size slot of each launch tag: blockIdx.d -> d, threadIdx.d -> 3 + d
-  int work_dim = 1;
-  bool dynamic_shared_memory = false;
-};
-
-bool ParseTag(const std::string& tag, int* slot) {
-  if (tag.size() == 10 && tag.compare(0, 9, "blockIdx.") == 0 && tag[9] >= 'x' && tag[9] <= 'z') {
-    *slot = tag[9] - 'x';
-    return true;
-  }
-  if (tag.size() == 11 && tag.compare(0, 10, "threadIdx.") == 0 && tag[10] >= 'x' && tag[10] <= 'z') {
-    *slot = 3 + (tag[10] - 'x');
-    return true;
-  }
-  return false;
-}
-
 // One kernel of a module, the `resource` of its packed function.
 struct Kernel {
   hetrt_plugin_module* module = nullptr;
   std::string name;
-  FunctionInfo info;
+  std::vector<DLDataType> arg_types;
+  sdk::LaunchTags launch;  // OpenCL kernels size local memory themselves: a dynamic size is ignored
   std::mutex mutex;                  // clSetKernelArg + enqueue are one step
   std::map<int, cl_kernel> per_device;
 };
@@ -92,12 +42,21 @@ struct hetrt_plugin_module {
 
   hetrt_instance* inst = nullptr;
   std::string source;
-  std::vector<uint8_t> blob;  // the bytes this module was loaded from (save)
-  std::map<std::string, std::unique_ptr<Kernel>> kernels;
-  std::vector<const char*> names;
+  hetrt::sdk::FunctionMap fmap;  // as read, for saving
+  std::vector<std::unique_ptr<Kernel>> kernels;  // fmap order
+  hetrt::sdk::ModuleFunctions<Kernel> functions;
+
+  // TVM's SaveToBinary layout: the bytes this module was loaded from.
+  std::vector<uint8_t> Serialize() const {
+    hetrt::sdk::BlobWriter w;
+    w.Str("cl");
+    hetrt::sdk::WriteFunctionMap(w, fmap);
+    w.Str(source);
+    return std::move(w.bytes);
+  }
 
   ~hetrt_plugin_module() {
-    for (auto& [name, k] : kernels)
+    for (auto& k : kernels)
       for (auto& [dev, kernel] : k->per_device) clReleaseKernel(kernel);
     for (auto& [dev, program] : programs_) clReleaseProgram(program);
   }
@@ -110,7 +69,7 @@ struct hetrt_plugin_module {
       *out = it->second;
       return nullptr;
     }
-    Device* d = inst->at(device_id);
+    Device* d = inst->devices.at(device_id);
     if (d == nullptr)
       return hetrt::opencl::MakeError(HETRT_STATUS_NOT_FOUND, "no OpenCL device " + std::to_string(device_id));
     const std::string cache_file = CacheFile(*d);
@@ -205,9 +164,9 @@ namespace {
 int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args) {
   hetrt_instance* inst = k->module->inst;
   auto ReportError = [inst](const std::string& message) { inst->ReportError(message); };
-  const auto num_params = static_cast<int32_t>(k->info.arg_types.size());
-  const auto num_tags = static_cast<int32_t>(k->info.launch_slots.size());
-  const int32_t expected = num_params + num_tags + (k->info.dynamic_shared_memory ? 1 : 0);
+  const auto num_params = static_cast<int32_t>(k->arg_types.size());
+  const auto num_tags = static_cast<int32_t>(k->launch.slots.size());
+  const int32_t expected = num_params + k->launch.num_launch_args();
   if (num_args != expected) {
     ReportError("OpenCL kernel '" + k->name + "' takes " + std::to_string(expected) + " arguments (" +
                 std::to_string(num_params) + " kernel arguments + " + std::to_string(num_tags) +
@@ -215,7 +174,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     return -1;
   }
   const int device_id = CurrentDevice(inst);
-  Device* device = inst->at(device_id);
+  Device* device = inst->devices.at(device_id);
   if (device == nullptr) {
     ReportError("OpenCL kernel '" + k->name + "': no OpenCL device " + std::to_string(device_id));
     return -1;
@@ -240,7 +199,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     k->per_device[device_id] = kernel;
   }
   for (int32_t i = 0; i < num_params; ++i) {
-    const DLDataType t = k->info.arg_types[static_cast<size_t>(i)];
+    const DLDataType t = k->arg_types[static_cast<size_t>(i)];
     cl_int status = CL_SUCCESS;
     if (t.code == kDLOpaqueHandle) {
       auto* desc = static_cast<BufferDescriptor*>(args[i].v_handle);
@@ -271,16 +230,16 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
   size_t work[6] = {1, 1, 1, 1, 1, 1};
   for (int32_t t = 0; t < num_tags; ++t) {
     const int64_t v = args[num_params + t].v_int64;
-    if (v > 0) work[k->info.launch_slots[static_cast<size_t>(t)]] = static_cast<size_t>(v);
+    if (v > 0) work[k->launch.slots[static_cast<size_t>(t)]] = static_cast<size_t>(v);
   }
   size_t global[3], local[3];
-  for (int d = 0; d < k->info.work_dim; ++d) {
+  for (int d = 0; d < k->launch.work_dim(); ++d) {
     global[d] = work[d] * work[3 + d];
     local[d] = work[3 + d];
   }
   const hetrt_stream* stream = CurrentStream(inst, device_id);
   cl_int status = clEnqueueNDRangeKernel(stream ? stream->queue : device->queue, kernel,
-                                         static_cast<cl_uint>(k->info.work_dim), nullptr, global, local, 0, nullptr,
+                                         static_cast<cl_uint>(k->launch.work_dim()), nullptr, global, local, 0, nullptr,
                                          nullptr);
   if (status != CL_SUCCESS) {
     ReportError("OpenCL kernel '" + k->name + "': clEnqueueNDRangeKernel failed: " + ClErrorName(status));
@@ -290,151 +249,63 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
 }
 
 // The packed function TVM host code calls; no exception leaves it.
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
-                     void* resource) {
-  auto* k = static_cast<Kernel*>(resource);
-  try {
-    return Launch(k, args, codes, num_args);
-  } catch (const std::exception& e) {
-    k->module->inst->ReportError(e.what());  // no std::string: may be reporting bad_alloc
-  } catch (...) {
-    k->module->inst->ReportError("OpenCL kernel launch: unknown exception");
-  }
-  return -1;
-}
+constexpr hetrt_packed_cfunc_t LaunchKernel = sdk::GuardedLaunch<Kernel, Launch, kLabel>;
 
 // ---- Module table ----
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "OpenCL module blob: " + why); };
-  if (args->type_key && std::strcmp(args->type_key, "opencl") != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("the OpenCL plugin loads type_key 'opencl', not '") +
-                                                        args->type_key + "'");
-  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
-  Reader r(args->data, args->size);
+  if (hetrt_error_t* e = sdk::CheckLoadArgs<kLabel>(args, "opencl")) return e;
+  sdk::BlobReader r({args->data, static_cast<size_t>(args->size)});
   std::string fmt;
   if (!r.Str(&fmt)) return bad("truncated format string");
   if (fmt != "cl")
     return MakeError(HETRT_STATUS_UNIMPLEMENTED, "OpenCL module format '" + fmt + "' (hetrt loads 'cl' source)");
   auto module = std::make_unique<hetrt_plugin_module>();
   module->inst = args->self;
-  uint64_t count = 0;
-  if (!r.Count(&count, 32)) return bad("function count does not fit the blob");
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string key, name;
-    uint64_t num_types = 0, num_tags = 0;
-    if (!r.Str(&key) || !r.Str(&name) || key.empty()) return bad("function " + std::to_string(i) + ": bad name");
+  if (std::string why = sdk::ReadFunctionMap(r, &module->fmap); !why.empty()) return bad(why);
+  for (const auto& [key, info] : module->fmap) {
     auto kernel = std::make_unique<Kernel>();
     kernel->module = module.get();
     kernel->name = key;
-    if (!r.Count(&num_types, 4)) return bad("function '" + key + "': argument type count does not fit");
-    for (uint64_t t = 0; t < num_types; ++t) {
-      const uint8_t* p = nullptr;
-      r.Bytes(4, &p);
-      DLDataType dt{p[0], p[1], static_cast<uint16_t>(p[2] | (p[3] << 8))};
-      if (dt.lanes != 1)
+    kernel->arg_types = info.arg_types;
+    for (const DLDataType& t : info.arg_types)
+      if (t.lanes != 1)
         return MakeError(HETRT_STATUS_UNIMPLEMENTED, "OpenCL kernel '" + key + "': vector-typed arguments are not supported");
-      kernel->info.arg_types.push_back(dt);
-    }
-    if (!r.Count(&num_tags, 8)) return bad("function '" + key + "': launch tag count does not fit");
-    for (uint64_t t = 0; t < num_tags; ++t) {
-      std::string tag;
-      if (!r.Str(&tag)) return bad("function '" + key + "': truncated launch tag");
-      if (tag == "tir.use_dyn_shared_memory" && t + 1 == num_tags) {
-        kernel->info.dynamic_shared_memory = true;
-        continue;
-      }
-      int slot = 0;
-      if (!ParseTag(tag, &slot)) return bad("function '" + key + "': unknown launch tag '" + tag + "'");
-      kernel->info.launch_slots.push_back(slot);
-      kernel->info.work_dim = std::max(kernel->info.work_dim, 1 + slot % 3);
-    }
-    if (!module->kernels.emplace(key, std::move(kernel)).second) return bad("function '" + key + "' listed twice");
+    if (std::string why = sdk::ParseLaunchTags(info.launch_param_tags, &kernel->launch); !why.empty())
+      return bad("function '" + key + "': " + why);
+    module->functions.Add(key, kernel.get());
+    module->kernels.push_back(std::move(kernel));
   }
   if (!r.Str(&module->source)) return bad("truncated source");
-  for (auto& [name, k] : module->kernels) module->names.push_back(name.c_str());
-  module->blob.assign(args->data, args->data + r.offset());
   args->consumed = r.offset();
   args->module = module.release();
   return nullptr;
 }
 
-hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
-  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL OpenCL module");
-}
-
-hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
-  auto it = args->module->kernels.find(args->name);
-  args->found = it != args->module->kernels.end();
-  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second.get()} : hetrt_packed_func_t{};
-  return nullptr;
-}
-
-hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  sdk::ListFunctionNames(args->module->names, args);
-  return nullptr;
-}
-
-hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  args->data = args->module->blob.data();
-  args->size = args->module->blob.size();
-  return nullptr;
-}
-
-hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
-  delete args->module;
-  return nullptr;
-}
-
-// The conformance sample (ABI 2.1): c = a + b over 1000 floats, in TVM's
-// OpenCL blob layout, launched as 4 work groups of 256 (the tail guarded by n).
+// The conformance sample (ABI 2.1): the SDK's c = a + b in TVM's OpenCL blob
+// layout.
 hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
   if (args->device.device_type != kDLOpenCL)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the OpenCL sample runs on an OpenCL device");
-  constexpr int kCount = 1000;
-  static const struct SampleData {
-    std::vector<uint8_t> blob;
-    std::vector<float> a, b, sum;
-    hetrt_module_sample_argument_t arguments[6];
-    SampleData() : a(kCount), b(kCount), sum(kCount) {
-      auto u64 = [&](uint64_t v) { blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 8); };
-      auto str = [&](const std::string& text) { u64(text.size()), blob.insert(blob.end(), text.begin(), text.end()); };
-      auto type = [&](uint8_t code, uint8_t bits) { blob.insert(blob.end(), {code, bits, 1, 0}); };
-      str("cl");
-      u64(1);
-      str("hetrt_sample_add"), str("hetrt_sample_add");
-      u64(4), type(kDLOpaqueHandle, 64), type(kDLOpaqueHandle, 64), type(kDLOpaqueHandle, 64), type(kDLInt, 32);
-      u64(2), str("blockIdx.x"), str("threadIdx.x");
-      str("__kernel void hetrt_sample_add(__global const float* a, __global const float* b, __global float* c, int n) {\n"
-          "  const int i = get_global_id(0);\n"
-          "  if (i < n) c[i] = a[i] + b[i];\n"
-          "}\n");
-      for (int i = 0; i < kCount; ++i) a[i] = 0.5f * static_cast<float>(i) - 100.0f, b[i] = static_cast<float>(i % 7), sum[i] = a[i] + b[i];
-      const uint64_t bytes = kCount * sizeof(float);
-      arguments[0] = sdk::SampleBuffer(bytes, a.data(), a.data());
-      arguments[1] = sdk::SampleBuffer(bytes, b.data(), b.data());
-      arguments[2] = sdk::SampleBuffer(bytes, nullptr, sum.data());
-      arguments[3] = sdk::SampleInt(kCount), arguments[4] = sdk::SampleInt(4), arguments[5] = sdk::SampleInt(256);
-    }
+  static const struct : sdk::AddSample {
+    std::vector<uint8_t> blob = [] {
+      sdk::BlobWriter w;
+      w.Str("cl");
+      sdk::WriteFunctionMap(w, Functions());
+      w.Str("__kernel void hetrt_sample_add(__global const float* a, __global const float* b, __global float* c, int n) {\n"
+            "  const int i = get_global_id(0);\n"
+            "  if (i < n) c[i] = a[i] + b[i];\n"
+            "}\n");
+      return std::move(w.bytes);
+    }();
   } sample;
-  sdk::SetSample(args, "opencl", sample.blob, "hetrt_sample_add", sample.arguments);
+  sample.Set(args, "opencl", sample.blob);
   return nullptr;
 }
 
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = {
-    .struct_size = sizeof(hetrt_module_api_t),
-    .load = Entry<Load>::Call,
-    .get_function = Entry<GetFunction>::Call,
-    .list_functions = Entry<ListFunctions>::Call,
-    .save = Entry<Save>::Call,
-    .destroy = Entry<Destroy>::Call,
-    .sample = Entry<Sample>::Call,
-};
+const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load, Sample>();
 
 }  // namespace hetrt::opencl

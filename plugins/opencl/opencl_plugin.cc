@@ -45,36 +45,20 @@ hetrt_error_t* ClError(const char* call, cl_int status) {
 
 namespace {
 
+// wait_poll_us: event_synchronize polls this long before sleeping in the driver.
+constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000}};
+
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  const std::string key = args->key ? args->key : "(null)";
-  if (key != "wait_poll_us")
-    return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin has no option '" + key + "' (known: wait_poll_us)");
-  const std::string value = args->value ? args->value : "";
-  char* end = nullptr;
-  const long long us = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || us < 0 || us > 1000000)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "wait_poll_us='" + value + "' is not an integer in [0, 1000000]");
-  args->self->wait_poll_us.store(us);
-  return nullptr;
+  return sdk::SetOption<kLabel>(args->self, args, kIntOptions, {});
 }
 
-const int32_t kDeviceTypes[] = {kDLOpenCL};
-const char* const kTypeKeys[] = {"opencl"};
+inline constexpr char kTypeKey[] = "opencl";
 
-// Devices are discovered on first use, not at instance_create: creating an
-// instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "opencl",
-    .version = "0.2.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+// Platforms and devices are enumerated on first use: instance_create is cheap.
+constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel, kDLOpenCL, kTypeKey>(
+    "opencl", "0.2.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::opencl
 
-extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
-  return &hetrt::opencl::kApi;
-}
+extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &hetrt::opencl::kApi; }

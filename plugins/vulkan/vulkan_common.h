@@ -36,10 +36,6 @@ struct Buffer {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   uint64_t size = 0;     // bytes asked for (the VkBuffer holds at least one)
   void* mapped = nullptr;  // persistent host mapping, where the memory type is host-visible and coherent
-  // Workspace: the stream it was last freed on. TVM host code frees workspace
-  // right after recording the kernel that uses it, so a buffer is reused only
-  // on that same in-order stream.
-  const StreamCore* freed_on = nullptr;
 };
 
 }  // namespace hetrt::vulkan

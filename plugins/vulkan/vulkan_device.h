@@ -81,14 +81,6 @@ struct StreamCore {
   ~StreamCore();
 };
 
-// Workspace buffers of one device, reused across calls: one free list per
-// power-of-two size class.
-struct WorkspacePool {
-  std::mutex mutex;
-  std::array<std::vector<Buffer*>, 64> free_lists;
-  std::vector<Buffer*> all;  // every buffer the pool created, released at instance_destroy
-};
-
 struct Device {
   hetrt_instance* inst = nullptr;
   int id = 0;
@@ -123,9 +115,9 @@ struct Device {
   std::string cache_file;  // "" without HETRT_VULKAN_CACHE_DIR
 
   // memory_stats: allocate() minus free() of this instance.
-  std::atomic<uint64_t> bytes_in_use{0}, peak_bytes{0}, num_allocations{0};
+  sdk::MemoryCounters memory_counters;
   std::atomic<uint64_t> submissions{0};
-  WorkspacePool workspace;
+  sdk::WorkspacePool<const StreamCore*> workspace;  // keyed by the stream a block was freed on
 
   // Live streams, and freed buffers that pending work may still use: a
   // buffer is destroyed once every stream has passed the point it was freed at.
@@ -162,15 +154,8 @@ struct hetrt_instance {
   bool validation = false;
   std::atomic<uint64_t> validation_messages{0};
 
-  // Discovers on first use; never fails: no device gives an empty list + reason.
-  int count();
-  hetrt::vulkan::Device* at(int id) {
-    return id >= 0 && id < count() ? devices_[static_cast<size_t>(id)].get() : nullptr;
-  }
-  const std::string& unavailable_reason() {
-    count();
-    return reason_;
-  }
+  // Discovered on first use; never fails: no device gives an empty list + reason.
+  hetrt::sdk::DeviceList<hetrt::vulkan::Device> devices{kDLVulkan, "Vulkan", [this](auto& list) { Discover(list); }};
   // Reports a packed function's failure through the host's set_last_error.
   void ReportError(const char* message) const noexcept { hetrt::sdk::ReportError(host, message); }
   void ReportError(const std::string& message) const noexcept { ReportError(message.c_str()); }
@@ -185,13 +170,10 @@ struct hetrt_instance {
   ~hetrt_instance();
 
  private:
-  void Discover();
+  void Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& list);
   hetrt_error_t* CreateInstance();
-  std::once_flag discovered_;
   VkInstance vk_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
-  std::vector<std::unique_ptr<hetrt::vulkan::Device>> devices_;
-  std::string reason_;
 };
 
 // A stream: a handle on its shared state.
@@ -199,22 +181,71 @@ struct hetrt_stream {
   std::shared_ptr<hetrt::vulkan::StreamCore> core;
 };
 
+// An event: a value on the timeline of the stream it was last recorded on
+// (complete once the semaphore reaches it), plus a timestamp query for TIMING
+// events. The stream's state is shared, so the event outlives the stream.
+struct hetrt_event {
+  hetrt::vulkan::Device* device = nullptr;
+  uint32_t flags = 0;
+  VkQueryPool query = VK_NULL_HANDLE;  // TIMING events on devices with timestamps
+  std::shared_ptr<hetrt::vulkan::StreamCore> stream;  // NULL until recorded
+  uint64_t value = 0;
+  bool stamped = false;  // the last record wrote a timestamp
+};
+
 namespace hetrt::vulkan {
 
 // The calling thread's current device of `inst` (set_device; 0 by default) and
 // its current stream on a device (stream_set_current; NULL: the device's
 // default stream). Kernel-launch hot path: no allocation, no lock.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
 int CurrentDevice(const hetrt_instance* inst);
 StreamCore* CurrentStream(const hetrt_instance* inst, Device* device);
+
+// ---- Memory (vulkan_memory.cc) ----
+
+inline constexpr VkBufferUsageFlags kBufferUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+inline constexpr VkMemoryPropertyFlags kMappable =
+    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+// The first memory type in `allowed` with the `required` flags; -1: none.
+int FindMemoryType(const Device& d, uint32_t allowed, VkMemoryPropertyFlags required);
+// A buffer with its own memory of `type`, mapped for its lifetime when `map`.
+hetrt_error_t* CreateBuffer(Device* d, uint64_t nbytes, VkBufferUsageFlags usage, int type, bool map, Buffer* out);
+
+// ---- Streams (vulkan_stream.cc) ----
+
+// The state of `stream` on `d` (NULL: d's default stream).
+hetrt_error_t* StreamOf(Device* d, hetrt_stream* stream, StreamCore** out);
+hetrt_error_t* NewStreamCore(Device* d, Queue* queue, std::shared_ptr<StreamCore>* out);
+// The value the stream's timeline semaphore has reached.
+uint64_t Completed(const StreamCore* s);
+// The error of a stream whose submission failed.
+hetrt_error_t* StreamFailed(const StreamCore* s);
+// Waits until `s` reached `value` (submitted already), polling `poll_us`
+// microseconds before sleeping in the driver.
+hetrt_error_t* WaitValue(StreamCore* s, uint64_t value, int64_t poll_us);
+// Submits `s`'s open batch if it holds `value`, then waits for `value`.
+hetrt_error_t* FlushAndWait(StreamCore* s, uint64_t value, int64_t poll_us);
+// Destroys deferred buffers whose streams have all passed them.
+void ReleaseDeferred(Device* d);
 
 
 // ---- Recording into a stream; the caller holds stream->mutex. ----
 
+// Returns finished command buffers, transient chunks and descriptor pools to
+// the stream's free lists.
+void Reclaim(StreamCore* s);
 // Opens the stream's batch if needed and orders the next command after the
 // batch's earlier work (a memory barrier). Returns the command buffer.
 hetrt_error_t* BeginWork(StreamCore* s, VkCommandBuffer* out);
 // Submits when the batch reached the instance's batch_limit.
 hetrt_error_t* EndWork(StreamCore* s);
+// Returns finished command buffers, transient chunks and descriptor pools to
+// the stream's free lists.
+void Reclaim(StreamCore* s);
+// Opens the stream's batch (a command buffer in the recording state) if needed.
+hetrt_error_t* OpenBatch(StreamCore* s);
 // Submits the open batch (nothing when it is empty).
 hetrt_error_t* Flush(StreamCore* s);
 // `size` bytes of host-visible memory valid until the open batch completes.
@@ -223,6 +254,12 @@ hetrt_error_t* TransientSlice(StreamCore* s, uint64_t size, uint64_t alignment, 
 // A descriptor set of `layout` valid until the open batch completes (devices
 // without push descriptors).
 hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout, VkDescriptorSet* out);
+
+// The entries of the device table, each defined in the file of its concept:
+// instance (count, attributes, set_device), memory, copy, stream, event.
+struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
+  HETRT_SDK_DEVICE_ENTRIES
+};
 
 // The device table of the plugin.
 extern const hetrt_device_api_t kDeviceApi;

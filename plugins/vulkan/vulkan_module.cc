@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vulkan_device.h"
+#include "vulkan_sample_spirv.h"
 
 struct hetrt_plugin_module;
 
@@ -20,55 +21,6 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr uint32_t kUboFlag = 1u << 0;  // scalars in a uniform buffer, not push constants
 
 // ---- The blob: str fmt, map<str, FunctionInfo> fmap, map<str, Shader> smap ----
-
-class Reader {
- public:
-  Reader(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
-  uint64_t offset() const { return pos_; }
-  uint64_t left() const { return size_ - pos_; }
-  template <class T>
-  bool Pod(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, data_ + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool Str(std::string* s) {
-    uint64_t n = 0;
-    if (!Pod(&n) || n > left()) return false;
-    s->assign(reinterpret_cast<const char*>(data_ + pos_), n);
-    pos_ += n;
-    return true;
-  }
-  // A count of elements of at least `min_bytes` each that can still fit.
-  bool Count(uint64_t* n, uint64_t min_bytes) { return Pod(n) && *n <= left() / min_bytes; }
-  bool Words(uint64_t n, std::vector<uint32_t>* out) {
-    if (n > left() / 4) return false;
-    out->resize(n);
-    std::memcpy(out->data(), data_ + pos_, n * 4);
-    pos_ += n * 4;
-    return true;
-  }
-
- private:
-  const uint8_t* data_;
-  uint64_t size_;
-  uint64_t pos_ = 0;
-};
-
-class Writer {
- public:
-  template <class T>
-  void Pod(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof(T));
-  }
-  void Str(const std::string& s) {
-    Pod<uint64_t>(s.size());
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
-  std::vector<uint8_t> bytes;
-};
 
 // What the loader learns from a shader's SPIR-V without a driver.
 struct Shader {
@@ -133,17 +85,6 @@ std::string InspectShader(Shader* s, bool validate) {
   return "";
 }
 
-bool ParseTag(const std::string& tag, int* slot) {
-  for (const char* prefix : {"blockIdx.", "threadIdx."}) {
-    const size_t n = std::strlen(prefix);
-    if (tag.size() == n + 1 && tag.compare(0, n, prefix) == 0 && tag[n] >= 'x' && tag[n] <= 'z') {
-      *slot = (prefix[0] == 'b' ? 0 : 3) + (tag[n] - 'x');
-      return true;
-    }
-  }
-  return false;
-}
-
 struct Pipeline {
   VkShaderModule shader = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -155,13 +96,10 @@ struct Pipeline {
 // One function of a module, the `resource` of its packed function.
 struct Function {
   hetrt_plugin_module* module = nullptr;
-  std::string name;       // the fmap key: also the shader's key and entry point
-  std::string info_name;  // FunctionInfo.name as stored (TVM writes it empty)
+  std::string name;  // the fmap key: also the shader's key and entry point
   std::vector<DLDataType> arg_types;
-  std::vector<std::string> tags;
   uint32_t num_buffers = 0, num_scalars = 0;
-  std::vector<int> launch_slots;  // per launch tag: blockIdx.d -> d, threadIdx.d -> 3 + d
-  bool dynamic_shared_memory = false;
+  sdk::LaunchTags launch;  // dynamic shared memory is sized by the shader: its value is ignored
   const Shader* shader = nullptr;
   bool ubo = false;
   // Per device of the instance, built on first launch there.
@@ -177,15 +115,28 @@ struct Function {
 struct hetrt_plugin_module {
   hetrt_instance* inst = nullptr;
   std::string fmt;
-  std::vector<std::unique_ptr<hetrt::vulkan::Function>> functions;  // fmap order
-  std::vector<std::unique_ptr<hetrt::vulkan::Shader>> shaders;     // smap order
-  std::map<std::string, hetrt::vulkan::Function*, std::less<>> by_name;
-  std::vector<const char*> names;
-  std::mutex save_mutex;
-  std::vector<uint8_t> saved;  // save()'s bytes, written once
+  hetrt::sdk::FunctionMap fmap;                                        // as read, for saving
+  std::vector<std::unique_ptr<hetrt::vulkan::Function>> all_functions;  // fmap order
+  std::vector<std::unique_ptr<hetrt::vulkan::Shader>> shaders;          // smap order
+  hetrt::sdk::ModuleFunctions<hetrt::vulkan::Function> functions;
+
+  // TVM's SaveToBinary layout, maps in the order they were read.
+  std::vector<uint8_t> Serialize() const {
+    hetrt::sdk::BlobWriter w;
+    w.Str(fmt);
+    hetrt::sdk::WriteFunctionMap(w, fmap);
+    w.Pod<uint64_t>(shaders.size());
+    for (const auto& s : shaders) {
+      w.Str(s->key);
+      w.Pod(s->flag);
+      w.Pod<uint64_t>(s->words.size());
+      w.Words(s->words);
+    }
+    return std::move(w.bytes);
+  }
 
   ~hetrt_plugin_module() {
-    for (auto& f : functions)
+    for (auto& f : all_functions)
       for (size_t i = 0; i < f->built.size(); ++i) {
         VkDevice dev = f->built_on[i]->handle;
         const hetrt::vulkan::Pipeline& p = *f->built[i];
@@ -296,15 +247,15 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
     return -1;
   };
   const auto num_params = static_cast<int32_t>(f->arg_types.size());
-  const auto num_tags = static_cast<int32_t>(f->launch_slots.size());
-  const int32_t expected = num_params + num_tags + (f->dynamic_shared_memory ? 1 : 0);
+  const auto num_tags = static_cast<int32_t>(f->launch.slots.size());
+  const int32_t expected = num_params + f->launch.num_launch_args();
   if (num_args != expected)
     return fail("takes " + std::to_string(expected) + " arguments (" + std::to_string(f->num_buffers) + " buffers + " +
                 std::to_string(f->num_scalars) + " scalars + " + std::to_string(expected - num_params) +
                 " launch values), got " + std::to_string(num_args));
   const int device_id = CurrentDevice(inst);
-  Device* d = inst->at(device_id);
-  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->count()) + " found)");
+  Device* d = inst->devices.at(device_id);
+  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->devices.count()) + " found)");
   Pipeline* p = f->pipelines[static_cast<size_t>(device_id)].load(std::memory_order_acquire);
   if (p == nullptr) {
     std::lock_guard<std::mutex> lock(f->build_mutex);
@@ -344,7 +295,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
   }
   uint32_t groups[3] = {1, 1, 1};
   for (int32_t t = 0; t < num_tags; ++t) {
-    const int slot = f->launch_slots[static_cast<size_t>(t)];
+    const int slot = f->launch.slots[static_cast<size_t>(t)];
     const int64_t v = args[num_params + t].v_int64;
     if (slot >= 3 || v <= 0) continue;  // threadIdx.*: compiled into the shader
     if (static_cast<uint64_t>(v) > d->props.limits.maxComputeWorkGroupCount[slot])
@@ -395,17 +346,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
 }
 
 // The packed function TVM host code calls; no exception leaves it.
-int32_t LaunchKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
-  auto* f = static_cast<Function*>(resource);
-  try {
-    return Launch(f, args, codes, num_args);
-  } catch (const std::exception& e) {
-    f->module->inst->ReportError(e.what());  // no std::string: may be reporting bad_alloc
-  } catch (...) {
-    f->module->inst->ReportError("Vulkan kernel launch: unknown exception");
-  }
-  return -1;
-}
+constexpr hetrt_packed_cfunc_t LaunchKernel = sdk::GuardedLaunch<Function, Launch, kLabel>;
 
 // ---- Module table ----
 
@@ -421,7 +362,7 @@ std::string TypeName(DLDataType t) {
 }
 
 // Checks one function against its shader and fills the launch description.
-hetrt_error_t* Prepare(Function* f) {
+hetrt_error_t* Prepare(Function* f, const sdk::FunctionInfo& info) {
   auto bad = [&](const std::string& why) {
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan kernel '" + f->name + "': " + why);
   };
@@ -435,15 +376,7 @@ hetrt_error_t* Prepare(Function* f) {
       return bad("unsupported argument type " + TypeName(t) + " (int32/64, uint32/64, float32/64 or a buffer)");
     }
   }
-  for (size_t t = 0; t < f->tags.size(); ++t) {
-    if (f->tags[t] == "tir.use_dyn_shared_memory" && t + 1 == f->tags.size()) {
-      f->dynamic_shared_memory = true;  // Vulkan shaders size shared memory themselves: the value is ignored
-      continue;
-    }
-    int slot = 0;
-    if (!ParseTag(f->tags[t], &slot)) return bad("unknown launch tag '" + f->tags[t] + "'");
-    f->launch_slots.push_back(slot);
-  }
+  if (std::string why = sdk::ParseLaunchTags(info.launch_param_tags, &f->launch); !why.empty()) return bad(why);
   const Shader& s = *f->shader;
   f->ubo = (s.flag & kUboFlag) != 0;
   if (std::find(s.entry_points.begin(), s.entry_points.end(), f->name) == s.entry_points.end()) {
@@ -463,37 +396,15 @@ hetrt_error_t* Prepare(Function* f) {
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   auto bad = [](const std::string& why) { return MakeError(HETRT_STATUS_DATA_LOSS, "Vulkan module blob: " + why); };
-  if (args->type_key && std::strcmp(args->type_key, "vulkan") != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("the Vulkan plugin loads type_key 'vulkan', not '") + args->type_key + "'");
-  if (args->data == nullptr && args->size != 0) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module data");
-  Reader r(args->data, args->size);
+  if (hetrt_error_t* e = sdk::CheckLoadArgs<kLabel>(args, "vulkan")) return e;
+  sdk::BlobReader r({args->data, static_cast<size_t>(args->size)});
   auto module = std::make_unique<hetrt_plugin_module>();
   module->inst = args->self;
   if (!r.Str(&module->fmt)) return bad("truncated format string");
   if (module->fmt != "vulkan")
     return MakeError(HETRT_STATUS_UNIMPLEMENTED, "Vulkan module format '" + module->fmt + "' (TVM writes 'vulkan')");
+  if (std::string why = sdk::ReadFunctionMap(r, &module->fmap); !why.empty()) return bad(why);
   uint64_t count = 0;
-  if (!r.Count(&count, 32)) return bad("function count does not fit the blob");
-  for (uint64_t i = 0; i < count; ++i) {
-    auto f = std::make_unique<Function>();
-    f->module = module.get();
-    uint64_t num_types = 0, num_tags = 0;
-    if (!r.Str(&f->name) || !r.Str(&f->info_name) || f->name.empty())
-      return bad("function " + std::to_string(i) + ": truncated or empty name");
-    if (!r.Count(&num_types, 4)) return bad("function '" + f->name + "': argument type count does not fit");
-    for (uint64_t t = 0; t < num_types; ++t) {
-      DLDataType dt{};
-      r.Pod(&dt.code), r.Pod(&dt.bits), r.Pod(&dt.lanes);
-      f->arg_types.push_back(dt);
-    }
-    if (!r.Count(&num_tags, 8)) return bad("function '" + f->name + "': launch tag count does not fit");
-    f->tags.resize(num_tags);
-    for (std::string& tag : f->tags)
-      if (!r.Str(&tag)) return bad("function '" + f->name + "': truncated launch tag");
-    if (!module->by_name.emplace(f->name, f.get()).second) return bad("function '" + f->name + "' listed twice");
-    module->functions.push_back(std::move(f));
-  }
   if (!r.Count(&count, 20)) return bad("shader count does not fit the blob");
   for (uint64_t i = 0; i < count; ++i) {
     auto s = std::make_unique<Shader>();
@@ -511,81 +422,49 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   for (auto& s : module->shaders)
     if (std::string why = InspectShader(s.get(), validate); !why.empty())
       return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "Vulkan shader '" + s->key + "': " + why);
-  const size_t devices = static_cast<size_t>(args->self->count());
-  for (auto& f : module->functions) {
+  const size_t devices = static_cast<size_t>(args->self->devices.count());
+  for (const auto& [key, info] : module->fmap) {
+    auto f = std::make_unique<Function>();
+    f->module = module.get();
+    f->name = key;
+    f->arg_types = info.arg_types;
     for (const auto& s : module->shaders)
       if (s->key == f->name) f->shader = s.get();
     if (f->shader == nullptr) return bad("function '" + f->name + "' has no shader");
-    if (hetrt_error_t* e = Prepare(f.get())) return e;
+    if (hetrt_error_t* e = Prepare(f.get(), info)) return e;
     f->pipelines = std::make_unique<std::atomic<Pipeline*>[]>(std::max<size_t>(devices, 1));
-    module->names.push_back(f->name.c_str());
+    module->functions.Add(f->name, f.get());
+    module->all_functions.push_back(std::move(f));
   }
   args->consumed = r.offset();
   args->module = module.release();
   return nullptr;
 }
 
-hetrt_error_t* CheckModule(const hetrt_plugin_module* m) {
-  return m ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL Vulkan module");
-}
-
-hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  if (args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL function name");
-  auto it = args->module->by_name.find(std::string_view(args->name));
-  args->found = it != args->module->by_name.end();
-  args->function = args->found ? hetrt_packed_func_t{&LaunchKernel, it->second} : hetrt_packed_func_t{};
-  return nullptr;
-}
-
-hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  sdk::ListFunctionNames(args->module->names, args);
-  return nullptr;
-}
-
-// TVM's SaveToBinary layout, maps in the order they were read.
-hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  if (hetrt_error_t* e = CheckModule(args->module)) return e;
-  hetrt_plugin_module& m = *args->module;
-  std::lock_guard<std::mutex> lock(m.save_mutex);
-  if (m.saved.empty()) {
-    Writer w;
-    w.Str(m.fmt);
-    w.Pod<uint64_t>(m.functions.size());
-    for (const auto& f : m.functions) {
-      w.Str(f->name);
-      w.Str(f->info_name);
-      w.Pod<uint64_t>(f->arg_types.size());
-      for (const DLDataType& t : f->arg_types) w.Pod(t.code), w.Pod(t.bits), w.Pod(t.lanes);
-      w.Pod<uint64_t>(f->tags.size());
-      for (const std::string& tag : f->tags) w.Str(tag);
-    }
-    w.Pod<uint64_t>(m.shaders.size());
-    for (const auto& s : m.shaders) {
-      w.Str(s->key);
-      w.Pod(s->flag);
-      w.Pod<uint64_t>(s->words.size());
-      const auto* bytes = reinterpret_cast<const uint8_t*>(s->words.data());
-      w.bytes.insert(w.bytes.end(), bytes, bytes + s->words.size() * 4);
-    }
-    m.saved = std::move(w.bytes);
-  }
-  args->data = m.saved.data();
-  args->size = m.saved.size();
-  return nullptr;
-}
-
-hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
-  delete args->module;
+// The conformance sample (ABI 2.1): the SDK's c = a + b in TVM's Vulkan blob
+// layout, its shader compiled from shaders/sample_add.comp.
+hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
+  if (args->device.device_type != kDLVulkan)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the Vulkan sample runs on a Vulkan device");
+  static const struct : sdk::AddSample {
+    std::vector<uint8_t> blob = [] {
+      sdk::BlobWriter w;
+      w.Str("vulkan");
+      sdk::WriteFunctionMap(w, Functions());
+      w.Pod<uint64_t>(1);  // one shader, its key the function's name; scalars in push constants
+      w.Str(kName);
+      w.Pod<uint32_t>(0);
+      w.Pod<uint64_t>(std::size(kSampleAddSpirv));
+      w.Words(kSampleAddSpirv);
+      return std::move(w.bytes);
+    }();
+  } sample;
+  sample.Set(args, "vulkan", sample.blob);
   return nullptr;
 }
 
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t), Entry<Load>::Call, Entry<GetFunction>::Call, Entry<ListFunctions>::Call,
-    Entry<Save>::Call,          Entry<Destroy>::Call,
-};
+const hetrt_module_api_t kModuleApi = sdk::ModuleTable<hetrt_plugin_module, LaunchKernel, kLabel, Load, Sample>();
 
 }  // namespace hetrt::vulkan

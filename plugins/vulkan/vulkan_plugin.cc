@@ -39,72 +39,33 @@ hetrt_error_t* VkError(const std::string& call, VkResult result) {
 namespace {
 
 // Options: integer ones with their range, and switches (0/1).
-struct IntOption {
-  const char* key;
-  std::atomic<int64_t> hetrt_instance::*field;
-  int64_t min, max;
-};
-struct BoolOption {
-  const char* key;
-  std::atomic<bool> hetrt_instance::*field;
-};
 // wait_poll_us: event/stream waits poll this long before sleeping in the driver.
 // batch_limit: a stream submits after this many commands even without a boundary (0: never).
-constexpr IntOption kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
-                                     {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
+constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {
+    {"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
+    {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
 // direct_mapping: host-visible device memory is mapped and copied with memcpy (else staged).
 // push_descriptors: VK_KHR_push_descriptor where present (else descriptor pools).
 // validate_spirv: spirv-tools validates every shader at load.
 // calibrated_clock: device_clock reads VK_EXT_calibrated_timestamps where present (else samples).
-constexpr BoolOption kBoolOptions[] = {{"direct_mapping", &hetrt_instance::direct_mapping},
-                                       {"push_descriptors", &hetrt_instance::push_descriptors},
-                                       {"validate_spirv", &hetrt_instance::validate_spirv},
-                                       {"calibrated_clock", &hetrt_instance::calibrated_clock}};
+constexpr sdk::BoolOption<hetrt_instance> kBoolOptions[] = {
+    {"direct_mapping", &hetrt_instance::direct_mapping},
+    {"push_descriptors", &hetrt_instance::push_descriptors},
+    {"validate_spirv", &hetrt_instance::validate_spirv},
+    {"calibrated_clock", &hetrt_instance::calibrated_clock}};
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  const std::string key = args->key ? args->key : "(null)";
-  const std::string value = args->value ? args->value : "";
-  char* end = nullptr;
-  const long long v = std::strtoll(value.c_str(), &end, 10);
-  const bool integer = !value.empty() && *end == '\0';
-  for (const IntOption& o : kIntOptions) {
-    if (key != o.key) continue;
-    if (!integer || v < o.min || v > o.max)
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, key + "='" + value + "' is not an integer in [" +
-                                                          std::to_string(o.min) + ", " + std::to_string(o.max) + "]");
-    (args->self->*o.field).store(v);
-    return nullptr;
-  }
-  for (const BoolOption& o : kBoolOptions) {
-    if (key != o.key) continue;
-    if (!integer || (v != 0 && v != 1))
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, key + "='" + value + "' is not 0 or 1");
-    (args->self->*o.field).store(v == 1);
-    return nullptr;
-  }
-  std::string known;
-  for (const IntOption& o : kIntOptions) known += std::string(known.empty() ? "" : ", ") + o.key;
-  for (const BoolOption& o : kBoolOptions) known += std::string(", ") + o.key;
-  return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin has no option '" + key + "' (known: " + known + ")");
+  return sdk::SetOption<kLabel>(args->self, args, kIntOptions, kBoolOptions);
 }
 
-const int32_t kDeviceTypes[] = {kDLVulkan};
-const char* const kTypeKeys[] = {"vulkan"};
+inline constexpr char kTypeKey[] = "vulkan";
 
 // Devices are discovered on first use, not at instance_create: creating an
 // instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "vulkan",
-    .version = "0.1.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel, kDLVulkan, kTypeKey>(
+    "vulkan", "0.1.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::vulkan
 
-extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) {
-  return &hetrt::vulkan::kApi;
-}
+extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &hetrt::vulkan::kApi; }

@@ -20,13 +20,14 @@ hetrt_error_t* CheckDevice(DLDevice device) {
   return nullptr;
 }
 
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 namespace {
+
+// Every entry of the device table (the SDK declares them; DeviceTable wraps
+// each in the entry guard).
+struct DeviceEntries {
+  HETRT_SDK_DEVICE_ENTRIES
+  HETRT_SDK_COMMON_DEVICE_ENTRIES
+};
 
 hetrt_error_t* CheckStream(DLDevice device, const hetrt_stream* stream) {
   if (hetrt_error_t* e = CheckDevice(device)) return e;
@@ -35,7 +36,7 @@ hetrt_error_t* CheckStream(DLDevice device, const hetrt_stream* stream) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
   if (args->device_type != kDeviceType)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "device type " + std::to_string(args->device_type) +
                                                         " is not declared by the sim plugin (it serves ext_dev)");
@@ -44,7 +45,7 @@ hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   switch (args->attribute) {
     case HETRT_DEVICE_ATTR_NAME:
@@ -64,7 +65,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
   }
 }
 
-hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
+hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   const AddressSpace& memory = args->self->memory;
   args->bytes_in_use = memory.bytes_in_use();
@@ -74,7 +75,7 @@ hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
+hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   if (args->alignment != 0 && (args->alignment & (args->alignment - 1)) != 0)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "alignment " + std::to_string(args->alignment) + " is not a power of two");
@@ -100,7 +101,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   }
 }
 
-hetrt_error_t* Free(hetrt_free_args_t* args) {
+hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   if (args->kind == HETRT_MEMORY_HOST_PINNED) {
     std::free(args->data);
@@ -112,7 +113,7 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
 
 bool IsHost(DLDevice d) { return d.device_type == kDLCPU; }
 
-hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
+hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) {
   const bool src_ok = IsHost(args->src_device) || CheckDevice(args->src_device) == nullptr;
   const bool dst_ok = IsHost(args->dst_device) || CheckDevice(args->dst_device) == nullptr;
   args->can_copy = src_ok && dst_ok && !(IsHost(args->src_device) && IsHost(args->dst_device));
@@ -135,7 +136,7 @@ hetrt_error_t* CopySide(const hetrt_instance* self, const void* base, uint64_t o
   return nullptr;
 }
 
-hetrt_error_t* Copy(hetrt_copy_args_t* args) {
+hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* args) {
   if (IsHost(args->src_device) && IsHost(args->dst_device))
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "host to host copies are the CPU plugin's");
   std::byte *src = nullptr, *dst = nullptr;
@@ -147,64 +148,64 @@ hetrt_error_t* Copy(hetrt_copy_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamCreate(hetrt_stream_create_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   args->stream = new hetrt_stream{args->device.device_id};
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
   if (hetrt_error_t* e = CheckStream(args->device, args->stream)) return e;
   Current::Forget(args->stream);
   delete args->stream;
   return nullptr;
 }
 
-hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) { return CheckStream(args->device, args->stream); }
+hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) { return CheckStream(args->device, args->stream); }
 
-hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   return CheckStream(args->device, args->stream);  // the event's work is done already
 }
 
-hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args) {
   if (hetrt_error_t* e = CheckStream(args->device, args->stream)) return e;
   if (!Current::Set(args->self->serial, args->device.device_id, args->stream, &args->previous))
     return Current::TableFull("simulated");
   return nullptr;
 }
 
-hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
+hetrt_error_t* DeviceEntries::StreamGetCurrent(hetrt_stream_current_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   args->stream = Current::Get(args->self->serial, args->device.device_id);
   return nullptr;
 }
 
-hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
+hetrt_error_t* DeviceEntries::EventCreate(hetrt_event_create_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   args->event = new hetrt_event;
   return nullptr;
 }
 
-hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
   delete args->event;
   return nullptr;
 }
 
-hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
+hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   if (hetrt_error_t* e = CheckStream(args->device, args->stream)) return e;
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
-  args->event->recorded_ns.store(MonotonicNs());
+  args->event->recorded_ns.store(hetrt::sdk::MonotonicNs());
   return nullptr;
 }
 
-hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   return nullptr;
 }
 
-hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
+hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   return args->event == nullptr ? MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event") : nullptr;
 }
 
@@ -215,7 +216,7 @@ hetrt_error_t* RecordedAt(const hetrt_event* event, uint64_t* ns) {
   return nullptr;
 }
 
-hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
+hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
   uint64_t start = 0, end = 0;
   if (hetrt_error_t* e = RecordedAt(args->start, &start)) return e;
   if (hetrt_error_t* e = RecordedAt(args->end, &end)) return e;
@@ -223,30 +224,30 @@ hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) { return RecordedAt(args->event, &args->device_ns); }
+hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) { return RecordedAt(args->event, &args->device_ns); }
 
-hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
+hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
-  args->device_ns = args->host_ns = MonotonicNs();  // the device clock is the host's
+  args->device_ns = args->host_ns = hetrt::sdk::MonotonicNs();  // the device clock is the host's
   args->uncertainty_ns = 0;
   return nullptr;
 }
 
 // Scratch memory for kernels is device memory like any other (no pool: a
 // real plugin keeps one, since this is called on the hot path).
-hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
+hetrt_error_t* DeviceEntries::WorkspaceAlloc(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   const std::string why = args->self->memory.Allocate(args->nbytes, &args->data);
   return why.empty() ? nullptr : MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "workspace: " + why);
 }
 
-hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
+hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   const std::string why = args->self->memory.Free(args->data);
   return why.empty() ? nullptr : MakeError(HETRT_STATUS_INVALID_ARGUMENT, "workspace free: " + why);
 }
 
-hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
+hetrt_error_t* DeviceEntries::SetDevice(hetrt_set_device_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   if (!Current::SetDevice(args->self->serial, args->device.device_id)) return Current::TableFull("simulated");
   return nullptr;
@@ -254,32 +255,6 @@ hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
 
 }  // namespace
 
-const hetrt_device_api_t kDeviceApi = {
-    .struct_size = sizeof(hetrt_device_api_t),
-    .device_count = Entry<DeviceCount>::Call,
-    .device_attribute = Entry<DeviceAttribute>::Call,
-    .memory_stats = Entry<MemoryStats>::Call,
-    .allocate = Entry<Allocate>::Call,
-    .free = Entry<Free>::Call,
-    .can_copy = Entry<CanCopy>::Call,
-    .copy = Entry<Copy>::Call,
-    .stream_create = Entry<StreamCreate>::Call,
-    .stream_destroy = Entry<StreamDestroy>::Call,
-    .stream_synchronize = Entry<StreamSynchronize>::Call,
-    .stream_wait_event = Entry<StreamWaitEvent>::Call,
-    .stream_set_current = Entry<StreamSetCurrent>::Call,
-    .stream_get_current = Entry<StreamGetCurrent>::Call,
-    .event_create = Entry<EventCreate>::Call,
-    .event_destroy = Entry<EventDestroy>::Call,
-    .event_record = Entry<EventRecord>::Call,
-    .event_query = Entry<EventQuery>::Call,
-    .event_synchronize = Entry<EventSynchronize>::Call,
-    .event_elapsed_ms = Entry<EventElapsed>::Call,
-    .event_timestamp = Entry<EventTimestamp>::Call,
-    .device_clock = Entry<DeviceClock>::Call,
-    .workspace_alloc = Entry<WorkspaceAlloc>::Call,
-    .workspace_free = Entry<WorkspaceFree>::Call,
-    .set_device = Entry<SetDevice>::Call,
-};
+const hetrt_device_api_t kDeviceApi = hetrt::sdk::DeviceTable<DeviceEntries, kLabel>();
 
 }  // namespace sim

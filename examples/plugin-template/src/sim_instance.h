@@ -39,7 +39,6 @@ using Current = hetrt::sdk::ThreadCurrent<hetrt_stream>;
 
 // NULL when `device` is this plugin's (ext_dev:0), else the error to return.
 hetrt_error_t* CheckDevice(DLDevice device);
-uint64_t MonotonicNs();
 
 extern const hetrt_device_api_t kDeviceApi;
 extern const hetrt_module_api_t kModuleApi;

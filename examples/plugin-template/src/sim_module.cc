@@ -3,26 +3,43 @@
 // naming the kernels (sim_kernels.cc) the module serves. A real device's blob
 // carries code (PTX, SPIR-V, a binary) that load() hands to its driver.
 #include <cstring>
-#include <map>
+#include <deque>
 #include <string>
 #include <vector>
 
 #include "sim_kernels.h"
 
+namespace sim {
+constexpr char kMagic[8] = {'S', 'I', 'M', 'M', 'O', 'D', '0', '1'};
+
+// The blob of a module serving `names`.
+std::vector<uint8_t> ModuleBlob(const std::vector<const char*>& names) {
+  std::vector<uint8_t> blob(kMagic, kMagic + sizeof kMagic);
+  auto u32 = [&](uint32_t v) { blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); };
+  u32(static_cast<uint32_t>(names.size()));
+  for (const char* name : names) {
+    u32(static_cast<uint32_t>(std::strlen(name)));
+    blob.insert(blob.end(), name, name + std::strlen(name));
+  }
+  return blob;
+}
+}  // namespace sim
+
+// The SDK's ModuleFunctions gives get_function, list_functions and save
+// (through Serialize) for free: the plugin writes load and sample.
 struct hetrt_plugin_module {
   struct Function {
     sim::KernelFn fn;
     hetrt_instance* self;
   };
-  std::vector<uint8_t> blob;  // as loaded: save() returns it
-  std::map<std::string, Function, std::less<>> functions;
-  std::vector<const char*> names;  // into `functions`' keys
+  std::deque<Function> all;  // stable addresses: `functions` points into it
+  hetrt::sdk::ModuleFunctions<Function> functions;
+
+  std::vector<uint8_t> Serialize() const { return sim::ModuleBlob(functions.names()); }
 };
 
 namespace sim {
 namespace {
-
-constexpr char kMagic[8] = {'S', 'I', 'M', 'M', 'O', 'D', '0', '1'};
 
 int32_t CallKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
   auto* f = static_cast<hetrt_plugin_module::Function*>(resource);
@@ -56,38 +73,11 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     p += length, left -= length;
     KernelFn fn = FindKernel(name);
     if (fn == nullptr) return MakeError(HETRT_STATUS_NOT_FOUND, "sim module names kernel '" + name + "', which this plugin does not have");
-    module->functions[name] = {fn, args->self};
+    module->all.push_back({fn, args->self});
+    if (!module->functions.Add(name, &module->all.back())) return bad("kernel '" + name + "' listed twice");
   }
-  for (const auto& [name, fn] : module->functions) module->names.push_back(name.c_str());
   args->consumed = args->size - left;
-  module->blob.assign(args->data, args->data + args->consumed);
   args->module = module.release();
-  return nullptr;
-}
-
-hetrt_error_t* GetFunction(hetrt_module_get_function_args_t* args) {
-  if (args->module == nullptr || args->name == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module or name");
-  auto it = args->module->functions.find(std::string_view(args->name));
-  args->found = it != args->module->functions.end();
-  args->function = args->found ? hetrt_packed_func_t{CallKernel, &it->second} : hetrt_packed_func_t{};
-  return nullptr;
-}
-
-hetrt_error_t* ListFunctions(hetrt_module_list_functions_args_t* args) {
-  if (args->module == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module");
-  hetrt::sdk::ListFunctionNames(args->module->names, args);
-  return nullptr;
-}
-
-hetrt_error_t* Save(hetrt_module_save_args_t* args) {
-  if (args->module == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL module");
-  args->data = args->module->blob.data();
-  args->size = args->module->blob.size();
-  return nullptr;
-}
-
-hetrt_error_t* Destroy(hetrt_module_destroy_args_t* args) {
-  delete args->module;
   return nullptr;
 }
 
@@ -100,12 +90,7 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
     float a[16], b[16], sum[16];
     hetrt_module_sample_argument_t arguments[4];
     SampleData() {
-      const std::string name = "sim_add_kernel";
-      const uint32_t count = 1, length = static_cast<uint32_t>(name.size());
-      blob.assign(kMagic, kMagic + sizeof kMagic);
-      blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&count), reinterpret_cast<const uint8_t*>(&count) + 4);
-      blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&length), reinterpret_cast<const uint8_t*>(&length) + 4);
-      blob.insert(blob.end(), name.begin(), name.end());
+      blob = ModuleBlob({"sim_add_kernel"});
       for (int i = 0; i < 16; ++i) a[i] = static_cast<float>(i) - 4.5f, b[i] = 0.25f * static_cast<float>(i * i), sum[i] = a[i] + b[i];
       arguments[0] = hetrt::sdk::SampleBuffer(sizeof a, a, a);
       arguments[1] = hetrt::sdk::SampleBuffer(sizeof b, b, b);
@@ -119,14 +104,7 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
 
 }  // namespace
 
-const hetrt_module_api_t kModuleApi = {
-    .struct_size = sizeof(hetrt_module_api_t),
-    .load = Entry<Load>::Call,
-    .get_function = Entry<GetFunction>::Call,
-    .list_functions = Entry<ListFunctions>::Call,
-    .save = Entry<Save>::Call,
-    .destroy = Entry<Destroy>::Call,
-    .sample = Entry<Sample>::Call,
-};
+const hetrt_module_api_t kModuleApi =
+    hetrt::sdk::ModuleTable<hetrt_plugin_module, CallKernel, kLabel, Load, Sample>();
 
 }  // namespace sim

@@ -6,24 +6,12 @@
 namespace sim {
 namespace {
 
-// No options yet; an unknown key is NOT_FOUND so that a caller offering an
-// option to every plugin can tell "not mine" from "bad value".
-hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  return MakeError(HETRT_STATUS_NOT_FOUND,
-                   "the sim plugin has no option '" + std::string(args->key ? args->key : "(null)") + "'");
-}
+inline constexpr char kTypeKey[] = "sim";
 
-constexpr int32_t kDeviceTypes[] = {kDeviceType};
-constexpr const char* kTypeKeys[] = {"sim"};
-
-constexpr hetrt_plugin_api_t kApi = hetrt::sdk::LazyInstancePluginTable<hetrt_instance, SetOption, kLabel>({
-    .name = "sim",
-    .version = "0.1.0",
-    .device_types = kDeviceTypes,
-    .type_keys = kTypeKeys,
-    .device = &kDeviceApi,
-    .module = &kModuleApi,
-});
+// No options yet (every key is NOT_FOUND); devices are set up on first use.
+constexpr hetrt_plugin_api_t kApi =
+    hetrt::sdk::OneDevicePluginTable<hetrt_instance, hetrt::sdk::NoOptions<kLabel>, kLabel, kDeviceType, kTypeKey>(
+        "sim", "0.1.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace sim

@@ -26,8 +26,8 @@ struct PluginDescription {
   hetrt_error_t* (*instance_destroy)(hetrt_instance_destroy_args_t*) = nullptr;
   hetrt_error_t* (*set_option)(hetrt_set_option_args_t*) = nullptr;
   hetrt_error_t* (*global_functions)(hetrt_global_functions_args_t*) = nullptr;
-  std::span<const int32_t> device_types;
-  std::span<const char* const> type_keys;
+  std::span<const int32_t> device_types{};
+  std::span<const char* const> type_keys{};
   const hetrt_device_api_t* device = nullptr;
   const hetrt_module_api_t* module = nullptr;
   const hetrt_parallel_api_t* parallel = nullptr;
@@ -65,6 +65,38 @@ constexpr hetrt_plugin_api_t LazyInstancePluginTable(PluginDescription d) {
   d.instance_destroy = Entry<DestroyInstance<Instance>, Label>::Call;
   d.set_option = Entry<SetOption, Label>::Call;
   return PluginTable(d);
+}
+
+// set_option of a plugin with no options: every key is NOT_FOUND, so that a
+// caller offering an option to every plugin can tell "not mine" from "bad value".
+template <const char* Label>
+hetrt_error_t* NoOptions(hetrt_set_option_args_t* args) {
+  return MakeErrorf(HETRT_STATUS_NOT_FOUND, "the %s has no option '%s'", Label, args->key ? args->key : "(null)");
+}
+
+// The table of a lazy-instance plugin that serves one device type and loads
+// modules of one type_key:
+//   inline constexpr char kTypeKey[] = "cuda";
+//   constexpr hetrt_plugin_api_t kApi = hetrt::sdk::OneDevicePluginTable<hetrt_instance, SetOption, kLabel,
+//       kDLCUDA, kTypeKey>("cuda", "0.1.0", &kDeviceApi, &kModuleApi);
+template <int32_t DeviceType, const char* TypeKey>
+struct OneDeviceLists {
+  static constexpr int32_t kDeviceTypes[] = {DeviceType};
+  static constexpr const char* kTypeKeys[] = {TypeKey};
+};
+template <class Instance, hetrt_error_t* (*SetOption)(hetrt_set_option_args_t*), const char* Label,
+          int32_t DeviceType, const char* TypeKey>
+constexpr hetrt_plugin_api_t OneDevicePluginTable(const char* name, const char* version,
+                                                  const hetrt_device_api_t* device, const hetrt_module_api_t* module) {
+  using Lists = OneDeviceLists<DeviceType, TypeKey>;
+  PluginDescription d;
+  d.name = name;
+  d.version = version;
+  d.device_types = Lists::kDeviceTypes;
+  d.type_keys = Lists::kTypeKeys;
+  d.device = device;
+  d.module = module;
+  return LazyInstancePluginTable<Instance, SetOption, Label>(d);
 }
 
 }  // namespace hetrt::sdk
