@@ -62,7 +62,7 @@ struct FunctionSpec {
   std::string name;
   std::vector<DLDataType> args;
   std::vector<std::string> tags{"blockIdx.x", "threadIdx.x"};
-  std::string info_name;  // TVM writes it empty
+  std::string info_name = {};  // TVM writes it empty
 };
 std::vector<uint8_t> CudaBlob(const std::string& fmt, const std::vector<FunctionSpec>& functions, std::string_view data) {
   cuda::ModuleBlob blob{fmt, {}, std::string(data)};

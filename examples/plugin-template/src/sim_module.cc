@@ -15,7 +15,11 @@ constexpr char kMagic[8] = {'S', 'I', 'M', 'M', 'O', 'D', '0', '1'};
 // The blob of a module serving `names`.
 std::vector<uint8_t> ModuleBlob(const std::vector<const char*>& names) {
   std::vector<uint8_t> blob(kMagic, kMagic + sizeof kMagic);
-  auto u32 = [&](uint32_t v) { blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); };
+  auto u32 = [&](uint32_t v) {
+    const size_t at = blob.size();
+    blob.resize(at + sizeof v);
+    std::memcpy(blob.data() + at, &v, sizeof v);
+  };
   u32(static_cast<uint32_t>(names.size()));
   for (const char* name : names) {
     u32(static_cast<uint32_t>(std::strlen(name)));
