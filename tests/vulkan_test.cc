@@ -271,7 +271,7 @@ struct FunctionSpec {
   std::string name;
   std::vector<DLDataType> args;
   std::vector<std::string> tags{"blockIdx.x", "threadIdx.x"};
-  std::string info_name;  // TVM writes it empty
+  std::string info_name = {};  // TVM writes it empty
 };
 struct ShaderSpec {
   std::string name;

@@ -54,19 +54,6 @@ Status Device::Copy(const void* src, uint64_t src_offset, DLDevice src_device, v
   return Call(api()->copy, &args, "copy");
 }
 
-Result<void*> Device::WorkspaceAlloc(uint64_t nbytes) const {
-  auto args = Make<hetrt_workspace_args_t>();
-  args.nbytes = nbytes;
-  HETRT_RETURN_IF_ERROR(Call(api()->workspace_alloc, &args, "workspace_alloc"));
-  return args.data;
-}
-
-Status Device::WorkspaceFree(void* data) const {
-  auto args = Make<hetrt_workspace_args_t>();
-  args.data = data;
-  return Call(api()->workspace_free, &args, "workspace_free");
-}
-
 Status Device::SetCurrent() const {
   if (api()->set_device == nullptr) return OkStatus();  // a device of one: nothing to switch
   auto args = Make<hetrt_set_device_args_t>();

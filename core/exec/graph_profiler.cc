@@ -1,11 +1,10 @@
 // Profiled runs: every node at its true place in time. Host nodes by the host
 // clock; device nodes by timing events around them on their stream, mapped
 // onto the host clock with the plugin's device clock.
-#include <time.h>
-
 #include <algorithm>
 
 #include "hetrt/exec/graph_executor.h"
+#include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
 #include "tvm_abi/backend_routes.h"
 
@@ -30,10 +29,7 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
   ClearLastError();
   BackendRoutesScope backend(options_.plugins ? options_.plugins->backend_routes() : nullptr);
   profile->nodes.reserve(steps_.size());
-  // Timestamps are read back after the run: clock_gettime here is the run's start.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  profile->run_start_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  profile->run_start_ns = HostNowNs();
   if (!steps_.empty()) HETRT_RETURN_IF_ERROR(RunSteps<true>(profile));
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   HETRT_RETURN_IF_ERROR(CopyOutputsBoundToInputs());

@@ -1,22 +1,15 @@
 // The run loop. CPU-only graphs run as a plain loop over resolved calls (the
 // direct-call floor); others issue each step on its lane in the planned
 // order, with only the waits the plan found.
-#include <time.h>
-
 #include <cstring>
 
 #include "hetrt/exec/graph_executor.h"
+#include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
 namespace {
-
-uint64_t HostNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Makes the executor's compute streams current on this thread for a run, so
 // kernels that TVM host code launches land there, and restores them after.

@@ -35,7 +35,7 @@ std::string EmitDevcC(std::span<const uint8_t> blob_symbol);
 
 struct LinkOptions {
   std::string compiler = "cc";       // or a cross compiler
-  std::vector<std::string> flags;    // extra flags, e.g. --target/-march
+  std::vector<std::string> flags = {};  // extra flags, e.g. --target/-march
 };
 // `cc -shared -fPIC -o output inputs...`; the error carries the compiler's output.
 Status LinkSharedLibrary(const std::vector<std::string>& inputs, const std::string& output,

@@ -73,11 +73,9 @@ class Device {
   Status Copy(const void* src, uint64_t src_offset, DLDevice src_device, void* dst, uint64_t dst_offset,
               DLDevice dst_device, uint64_t nbytes, hetrt_stream_t* stream = nullptr,
               uint32_t flags = HETRT_COPY_BLOCKING) const;
-  // Kernel scratch memory (TVMBackendAllocWorkspace); hot path.
-  Result<void*> WorkspaceAlloc(uint64_t nbytes) const;
-  Status WorkspaceFree(void* data) const;
-  // The same for compiled code, in TVM's convention: NULL / -1 on failure with
-  // the plugin's message as the thread's last error.
+  // Kernel scratch memory for compiled code (TVMBackendAllocWorkspace; hot
+  // path), in TVM's convention: NULL / -1 on failure with the plugin's
+  // message as the thread's last error.
   void* WorkspaceAllocOrSetLastError(uint64_t nbytes) const {
     auto args = Make<hetrt_workspace_args_t>();
     args.nbytes = nbytes;
@@ -132,14 +130,18 @@ class Device {
     return Call(api()->event_record, &args, "event_record");
   }
   // Host blocks until the event's work is done; that work's first error.
-  Status SynchronizeEvent(hetrt_event_t* event) const { return EventCall(api()->event_synchronize, event); }
-  Status DestroyEvent(hetrt_event_t* event) const { return EventCall(api()->event_destroy, event); }
+  Status SynchronizeEvent(hetrt_event_t* event) const {
+    return EventCall(api()->event_synchronize, event, nullptr, "event_synchronize");
+  }
+  Status DestroyEvent(hetrt_event_t* event) const {
+    return EventCall(api()->event_destroy, event, nullptr, "event_destroy");
+  }
   // event_destroy, event_synchronize or event_query (complete: its answer).
-  Status EventCall(hetrt_error_t* (*fn)(hetrt_event_args_t*), hetrt_event_t* event,
-                   int32_t* complete = nullptr) const {
+  Status EventCall(hetrt_error_t* (*fn)(hetrt_event_args_t*), hetrt_event_t* event, int32_t* complete = nullptr,
+                   const char* name = "event call") const {
     auto args = Make<hetrt_event_args_t>();
     args.event = event;
-    Status status = Call(fn, &args, "event call");
+    Status status = Call(fn, &args, name);
     if (complete != nullptr) *complete = args.complete;
     return status;
   }

@@ -19,7 +19,6 @@ class PreparedCopy {
     args_.flags = blocking ? HETRT_COPY_BLOCKING : 0;
   }
   bool valid() const { return copier_.valid(); }
-  const Device& copier() const { return copier_; }
 
   Status Issue(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset, uint64_t nbytes) const {
     hetrt_copy_args_t args = args_;
