@@ -99,6 +99,19 @@ struct DirectCalls {
   }
 };
 
+// chain200 with its inputs bound, and the floor's direct calls into its kernels;
+// false (the state says why) when either cannot be had.
+bool OpenChain200WithFloor(benchmark::State& state, GraphModel* m, DirectCalls* direct) {
+  if (!OpenWithInputs(state, "chain200", m)) return false;
+  auto prepared = DirectCalls::Prepare(Fixture("chain200"), *m->root);
+  if (!prepared.ok()) {
+    state.SkipWithError(prepared.status().ToString().c_str());
+    return false;
+  }
+  *direct = std::move(prepared).value();
+  return true;
+}
+
 void BM_Chain200_Executor(benchmark::State& state) {
   GraphModel m;
   if (!OpenWithInputs(state, "chain200", &m)) return;
@@ -108,19 +121,17 @@ BENCHMARK(BM_Chain200_Executor);
 
 void BM_Chain200_DirectCallFloor(benchmark::State& state) {
   GraphModel m;
-  if (!OpenWithInputs(state, "chain200", &m)) return;
-  auto direct = DirectCalls::Prepare(Fixture("chain200"), *m.root);
-  if (!direct.ok()) return state.SkipWithError(direct.status().ToString().c_str());
-  for (auto _ : state) direct->Run();
+  DirectCalls direct;
+  if (!OpenChain200WithFloor(state, &m, &direct)) return;
+  for (auto _ : state) direct.Run();
 }
 BENCHMARK(BM_Chain200_DirectCallFloor);
 
 // Both loops interleaved in one run, so the ratio is immune to drift in machine speed.
 void BM_Chain200_RatioToFloor(benchmark::State& state) {
   GraphModel m;
-  if (!OpenWithInputs(state, "chain200", &m)) return;
-  auto direct = DirectCalls::Prepare(Fixture("chain200"), *m.root);
-  if (!direct.ok()) return state.SkipWithError(direct.status().ToString().c_str());
+  DirectCalls direct;
+  if (!OpenChain200WithFloor(state, &m, &direct)) return;
   using clock = std::chrono::steady_clock;
   double executor_ns = 0, floor_ns = 0;
   constexpr int kReps = 200;
@@ -128,7 +139,7 @@ void BM_Chain200_RatioToFloor(benchmark::State& state) {
     auto t0 = clock::now();
     for (int i = 0; i < kReps; ++i) (void)m.executor->Run();
     auto t1 = clock::now();
-    for (int i = 0; i < kReps; ++i) direct->Run();
+    for (int i = 0; i < kReps; ++i) direct.Run();
     auto t2 = clock::now();
     executor_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
     floor_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();

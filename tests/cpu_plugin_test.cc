@@ -776,28 +776,31 @@ int32_t CountRun(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata) 
   return 0;
 }
 
-TEST_F(CpuPluginTest, LaunchWithZeroTasksRunsEachTaskIdOnceOnePerThread) {
-  SetThreads(self_, 3);
-  LaunchRecord record(16);
-  ASSERT_EQ(Launch(self_, CountRun, &record, 0), "");
-  for (int32_t task_id = 0; task_id < 16; ++task_id) {
-    EXPECT_EQ(record.runs[task_id].load(), task_id < 3 ? 1 : 0) << "task " << task_id;
-    if (task_id < 3) {
-      EXPECT_EQ(record.num_task_seen[task_id].load(), 3);
-    }
+// Task ids 0..num_ran-1 ran once each, no higher id ran.
+void ExpectOnlyTasksBelowRanOnce(const LaunchRecord& record, int32_t num_ran) {
+  for (int32_t task_id = 0; task_id < static_cast<int32_t>(record.runs.size()); ++task_id) {
+    EXPECT_EQ(record.runs[task_id].load(), task_id < num_ran ? 1 : 0) << "task " << task_id << " of " << num_ran;
   }
 }
 
-TEST_F(CpuPluginTest, LaunchWithMoreTasksThanThreadsRunsIds0To6Once) {
-  SetThreads(self_, 3);
+// A launch of num_task tasks (0: one per thread) on `threads` threads runs
+// exactly ids 0..num_ran-1, each once and seeing num_task == num_ran.
+void ExpectLaunchRunsIdsBelowOnce(hetrt_instance_t* self, int32_t threads, int32_t num_task, int32_t num_ran) {
+  SetThreads(self, threads);
   LaunchRecord record(16);
-  ASSERT_EQ(Launch(self_, CountRun, &record, 7), "");
-  for (int32_t task_id = 0; task_id < 16; ++task_id) {
-    EXPECT_EQ(record.runs[task_id].load(), task_id < 7 ? 1 : 0) << "task " << task_id;
-    if (task_id < 7) {
-      EXPECT_EQ(record.num_task_seen[task_id].load(), 7);
-    }
+  ASSERT_EQ(Launch(self, CountRun, &record, num_task), "");
+  ExpectOnlyTasksBelowRanOnce(record, num_ran);
+  for (int32_t task_id = 0; task_id < num_ran; ++task_id) {
+    EXPECT_EQ(record.num_task_seen[task_id].load(), num_ran) << "task " << task_id;
   }
+}
+
+TEST_F(CpuPluginTest, LaunchWithZeroTasksRunsEachTaskIdOnceOnePerThread) {
+  ExpectLaunchRunsIdsBelowOnce(self_, 3, 0, 3);
+}
+
+TEST_F(CpuPluginTest, LaunchWithMoreTasksThanThreadsRunsIds0To6Once) {
+  ExpectLaunchRunsIdsBelowOnce(self_, 3, 7, 7);
 }
 
 TEST_F(CpuPluginTest, LaunchWithFewerTasksThanThreadsRunsOnlyThoseIds) {
@@ -805,10 +808,7 @@ TEST_F(CpuPluginTest, LaunchWithFewerTasksThanThreadsRunsOnlyThoseIds) {
   for (int32_t num_task : {1, 2, 3}) {
     LaunchRecord record(8);
     ASSERT_EQ(Launch(self_, CountRun, &record, num_task), "");
-    for (int32_t task_id = 0; task_id < 8; ++task_id) {
-      EXPECT_EQ(record.runs[task_id].load(), task_id < num_task ? 1 : 0)
-          << "task " << task_id << " of " << num_task;
-    }
+    ExpectOnlyTasksBelowRanOnce(record, num_task);
   }
 }
 
@@ -902,7 +902,8 @@ TEST_F(CpuPluginTest, BarrierMakesEveryTasksEarlierWritesVisibleToAllTasks) {
 }
 
 struct BarrierResult {
-  hetrt_instance_t* self = nullptr;
+  explicit BarrierResult(hetrt_instance_t* instance) : self(instance) {}
+  hetrt_instance_t* self;
   std::atomic<int32_t> failed_precondition{0};
 };
 
@@ -916,8 +917,7 @@ int32_t CallBarrierOnce(int32_t task_id, hetrt_parallel_group_env_t* env, void* 
 
 TEST_F(CpuPluginTest, BarrierFailsInsteadOfHangingWhenTasksOutnumberThreads) {
   SetThreads(self_, 3);
-  BarrierResult result;
-  result.self = self_;
+  BarrierResult result(self_);
   ASSERT_EQ(Launch(self_, CallBarrierOnce, &result, 7), "");
   EXPECT_EQ(result.failed_precondition.load(), 7);
   EXPECT_EQ(Barrier(self_, 0, nullptr), HETRT_STATUS_FAILED_PRECONDITION) << "no env";
@@ -1136,7 +1136,8 @@ TEST_F(CpuPluginTest, WorkspaceAllocForAnotherDeviceFails) {
 }
 
 struct WorkspaceStress {
-  hetrt_instance_t* self = nullptr;
+  explicit WorkspaceStress(hetrt_instance_t* instance) : self(instance) {}
+  hetrt_instance_t* self;
   std::atomic<int32_t> failures{0};
 };
 
@@ -1175,8 +1176,7 @@ int32_t StressWorkspace(int32_t task_id, hetrt_parallel_group_env_t*, void* cdat
 
 TEST_F(CpuPluginTest, WorkspaceServesSeveralThreadsAtOnce) {
   SetThreads(self_, 3);
-  WorkspaceStress stress;
-  stress.self = self_;
+  WorkspaceStress stress(self_);
   ASSERT_EQ(Launch(self_, StressWorkspace, &stress, 0), "");
   ASSERT_EQ(Launch(self_, StressWorkspace, &stress, 7), "");
   EXPECT_EQ(stress.failures.load(), 0);

@@ -32,10 +32,8 @@
 
 #ifdef HETRT_HAVE_CUDA_TEST_KERNELS
 #include "cuda_test_kernels_ptx.h"  // tests/cuda/test_kernels.cu as PTX
-constexpr bool kHaveTestKernels = true;
 #else
-constexpr bool kHaveTestKernels = false;  // built without nvcc
-constexpr char kTestKernelsPtxText[] = "";
+constexpr char kTestKernelsPtxText[] = "";  // built without nvcc
 #endif
 
 namespace hetrt {
@@ -726,7 +724,7 @@ TEST_F(CudaDevice, Attributes) {
 
 // A module of the test kernels (tests/cuda/test_kernels.cu).
 Result<std::shared_ptr<Module>> TestKernels() {
-  if (!kHaveTestKernels) return Unimplemented("built without nvcc: no test kernels");
+  if (kTestKernelsPtxText[0] == '\0') return Unimplemented("built without nvcc: no test kernels");
   return LoadCudaBlob(CudaBlob("ptx",
                                {{"hetrt_test_args_kernel", {kHandle, kI32, kU32, kI64, kF32, kF64}},
                                 {"hetrt_test_shared_kernel",

@@ -150,6 +150,12 @@ Result<std::string> MlpGraph() {
   return tar;
 }
 
+// mlp on the QEMU board with one more option (a fault to inject, a timeout).
+Result<std::unique_ptr<micro::MicroModel>> OpenMlpOnQemu(const std::string& tar, const std::string& option,
+                                                         const std::string& value) {
+  return micro::OpenMicroModel(tar, "micro", {{"board", kBoard}, {"cache_dir", kCacheDir}, {option, value}});
+}
+
 // mlp's fixture inputs in, one run, its expected output out.
 void RunMlpAndCheck(micro::ModelSession& ex) {
   const std::string dir = testing::MlfFixturesDir();
@@ -162,9 +168,7 @@ TEST(MicroOnQemuLink, GarbageOnTheUartIsSkipped) {
   HETRT_REQUIRE_QEMU();
   auto tar = MlpGraph();
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::OpenMicroModel(*tar, "micro", {{"board", kBoard},
-                                                                                {"cache_dir", kCacheDir},
-                                                                                {"garbage_every", "1"}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, OpenMlpOnQemu(*tar, "garbage_every", "1"));
   for (int i = 0; i < 3; ++i) RunMlpAndCheck(device->session());
 }
 
@@ -176,9 +180,7 @@ TEST(MicroOnQemuLink, ABoardResetMidRunIsAClearErrorThenTheInputsAreReplayed) {
   HETRT_REQUIRE_QEMU();
   auto tar = MlpGraph();
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, micro::OpenMicroModel(*tar, "micro", {{"board", kBoard},
-                                                                                {"cache_dir", kCacheDir},
-                                                                                {"timeout_ms", "1000"}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device, OpenMlpOnQemu(*tar, "timeout_ms", "1000"));
   auto& remote = dynamic_cast<micro::RemoteModel&>(device->session());
   const std::string dir = testing::MlfFixturesDir();
   HETRT_ASSERT_OK(SetInputs(remote, dir + "/mlp_inputs.params"));

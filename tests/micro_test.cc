@@ -30,11 +30,7 @@ namespace {
 using MicroOnMlfFixture = testing::PerFixtureTest;
 HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfFixture, testing::FixtureParams(testing::MlfFixtureNames(), "MLF fixtures"));
 using MicroOnMlfGraphFixture = testing::PerFixtureTest;
-HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfGraphFixture,
-                              testing::FixtureParams(testing::MlfFixtureNames(), "graph MLF fixtures",
-                                                     [](const std::string& name) {
-                                                       return testing::MlfFixtureNamed(name).graph;
-                                                     }));
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfGraphFixture, testing::GraphMlfFixtureParams());
 
 TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());

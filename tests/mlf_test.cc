@@ -17,11 +17,7 @@ namespace hetrt {
 namespace {
 
 using MlfOnGraphFixture = testing::PerFixtureTest;
-HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MlfOnGraphFixture,
-                              testing::FixtureParams(testing::MlfFixtureNames(), "graph MLF fixtures",
-                                                     [](const std::string& name) {
-                                                       return testing::MlfFixtureNamed(name).graph;
-                                                     }));
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MlfOnGraphFixture, testing::GraphMlfFixtureParams());
 
 TEST_P(MlfOnGraphFixture, ExportsToADeployLibraryThatMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());

@@ -99,6 +99,19 @@ Status Launch(Module& m, const std::string& kernel, Tensor& buffer, int64_t thre
                              {HETRT_TYPE_HANDLE, HETRT_TYPE_INT});
 }
 
+Result<Tensor> ClFloats(int64_t count) {
+  HETRT_ASSIGN_OR_RETURN(Plugin * cl, PluginRegistry::Global().ForDevice(kCl));
+  return Tensor::Empty({count}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl));
+}
+
+// Launching `kernel` of `m` on 4 floats fails with a message holding each of `parts`.
+void ExpectLaunchFailsSaying(Module& m, const std::string& kernel, const std::vector<std::string>& parts) {
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, ClFloats(4));
+  Status s = Launch(m, kernel, buf, 4);
+  ASSERT_FALSE(s.ok());
+  for (const std::string& part : parts) EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+}
+
 TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {
   HETRT_REQUIRE_OPENCL();
   const auto blob = ClBlob("twice", "__kernel void twice(__global float* a) { a[get_local_id(0)] *= 2.0f; }");
@@ -123,32 +136,24 @@ TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {
 TEST(OpenCl, BuildFailureShowsTheKernelNameAndTheCompilerLog) {
   HETRT_REQUIRE_OPENCL();
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("broken", "__kernel void broken(__global float* a) { this is not C; }")));
-  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, Tensor::Empty({4}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl)));
-  Status s = Launch(*m, "broken", buf, 4);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("kernel 'broken'"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("error"), std::string::npos) << s.message();  // the compiler's log
+  ExpectLaunchFailsSaying(*m, "broken", {"kernel 'broken'", "error" /* the compiler's log */});
 }
 
 TEST(OpenCl, UnknownKernelsAndWrongCallsAreClearErrors) {
   HETRT_REQUIRE_OPENCL();
   // The function table names a kernel the source does not define.
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("ghost", "__kernel void other(__global float* a) {}")));
-  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, Tensor::Empty({4}, {kDLFloat, 32, 1}, cl->DeviceAllocator(kCl)));
-  Status s = Launch(*m, "ghost", buf, 4);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'ghost'"), std::string::npos) << s.message();
+  ASSERT_NO_FATAL_FAILURE(ExpectLaunchFailsSaying(*m, "ghost", {"'ghost'"}));
   // A name that is not in the module at all.
   HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* none, m->GetFunction("nope"));
   EXPECT_EQ(none, nullptr);
   // A wrong argument count.
   HETRT_ASSERT_OK_AND_ASSIGN(auto ok, LoadClModule(ClBlob("k", "__kernel void k(__global float* a) {}")));
   HETRT_ASSERT_OK_AND_ASSIGN(const PackedFunc* k, ok->GetFunction("k"));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor buf, ClFloats(4));
   hetrt_value_t args[1] = {{.v_handle = buf.data()}};
   int32_t codes[1] = {HETRT_TYPE_HANDLE};
-  s = CallPackedFunc(*k, args, codes, 1);
+  Status s = CallPackedFunc(*k, args, codes, 1);
   EXPECT_NE(s.message().find("takes 2 arguments"), std::string::npos) << s.message();
 }
 

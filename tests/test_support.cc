@@ -155,6 +155,11 @@ std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, c
   return params;
 }
 
+std::vector<FixtureParam> GraphMlfFixtureParams() {
+  return FixtureParams(MlfFixtureNames(), "graph MLF fixtures",
+                       [](const std::string& name) { return MlfFixtureNamed(name).graph; });
+}
+
 std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info) { return info.param.test_name; }
 
 void PerFixtureTest::SetUp() {

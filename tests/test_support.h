@@ -55,6 +55,8 @@ void PrintTo(const FixtureParam& param, std::ostream* os);
 // the test binary registers its tests, which is also when ctest lists them.
 std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
                                         const std::function<bool(const std::string& name)>& keep = {});
+// The graph-executor MLF fixtures (add3_graph, not add3_aot).
+std::vector<FixtureParam> GraphMlfFixtureParams();
 
 // The test's name: the fixture's, anything outside [A-Za-z0-9_] made '_' (then
 // _2, _3... should two names meet); NoFixtures for the placeholder.

@@ -187,11 +187,15 @@ void DeviceCalls(Caller caller) {
   to_host.flags = HETRT_COPY_BLOCKING;
   HETRT_EXPECT_CALL_OK(api->copy, to_host);
   EXPECT_EQ(out, in) << "the bytes did not round-trip";
-  auto event_sync = c.Make<hetrt_event_args_t>();
-  event_sync.event = event.event;
+  // The event calls that take only the event.
+  const auto event_args = [&] {
+    auto args = c.Make<hetrt_event_args_t>();
+    args.event = event.event;
+    return args;
+  };
+  auto event_sync = event_args();
   HETRT_EXPECT_CALL_OK(api->event_synchronize, event_sync);
-  auto query = c.Make<hetrt_event_args_t>();
-  query.event = event.event;
+  auto query = event_args();
   HETRT_EXPECT_CALL_OK(api->event_query, query);
   EXPECT_EQ(query.complete, 1);
   if (api->event_timestamp != nullptr) {
@@ -223,8 +227,7 @@ void DeviceCalls(Caller caller) {
   sync.stream = stream.stream;
   HETRT_EXPECT_CALL_OK(api->stream_synchronize, sync);
 
-  auto event_destroy = c.Make<hetrt_event_args_t>();
-  event_destroy.event = event.event;
+  auto event_destroy = event_args();
   HETRT_EXPECT_CALL_OK(api->event_destroy, event_destroy);
   set_current.stream = nullptr;
   HETRT_EXPECT_CALL_OK(api->stream_set_current, set_current);

@@ -1,5 +1,6 @@
 // Streams and events: ordering across streams with waits, synchronize, event
 // queries, elapsed time, the current stream per thread.
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,15 @@ constexpr DLDevice kHost{kDLCPU, 0};
   HETRT_REQUIRE_CALL(event_create);       \
   HETRT_REQUIRE_CALL(event_record);       \
   HETRT_REQUIRE_CALL(stream_wait_event)
+
+// Destroys what a test made (its events, then its streams, then its buffer),
+// each call succeeding.
+void ExpectDestroyed(const DeviceClient& c, std::initializer_list<hetrt_event_t*> events,
+                     std::initializer_list<hetrt_stream_t*> streams, void* buffer) {
+  for (hetrt_event_t* event : events) HETRT_EXPECT_OK(c.EventCall(c.api()->event_destroy, event));
+  for (hetrt_stream_t* stream : streams) HETRT_EXPECT_OK(c.DestroyStream(stream));
+  HETRT_EXPECT_OK(c.Free(buffer));
+}
 
 // Stream A fills a buffer (a large copy, then a small one that overwrites its
 // start); stream B waits for A's event and copies the buffer out. Without the
@@ -44,10 +54,7 @@ TEST(Streams, OrderingAcrossTwoStreamsWithWaitEvent) {
     EXPECT_EQ(back[kSize - 1], big[0]);
     HETRT_CHECK_OK(c.Synchronize(a));  // `big` and `small` stay alive until A passed them
   }
-  HETRT_EXPECT_OK(c.EventCall(c.api()->event_destroy, written));
-  HETRT_EXPECT_OK(c.DestroyStream(a));
-  HETRT_EXPECT_OK(c.DestroyStream(b));
-  HETRT_EXPECT_OK(c.Free(dev.data));
+  ExpectDestroyed(c, {written}, {a, b}, dev.data);
 }
 
 TEST(Streams, EventsCompleteSynchronizeAndTime) {
@@ -82,10 +89,7 @@ TEST(Streams, EventsCompleteSynchronizeAndTime) {
   }
   HETRT_CHECK_OK(c.Synchronize(s));
   HETRT_CHECK_OK(c.Synchronize(nullptr));  // the default stream
-  HETRT_EXPECT_OK(c.EventCall(c.api()->event_destroy, start));
-  HETRT_EXPECT_OK(c.EventCall(c.api()->event_destroy, end));
-  HETRT_EXPECT_OK(c.DestroyStream(s));
-  HETRT_EXPECT_OK(c.Free(dev.data));
+  ExpectDestroyed(c, {start, end}, {s}, dev.data);
 }
 
 TEST(Streams, CurrentStreamIsPerThread) {
