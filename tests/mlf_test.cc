@@ -66,7 +66,7 @@ struct Member {
   std::string name;
   std::string data;
   mode_t type = AE_IFREG;
-  std::string link;  // for symlinks / hardlinks
+  std::string link = {};  // for symlinks / hardlinks
   bool hardlink = false;
 };
 

@@ -79,7 +79,7 @@ struct CUctx_st {
 struct CUstream_st {
   CUctx_st* ctx = nullptr;
   int id = 0;
-  std::deque<std::function<void()>> pending;  // work not run yet, in order
+  std::deque<std::function<void()>> pending = {};  // work not run yet, in order
   bool running = false;
 };
 struct CUevent_st {
@@ -94,7 +94,7 @@ struct CUfunc_st;
 struct CUmod_st {
   CUctx_st* ctx = nullptr;
   std::string image;  // the bytes that name the kernels
-  std::vector<std::unique_ptr<CUfunc_st>> functions;  // handles die with the module, as in the driver
+  std::vector<std::unique_ptr<CUfunc_st>> functions = {};  // handles die with the module, as in the driver
   ~CUmod_st();
 };
 

@@ -33,11 +33,11 @@ struct Backend {
   // Options under which device memory allocated is copied through the
   // device's queue rather than by the host (Vulkan: direct_mapping=0), and
   // the options that undo them.
-  Options queued_copies;
-  Options queued_copies_undo;
+  Options queued_copies = {};
+  Options queued_copies_undo = {};
   // Problems the backend's driver reported during a test (Vulkan: validation
   // layer messages); 0 when it has no such count.
-  std::function<int64_t(const Plugin&, DLDevice)> driver_messages;
+  std::function<int64_t(const Plugin&, DLDevice)> driver_messages = {};
 };
 
 // Every backend of the suite, whether or not it is built.
