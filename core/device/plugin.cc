@@ -170,17 +170,11 @@ Status Plugin::Consume(hetrt_error_t* error) const {
 }
 
 Result<Plugin::DeviceCount> Plugin::CountDevices(int32_t device_type) const {
-  const hetrt_device_api_t* dev = device_api();
-  if (dev == nullptr || dev->device_count == nullptr)
-    return Unimplemented("plugin '" + name() + "' has no device table");
   auto args = AbiArgs<hetrt_device_count_args_t>();
   args.self = instance_;
   args.device_type = device_type;
-  HETRT_RETURN_IF_ERROR(Consume(dev->device_count(&args)));
-  DeviceCount result;
-  result.count = args.count;
-  if (args.unavailable_reason) result.unavailable_reason = args.unavailable_reason;
-  return result;
+  HETRT_RETURN_IF_ERROR(Call(device_api_ ? device_api_->device_count : nullptr, &args, "device table"));
+  return DeviceCount{args.count, args.unavailable_reason ? args.unavailable_reason : ""};
 }
 
 namespace {
@@ -220,13 +214,10 @@ bool Plugin::SharesHostMemory(DLDevice device) const {
 }
 
 Result<DeviceMemoryStats> Plugin::MemoryStats(DLDevice device) const {
-  const hetrt_device_api_t* dev = device_api();
-  if (dev == nullptr || dev->memory_stats == nullptr)
-    return Unimplemented("plugin '" + name() + "' reports no memory statistics");
   auto args = AbiArgs<hetrt_memory_stats_args_t>();
   args.self = instance_;
   args.device = device;
-  HETRT_RETURN_IF_ERROR(Consume(dev->memory_stats(&args)));
+  HETRT_RETURN_IF_ERROR(Call(device_api_ ? device_api_->memory_stats : nullptr, &args, "memory statistics"));
   return DeviceMemoryStats{args.bytes_in_use, args.peak_bytes_in_use, args.bytes_limit, args.num_allocations};
 }
 

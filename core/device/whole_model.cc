@@ -125,35 +125,41 @@ Result<WholeModelReport> WholeModel::Report() const {
                           args.last_run_instructions, args.last_run_device_ns, args.text ? args.text : ""};
 }
 
+namespace {
+// The project hooks are optional (a 2.1 table may end before them); both take
+// the instance and the caller's options.
+template <typename Args>
+Status CallProjectHook(Plugin& plugin, hetrt_error_t* (*hook)(Args*), const PluginOptions& options, Args& args,
+                       const char* what) {
+  if (hook == nullptr) return Unimplemented("plugin '" + plugin.name() + "' " + what);
+  const auto abi_options = AbiOptions(options);
+  args.self = plugin.instance();
+  args.options = abi_options.data();
+  args.num_options = abi_options.size();
+  return plugin.Consume(hook(&args));
+}
+}  // namespace
+
 Result<std::string> WholeModel::GenerateProject(Plugin& plugin, const std::string& path, const std::string& device,
                                                 const std::string& output_dir, const PluginOptions& options) {
   const auto* api = plugin.whole_model_api();
-  if (!HETRT_STRUCT_HAS(api, hetrt_whole_model_api_t, project_generate) || api->project_generate == nullptr)
-    return Unimplemented("plugin '" + plugin.name() + "' writes no projects");
-  const auto abi_options = AbiOptions(options);
   auto args = AbiArgs<hetrt_whole_model_project_args_t>();
-  args.self = plugin.instance();
   args.path = path.c_str();
   args.device = device.c_str();
   args.output_dir = output_dir.c_str();
-  args.options = abi_options.data();
-  args.num_options = abi_options.size();
-  HETRT_RETURN_IF_ERROR(plugin.Consume(api->project_generate(&args)));
+  const bool has = HETRT_STRUCT_HAS(api, hetrt_whole_model_api_t, project_generate);
+  HETRT_RETURN_IF_ERROR(
+      CallProjectHook(plugin, has ? api->project_generate : nullptr, options, args, "writes no projects"));
   return std::string(args.summary ? args.summary : "");
 }
 
 Result<WholeModel::ProjectRun> WholeModel::RunProject(Plugin& plugin, const std::string& project_dir,
                                                       const PluginOptions& options) {
   const auto* api = plugin.whole_model_api();
-  if (!HETRT_STRUCT_HAS(api, hetrt_whole_model_api_t, project_run) || api->project_run == nullptr)
-    return Unimplemented("plugin '" + plugin.name() + "' runs no projects");
-  const auto abi_options = AbiOptions(options);
   auto args = AbiArgs<hetrt_whole_model_project_run_args_t>();
-  args.self = plugin.instance();
   args.project_dir = project_dir.c_str();
-  args.options = abi_options.data();
-  args.num_options = abi_options.size();
-  HETRT_RETURN_IF_ERROR(plugin.Consume(api->project_run(&args)));
+  const bool has = HETRT_STRUCT_HAS(api, hetrt_whole_model_api_t, project_run);
+  HETRT_RETURN_IF_ERROR(CallProjectHook(plugin, has ? api->project_run : nullptr, options, args, "runs no projects"));
   return ProjectRun{args.exit_code, args.output ? args.output : ""};
 }
 
