@@ -140,14 +140,17 @@ std::string CopyGraphJson(int direction, int64_t floats) {
     {"op": "tvm_op", "name": "__copy", "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1",
      "flatten_data": "0"}, "inputs": [[0, 0, 0]]}],
    "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
-   "attrs": {"shape": ["list_shape", [[)" + n + "], [" + n + R"(]]], "dltype": ["list_str", ["float32", "float32"]],
+   "attrs": {"shape": ["list_shape", [[)" +
+         n + "], [" + n + R"(]]], "dltype": ["list_str", ["float32", "float32"]],
              "storage_id": ["list_int", [0, 1]], "device_index": ["list_int", [)" +
          std::to_string(from) + ", " + std::to_string(to) + "]]}}";
 }
 
 struct NoKernels final : Module {
   NoKernels() : Module("library") {}
-  Result<const PackedFunc*> GetOwnFunction(std::string_view) override { return static_cast<const PackedFunc*>(nullptr); }
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
 };
 
 // range(0): direction. Staged (through the plugin) against shared-memory copies.
@@ -179,7 +182,8 @@ const std::string& TwoBranchLibrary(int which) {  // 0 both, 1 CPU branch, 2 Ope
     shape.cpu_branch = which != 2;
     auto built = kernels::BuildTwoBranchModel(kDLOpenCL, shape);
     path = "/tmp/hetrt_two_branch_" + std::to_string(getpid()) + "_" + std::to_string(which) + ".so";
-    if (!built.ok() || !kernels::ExportGraph(built->graph_json, built->params, shape.accel_branch, path).ok()) path = "";
+    if (!built.ok() || !kernels::ExportGraph(built->graph_json, built->params, shape.accel_branch, path).ok())
+      path = "";
   }
   return path;
 }

@@ -30,17 +30,16 @@ inline void ProfileNodes(benchmark::State& state, GraphExecutor& ex) {
   }
   const Graph& g = ex.graph();
   for (size_t i = 0; i < profile.nodes.size(); ++i)
-    state.counters[g.nodes[profile.nodes[i].node_id].name + "@" +
-                   DeviceTypeName(profile.nodes[i].device.device_type) + "_us"] =
-        1000.0 * total[i] / static_cast<double>(state.iterations());
+    state.counters[g.nodes[profile.nodes[i].node_id].name + "@" + DeviceTypeName(profile.nodes[i].device.device_type) +
+                   "_us"] = 1000.0 * total[i] / static_cast<double>(state.iterations());
 }
 
 // hetrt's two-branch model (16x256, dense+relu x4 per branch, joined on the
 // CPU) with its accelerator branch on `accel`, exported once, opened on the
 // CPU and that device.
 inline Result<GraphModel> OpenTwoBranch(int32_t accel) {
-  const std::string path = "/tmp/hetrt_device_bench_two_branch_" + std::to_string(getpid()) + "_" +
-                           std::to_string(accel) + ".so";
+  const std::string path =
+      "/tmp/hetrt_device_bench_two_branch_" + std::to_string(getpid()) + "_" + std::to_string(accel) + ".so";
   if (!std::filesystem::exists(path)) {
     HETRT_ASSIGN_OR_RETURN(auto built, kernels::BuildTwoBranchModel(accel));
     HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{accel}, path));

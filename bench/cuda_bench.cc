@@ -51,7 +51,8 @@ const RawDriver& Raw() {
     r.dtod = reinterpret_cast<decltype(r.dtod)>(dlsym(handle, "cuMemcpyDtoD_v2"));
     CUcontext ctx = nullptr;
     CUdevice device = 0;
-    if (!r.htod || !r.dtoh || !r.dtod) r.error = "the driver lacks cuMemcpy*_v2";
+    if (!r.htod || !r.dtoh || !r.dtod)
+      r.error = "the driver lacks cuMemcpy*_v2";
     else if (probe.driver->cuDeviceGet(&device, 0) || probe.driver->cuDevicePrimaryCtxRetain(&ctx, device))
       r.error = "cannot retain the primary context of cuda:0";
     return r;
@@ -64,8 +65,9 @@ bool BindContext() {
   const cuda::DriverProbe probe = cuda::ProbeDriver(cuda::DefaultDriverLibrary());
   CUdevice device = 0;
   CUcontext ctx = nullptr;
-  return probe.driver && !probe.driver->cuDeviceGet(&device, 0) && !probe.driver->cuDevicePrimaryCtxRetain(&ctx, device) &&
-         !probe.driver->cuCtxSetCurrent(ctx) && !probe.driver->cuDevicePrimaryCtxRelease(device);
+  return probe.driver && !probe.driver->cuDeviceGet(&device, 0) &&
+         !probe.driver->cuDevicePrimaryCtxRetain(&ctx, device) && !probe.driver->cuCtxSetCurrent(ctx) &&
+         !probe.driver->cuDevicePrimaryCtxRelease(device);
 }
 
 struct Buffers {
@@ -97,9 +99,10 @@ void BM_CudaCopy(benchmark::State& state) {
   const uint64_t n = static_cast<uint64_t>(state.range(2));
   PluginRegistry& reg = PluginRegistry::Global();
   for (auto _ : state) {
-    Status s = state.range(0) == kHostToDevice   ? reg.CopyBytes(b->host.data(), 0, kHost, b->device.data(), 0, kCu, n)
-               : state.range(0) == kDeviceToHost ? reg.CopyBytes(b->device.data(), 0, kCu, b->host.data(), 0, kHost, n)
-                                                 : reg.CopyBytes(b->device.data(), 0, kCu, b->device2.data(), 0, kCu, n);
+    Status s = state.range(0) == kHostToDevice ? reg.CopyBytes(b->host.data(), 0, kHost, b->device.data(), 0, kCu, n)
+               : state.range(0) == kDeviceToHost
+                   ? reg.CopyBytes(b->device.data(), 0, kCu, b->host.data(), 0, kHost, n)
+                   : reg.CopyBytes(b->device.data(), 0, kCu, b->device2.data(), 0, kCu, n);
     if (!s.ok()) return state.SkipWithError(s.message().c_str());
   }
   state.SetBytesProcessed(state.iterations() * state.range(2));
@@ -115,9 +118,10 @@ void BM_CuMemcpy(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(2));
   const auto device = reinterpret_cast<CUdeviceptr>(b->device.data());
   for (auto _ : state) {
-    const CUresult r = state.range(0) == kHostToDevice   ? raw.htod(device, b->host.data(), n)
-                       : state.range(0) == kDeviceToHost ? raw.dtoh(b->host.data(), device, n)
-                                                         : raw.dtod(reinterpret_cast<CUdeviceptr>(b->device2.data()), device, n);
+    const CUresult r = state.range(0) == kHostToDevice ? raw.htod(device, b->host.data(), n)
+                       : state.range(0) == kDeviceToHost
+                           ? raw.dtoh(b->host.data(), device, n)
+                           : raw.dtod(reinterpret_cast<CUdeviceptr>(b->device2.data()), device, n);
     if (r != CUDA_SUCCESS) return state.SkipWithError(("cuMemcpy failed: " + std::to_string(r)).c_str());
   }
   state.SetBytesProcessed(state.iterations() * state.range(2));

@@ -3,16 +3,16 @@
 // hetrt's two-branch model on CPU+Vulkan against the CPU alone.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <algorithm>
-#include <unistd.h>
 
+#include "bench_support.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module.h"
-#include "bench_support.h"
 #include "kernel_set.h"
 
 namespace hetrt {
@@ -89,12 +89,14 @@ void BM_VulkanDispatch(benchmark::State& state) {
   const bool dense = state.range(0) == 1;
   auto fn = (*module)->GetFunction(dense ? "hetrt_vk_dense_kernel" : "hetrt_vk_relu_kernel");
   const PackedFunc* set_device = GlobalFunctionRegistry::Get().Find("__tvm_set_device");
-  if (!fn.ok() || *fn == nullptr || set_device == nullptr) return state.SkipWithError("kernel or __tvm_set_device missing");
+  if (!fn.ok() || *fn == nullptr || set_device == nullptr)
+    return state.SkipWithError("kernel or __tvm_set_device missing");
   hetrt_value_t dev[2] = {{.v_int64 = kDLVulkan}, {.v_int64 = 0}};
   int32_t dev_codes[2] = {HETRT_TYPE_INT, HETRT_TYPE_INT};
   if (!CallPackedFunc(*set_device, dev, dev_codes, 2).ok()) return state.SkipWithError("__tvm_set_device failed");
   std::vector<Tensor> buffers;
-  for (int64_t n : dense ? std::vector<int64_t>{16 * 256, 256 * 256, 256, 16 * 256} : std::vector<int64_t>{4096, 4096}) {
+  for (int64_t n :
+       dense ? std::vector<int64_t>{16 * 256, 256 * 256, 256, 16 * 256} : std::vector<int64_t>{4096, 4096}) {
     auto t = Tensor::Empty({n}, {kDLFloat, 32, 1}, (*plugin)->DeviceAllocator(vk));
     if (!t.ok()) return state.SkipWithError(t.status().message().c_str());
     buffers.push_back(std::move(t).value());
@@ -114,8 +116,7 @@ void BM_VulkanDispatch(benchmark::State& state) {
       Status s = CallPackedFunc(**fn, args.data(), codes.data(), static_cast<int32_t>(args.size()));
       if (!s.ok()) return state.SkipWithError(s.message().c_str());
     }
-    if (Status s = Device(*plugin, vk).Synchronize(nullptr); !s.ok())
-      return state.SkipWithError(s.message().c_str());
+    if (Status s = Device(*plugin, vk).Synchronize(nullptr); !s.ok()) return state.SkipWithError(s.message().c_str());
   }
   state.SetItemsProcessed(state.iterations() * kBatch);  // dispatches per second
 }

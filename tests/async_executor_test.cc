@@ -165,7 +165,8 @@ const std::string& TwoBranchLibrary(int32_t accel) {
 
 Tensor TwoBranchInput() {
   Tensor t = Tensor::EmptyHost({16, 256}, {kDLFloat, 32, 1}).value();
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data_as<float>()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.data_as<float>()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
   return t;
 }
 
@@ -223,7 +224,8 @@ TEST(AsyncExecutor, TraceShowsBothDevicesBusyAtOnceAndEveryWaitRespected) {
     for (auto& [lane, v] : by_lane) {
       std::sort(v.begin(), v.end(), [](Interval a, Interval b) { return a.start < b.start; });
       for (size_t k = 1; k < v.size(); ++k)
-        EXPECT_GE(v[k].start + run.clock_uncertainty_ns, v[k - 1].end) << "lane " << run.lanes[lane] << " overlaps itself";
+        EXPECT_GE(v[k].start + run.clock_uncertainty_ns, v[k - 1].end)
+            << "lane " << run.lanes[lane] << " overlaps itself";
     }
     // A node never starts before the nodes it waited for have ended.
     for (const auto& t : run.nodes)
@@ -309,7 +311,9 @@ TEST(AsyncExecutor, TwoExecutorsOnOneModuleRunOnTwoThreads) {
 
 struct NoKernels final : Module {
   NoKernels() : Module("library") {}
-  Result<const PackedFunc*> GetOwnFunction(std::string_view) override { return static_cast<const PackedFunc*>(nullptr); }
+  Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
+    return static_cast<const PackedFunc*>(nullptr);
+  }
 };
 
 // x (OpenCL) -> __copy -> CPU output: with copies through the plugin, the copy
@@ -334,7 +338,8 @@ TEST(AsyncExecutor, RunReturnsWithHostMemoryFinal) {
       HETRT_ASSERT_OK(ex->Run());
       const Tensor& out = ex->OutputTensor(0);  // a view of CPU storage, read without Synchronize
       ASSERT_EQ(out.device().device_type, kDLCPU);
-      EXPECT_EQ(std::memcmp(out.data(), x.data(), x.nbytes()), 0) << (staged ? "staged" : "shared") << " round " << round;
+      EXPECT_EQ(std::memcmp(out.data(), x.data(), x.nbytes()), 0)
+          << (staged ? "staged" : "shared") << " round " << round;
     }
   }
 }
@@ -342,14 +347,14 @@ TEST(AsyncExecutor, RunReturnsWithHostMemoryFinal) {
 // Outputs of the asynchronous executor are those of the sequential one, bit
 // for bit, on each TVM graph fixture this machine can run.
 using AsyncExecutorOnFixture = testing::PerFixtureTest;
-HETRT_INSTANTIATE_PER_FIXTURE(Tvm, AsyncExecutorOnFixture,
-                              testing::FixtureParams(testing::TvmFixtureModels(), "graph fixtures with inputs",
-                                                     [](const std::string& model) {
-                                                       const std::string dir = testing::TvmFixture(model);
-                                                       for (const char* file : {"/deploy.so", "/inputs.params", "/graph.json"})
-                                                         if (!std::filesystem::exists(dir + file)) return false;
-                                                       return true;
-                                                     }));
+HETRT_INSTANTIATE_PER_FIXTURE(
+    Tvm, AsyncExecutorOnFixture,
+    testing::FixtureParams(testing::TvmFixtureModels(), "graph fixtures with inputs", [](const std::string& model) {
+      const std::string dir = testing::TvmFixture(model);
+      for (const char* file : {"/deploy.so", "/inputs.params", "/graph.json"})
+        if (!std::filesystem::exists(dir + file)) return false;
+      return true;
+    }));
 
 TEST_P(AsyncExecutorOnFixture, GivesTheSequentialOutputsBitForBit) {
   const std::string dir = testing::TvmFixture(fixture());

@@ -104,8 +104,7 @@ TEST(CliHardening, PluginsCheckNamesAPluginThatCrashesInsteadOfDying) {
   // from "<unknown module>" and no suppression can name them. The plugins' own
   // release of everything is leak-checked where registries are destroyed in
   // the suites (TwoRegistriesHoldIndependentInstances, PluginOwnership).
-  const Outcome o =
-      RunCli("plugins --check", "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 HETRT_PLUGIN_PATH=" + crash);
+  const Outcome o = RunCli("plugins --check", "ASAN_OPTIONS=handle_segv=0:detect_leaks=0 HETRT_PLUGIN_PATH=" + crash);
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("crashed while loading: killed by signal 11"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("cpu "), std::string::npos) << "the other plugins are still listed:\n" << o.output;
@@ -113,7 +112,8 @@ TEST(CliHardening, PluginsCheckNamesAPluginThatCrashesInsteadOfDying) {
 
 TEST(CliHardening, UnusablePluginPathEntriesGiveOneWarningLineAndTheDefaultFolderOnce) {
   HETRT_REQUIRE_FIXTURE(dir, "add3");
-  const std::filesystem::path plugins = std::filesystem::path(HETRT_CLI).parent_path().parent_path() / "lib/hetrt-plugins";
+  const std::filesystem::path plugins =
+      std::filesystem::path(HETRT_CLI).parent_path().parent_path() / "lib/hetrt-plugins";
   // The default folder named again (through a different spelling) is searched once.
   const std::string path = "/no/such/folder:" + plugins.string() + "/.:" + plugins.string();
   const Outcome o = RunCli("run " + dir + "/deploy.so --inputs " + dir + "/inputs.params", "HETRT_PLUGIN_PATH=" + path);

@@ -113,8 +113,7 @@ T Args(hetrt_instance_t* self) {
 const hetrt_device_api_t& Device() { return *g_api->device; }
 const hetrt_parallel_api_t& Parallel() { return *g_api->parallel; }
 
-hetrt_instance_t* CreateInstance(std::vector<hetrt_option_t> options = {},
-                                 std::string* error = nullptr) {
+hetrt_instance_t* CreateInstance(std::vector<hetrt_option_t> options = {}, std::string* error = nullptr) {
   hetrt_instance_create_args_t args{};
   args.struct_size = sizeof(args);
   args.host = &kHost;
@@ -156,8 +155,8 @@ void SetThreads(hetrt_instance_t* self, int32_t count) {
 }
 
 // The error of the call as a message; the failing task (or -1) in *failed_task.
-std::string Launch(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void* cdata,
-                   int32_t num_task, int32_t* failed_task = nullptr) {
+std::string Launch(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task,
+                   int32_t* failed_task = nullptr) {
   auto args = Args<hetrt_parallel_launch_args_t>(self);
   args.lambda = lambda;
   args.cdata = cdata;
@@ -173,8 +172,7 @@ std::string Launch(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void*
 
 // Launch that must succeed with every task returning 0; allocates nothing on
 // success, so it can run inside tasks.
-bool LaunchOk(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void* cdata,
-              int32_t num_task) {
+bool LaunchOk(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
   auto args = Args<hetrt_parallel_launch_args_t>(self);
   args.lambda = lambda;
   args.cdata = cdata;
@@ -182,8 +180,7 @@ bool LaunchOk(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda, void* cdat
   return CodeOf(Parallel().launch(&args)) == HETRT_STATUS_OK && args.failed_task == -1;
 }
 
-hetrt_status_code_t Barrier(hetrt_instance_t* self, int32_t task_id,
-                            hetrt_parallel_group_env_t* env) {
+hetrt_status_code_t Barrier(hetrt_instance_t* self, int32_t task_id, hetrt_parallel_group_env_t* env) {
   auto args = Args<hetrt_parallel_barrier_args_t>(self);
   args.task_id = task_id;
   args.env = env;
@@ -208,8 +205,7 @@ void* Allocate(hetrt_instance_t* self, uint64_t nbytes, uint64_t alignment = 64,
   return args.data;
 }
 
-hetrt_error_t* Free(hetrt_instance_t* self, void* data,
-                    hetrt_memory_kind_t kind = HETRT_MEMORY_DEVICE) {
+hetrt_error_t* Free(hetrt_instance_t* self, void* data, hetrt_memory_kind_t kind = HETRT_MEMORY_DEVICE) {
   auto args = Args<hetrt_free_args_t>(self);
   args.device = kCpu;
   args.data = data;
@@ -225,16 +221,23 @@ hetrt_memory_stats_args_t MemoryStats(hetrt_instance_t* self) {
 }
 
 // Host to host on the CPU device.
-hetrt_error_t* Copy(hetrt_instance_t* self, const void* src, uint64_t src_offset, void* dst,
-                    uint64_t dst_offset, uint64_t nbytes, hetrt_stream_t* stream = nullptr) {
-  hetrt_copy_args_t args{.struct_size = sizeof(args), .self = self, .src = src, .src_offset = src_offset,
-                         .src_device = kCpu, .dst = dst, .dst_offset = dst_offset, .dst_device = kCpu,
-                         .nbytes = nbytes, .stream = stream};
+hetrt_error_t* Copy(hetrt_instance_t* self, const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+                    uint64_t nbytes, hetrt_stream_t* stream = nullptr) {
+  hetrt_copy_args_t args{.struct_size = sizeof(args),
+                         .self = self,
+                         .src = src,
+                         .src_offset = src_offset,
+                         .src_device = kCpu,
+                         .dst = dst,
+                         .dst_offset = dst_offset,
+                         .dst_device = kCpu,
+                         .nbytes = nbytes,
+                         .stream = stream};
   return Device().copy(&args);
 }
 
-hetrt_error_t* Attribute(hetrt_instance_t* self, hetrt_device_attribute_t attribute,
-                         hetrt_device_attribute_args_t* out, DLDevice device = kCpu) {
+hetrt_error_t* Attribute(hetrt_instance_t* self, hetrt_device_attribute_t attribute, hetrt_device_attribute_args_t* out,
+                         DLDevice device = kCpu) {
   *out = Args<hetrt_device_attribute_args_t>(self);
   out->device = device;
   out->attribute = attribute;
@@ -288,8 +291,8 @@ hetrt_event_t* CreateEvent(hetrt_instance_t* self, uint32_t flags = HETRT_EVENT_
   return args.event;
 }
 
-hetrt_error_t* EventCall(hetrt_error_t* (*call)(hetrt_event_args_t*), hetrt_instance_t* self,
-                         hetrt_event_t* event, int32_t* complete = nullptr) {
+hetrt_error_t* EventCall(hetrt_error_t* (*call)(hetrt_event_args_t*), hetrt_instance_t* self, hetrt_event_t* event,
+                         int32_t* complete = nullptr) {
   auto args = Args<hetrt_event_args_t>(self);
   args.device = kCpu;
   args.event = event;
@@ -315,8 +318,7 @@ hetrt_error_t* Timestamp(hetrt_instance_t* self, hetrt_event_t* event, uint64_t*
   return error;
 }
 
-hetrt_error_t* ElapsedMs(hetrt_instance_t* self, hetrt_event_t* start, hetrt_event_t* end,
-                         double* ms) {
+hetrt_error_t* ElapsedMs(hetrt_instance_t* self, hetrt_event_t* start, hetrt_event_t* end, double* ms) {
   auto args = Args<hetrt_event_elapsed_args_t>(self);
   args.device = kCpu;
   args.start = start;
@@ -347,8 +349,7 @@ class CpuPluginTest : public ::testing::Test {
   static void SetUpTestSuite() {
     handle_ = dlopen(HETRT_TEST_PLUGIN_DIR "/libhetrt_plugin_cpu.so", RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
-    auto get_api =
-        reinterpret_cast<hetrt_plugin_get_api_fn>(dlsym(handle_, HETRT_PLUGIN_ENTRY_SYMBOL));
+    auto get_api = reinterpret_cast<hetrt_plugin_get_api_fn>(dlsym(handle_, HETRT_PLUGIN_ENTRY_SYMBOL));
     ASSERT_NE(get_api, nullptr) << dlerror();
     g_api = get_api();
     ASSERT_NE(g_api, nullptr);
@@ -433,8 +434,7 @@ TEST_F(CpuPluginTest, SetOptionNumThreadsResizesThePool) {
 TEST_F(CpuPluginTest, NumThreadsRejectsValuesThatAreNotAPositiveInteger) {
   SetThreads(self_, 2);
   for (const char* value : {"0", "-1", "abc", "3x", "", " 3", "2.5", "99999999999", "1025"}) {
-    EXPECT_EQ(CodeOf(SetOption(self_, "num_threads", value)), HETRT_STATUS_INVALID_ARGUMENT)
-        << "\"" << value << "\"";
+    EXPECT_EQ(CodeOf(SetOption(self_, "num_threads", value)), HETRT_STATUS_INVALID_ARGUMENT) << "\"" << value << "\"";
   }
   EXPECT_EQ(CodeOf(SetOption(self_, "num_threads", nullptr)), HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(NumThreads(self_), 2);
@@ -583,8 +583,7 @@ TEST_F(CpuPluginTest, IntegerAttributesDescribeHostMemoryAndCores) {
 TEST_F(CpuPluginTest, UnknownAttributesAreNotFoundAndOtherDevicesInvalid) {
   hetrt_device_attribute_args_t args{};
   EXPECT_EQ(CodeOf(Attribute(self_, HETRT_DEVICE_ATTR_WARP_SIZE, &args)), HETRT_STATUS_NOT_FOUND);
-  EXPECT_EQ(CodeOf(Attribute(self_, static_cast<hetrt_device_attribute_t>(999), &args)),
-            HETRT_STATUS_NOT_FOUND);
+  EXPECT_EQ(CodeOf(Attribute(self_, static_cast<hetrt_device_attribute_t>(999), &args)), HETRT_STATUS_NOT_FOUND);
   EXPECT_EQ(CodeOf(Attribute(self_, HETRT_DEVICE_ATTR_NAME, &args, DLDevice{kDLCPU, 1})),
             HETRT_STATUS_INVALID_ARGUMENT);
 }
@@ -668,17 +667,13 @@ TEST_F(CpuPluginTest, StreamsAndEventsOfAnotherInstanceAreRefused) {
 
   char source[4] = {1, 2, 3, 4};
   char destination[4] = {};
-  EXPECT_EQ(CodeOf(Copy(self_, source, 0, destination, 0, 4, foreign_stream)),
-            HETRT_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CodeOf(Copy(self_, source, 0, destination, 0, 4, foreign_stream)), HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(destination[0], 0) << "a refused copy copies nothing";
-  EXPECT_EQ(CodeOf(StreamCall(Device().stream_synchronize, self_, foreign_stream)),
-            HETRT_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(CodeOf(StreamCall(Device().stream_destroy, self_, foreign_stream)),
-            HETRT_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CodeOf(StreamCall(Device().stream_synchronize, self_, foreign_stream)), HETRT_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CodeOf(StreamCall(Device().stream_destroy, self_, foreign_stream)), HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(CodeOf(Record(self_, event, foreign_stream)), HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(CodeOf(Record(self_, foreign_event, nullptr)), HETRT_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(CodeOf(EventCall(Device().event_destroy, self_, foreign_event)),
-            HETRT_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CodeOf(EventCall(Device().event_destroy, self_, foreign_event)), HETRT_STATUS_INVALID_ARGUMENT);
   auto set = Args<hetrt_stream_current_args_t>(self_);
   set.device = kCpu;
   set.stream = foreign_stream;
@@ -799,9 +794,7 @@ TEST_F(CpuPluginTest, LaunchWithZeroTasksRunsEachTaskIdOnceOnePerThread) {
   ExpectLaunchRunsIdsBelowOnce(self_, 3, 0, 3);
 }
 
-TEST_F(CpuPluginTest, LaunchWithMoreTasksThanThreadsRunsIds0To6Once) {
-  ExpectLaunchRunsIdsBelowOnce(self_, 3, 7, 7);
-}
+TEST_F(CpuPluginTest, LaunchWithMoreTasksThanThreadsRunsIds0To6Once) { ExpectLaunchRunsIdsBelowOnce(self_, 3, 7, 7); }
 
 TEST_F(CpuPluginTest, LaunchWithFewerTasksThanThreadsRunsOnlyThoseIds) {
   SetThreads(self_, 4);
@@ -842,9 +835,7 @@ TEST_F(CpuPluginTest, WorkersPersistAcrossLaunches) {
   EXPECT_EQ(record.kernel_thread_ids.size(), 3u);
 }
 
-int32_t FailOnTask1(int32_t task_id, hetrt_parallel_group_env_t*, void*) {
-  return task_id == 1 ? -1 : 0;
-}
+int32_t FailOnTask1(int32_t task_id, hetrt_parallel_group_env_t*, void*) { return task_id == 1 ? -1 : 0; }
 
 int32_t AlwaysFail(int32_t, hetrt_parallel_group_env_t*, void*) { return -1; }
 

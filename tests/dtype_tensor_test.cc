@@ -13,10 +13,17 @@ TEST(DataType, ParsesAndPrintsTvmNames) {
     DLDataType type;
   };
   const Case cases[] = {
-      {"float32", {kDLFloat, 32, 1}}, {"int8", {kDLInt, 8, 1}},     {"uint8", {kDLUInt, 8, 1}},
-      {"int64", {kDLInt, 64, 1}},     {"float16", {kDLFloat, 16, 1}}, {"bfloat16", {kDLBfloat, 16, 1}},
-      {"float32x4", {kDLFloat, 32, 4}}, {"bool", {kDLUInt, 1, 1}},  {"handle", {kDLOpaqueHandle, 64, 1}},
-      {"complex64", {kDLComplex, 64, 1}}, {"complex128x2", {kDLComplex, 128, 2}},
+      {"float32", {kDLFloat, 32, 1}},
+      {"int8", {kDLInt, 8, 1}},
+      {"uint8", {kDLUInt, 8, 1}},
+      {"int64", {kDLInt, 64, 1}},
+      {"float16", {kDLFloat, 16, 1}},
+      {"bfloat16", {kDLBfloat, 16, 1}},
+      {"float32x4", {kDLFloat, 32, 4}},
+      {"bool", {kDLUInt, 1, 1}},
+      {"handle", {kDLOpaqueHandle, 64, 1}},
+      {"complex64", {kDLComplex, 64, 1}},
+      {"complex128x2", {kDLComplex, 128, 2}},
   };
   for (const Case& c : cases) {
     HETRT_ASSERT_OK_AND_ASSIGN(DLDataType parsed, ParseDataType(c.text));

@@ -7,8 +7,8 @@
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/library_module.h"
-#include "hetrt/module_export.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/module_export.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -83,7 +83,8 @@ std::string AddGraph() {
 TEST(Export, BuildExportLoadRunRoundTripOnTheCpu) {
   Tensor w = Tensor::EmptyHost({2, 3}, {kDLFloat, 32, 1}).value();
   for (int i = 0; i < 6; ++i) w.data_as<float>()[i] = 10.f * static_cast<float>(i);
-  auto factory = std::make_shared<GraphExecutorFactoryModule>(AddGraph(), std::vector<NamedTensor>{{"w", w}}, "default");
+  auto factory =
+      std::make_shared<GraphExecutorFactoryModule>(AddGraph(), std::vector<NamedTensor>{{"w", w}}, "default");
   factory->Import(std::make_shared<PendingHostLibrary>());
   const std::string out = ::testing::TempDir() + "/hetrt_export_add.so";
   HETRT_ASSERT_OK(ExportLibrary(*factory, {HETRT_TEST_KERNELS_DIR "/add_f32.c"}, out,
@@ -145,8 +146,9 @@ std::vector<uint8_t> TwiceIntoBlob() {
   }
   w.WriteU64(1);
   w.WriteString("threadIdx.x");
-  w.WriteString("__kernel void twice_into(__global float* out, __global const float* in) {\n"
-                "  out[get_local_id(0)] = 2.0f * in[get_local_id(0)];\n}\n");
+  w.WriteString(
+      "__kernel void twice_into(__global float* out, __global const float* in) {\n"
+      "  out[get_local_id(0)] = 2.0f * in[get_local_id(0)];\n}\n");
   return w.Take();
 }
 

@@ -18,8 +18,7 @@ nlohmann::json Tolerance(const std::string& dir) {
 
 }  // namespace
 
-void ExpectFixtureMatchesInEveryMode(const std::string& dir, const std::vector<DLDevice>& devices,
-                                     int runs_per_mode) {
+void ExpectFixtureMatchesInEveryMode(const std::string& dir, const std::vector<DLDevice>& devices, int runs_per_mode) {
   const auto tol = Tolerance(dir);
   HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
   HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/outputs.params"));
@@ -40,8 +39,8 @@ void ExpectFixtureMatchesInEveryMode(const std::string& dir, const std::vector<D
       HETRT_ASSERT_OK(m.executor->Run());
       for (size_t i = 0; i < expected.size(); ++i) {
         HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(static_cast<int>(i)));
-        EXPECT_TRUE(TensorsClose(out, FindParam(expected, "output_" + std::to_string(i))->tensor, tol["rtol"],
-                                 tol["atol"]));
+        EXPECT_TRUE(
+            TensorsClose(out, FindParam(expected, "output_" + std::to_string(i))->tensor, tol["rtol"], tol["atol"]));
       }
     }
   }

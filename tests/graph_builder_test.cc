@@ -3,8 +3,8 @@
 #include <random>
 #include <set>
 
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_executor.h"
+#include "hetrt/graph_builder.h"
 #include "hetrt/module/module_loader.h"
 #include "test_support.h"
 
@@ -76,9 +76,9 @@ TEST(GraphBuilder, InsertsOneCopyPerCrossingAndPlacesEveryEntry) {
   GraphBuilder b;
   auto x = b.AddInput("x", kVec, kDLCPU);
   auto y = b.AddInput("y", kVec, kDLOpenCL);
-  auto s = b.AddOp1("s", "add", {x, y}, kVec, kDLOpenCL);      // x crosses to OpenCL
-  auto t = b.AddOp1("t", "add", {x, s}, kVec, kDLOpenCL);      // x again: the same copy is reused
-  auto u = b.AddOp1("u", "log", {t}, kVec, kDLCPU);            // back to the CPU
+  auto s = b.AddOp1("s", "add", {x, y}, kVec, kDLOpenCL);  // x crosses to OpenCL
+  auto t = b.AddOp1("t", "add", {x, s}, kVec, kDLOpenCL);  // x again: the same copy is reused
+  auto u = b.AddOp1("u", "log", {t}, kVec, kDLCPU);        // back to the CPU
   auto v = b.AddOp1("v", "add", {u, x}, kVec, kDLCPU);
   b.AddOutput(v);
   b.AddOutput(t);
@@ -99,8 +99,8 @@ TEST(GraphBuilder, RandomGraphsKeepStorageSafeAndCopiesExact) {
     std::vector<GraphBuilder::Value> values;
     const int32_t devices[] = {kDLCPU, kDLOpenCL, kDLCUDA};
     for (int i = 0; i < 2; ++i)
-      values.push_back(b.AddInput("in" + std::to_string(i), {{1, 1 + static_cast<int64_t>(rng() % 8)}, {kDLFloat, 32, 1}},
-                                  devices[rng() % 3]));
+      values.push_back(b.AddInput("in" + std::to_string(i),
+                                  {{1, 1 + static_cast<int64_t>(rng() % 8)}, {kDLFloat, 32, 1}}, devices[rng() % 3]));
     const int ops = 3 + static_cast<int>(rng() % 20);
     for (int i = 0; i < ops; ++i) {
       std::vector<GraphBuilder::Value> inputs;

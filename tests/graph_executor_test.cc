@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 
 #include <atomic>
 #include <thread>
@@ -393,13 +393,15 @@ TEST(GraphJson, MalformedGraphsAreRefusedNamingNodeAndField) {
       {"bad op", [](auto& g) { g["nodes"][3]["op"] = "relu"; }, "unknown op 'relu'"},
       {"name not string", [](auto& g) { g["nodes"][0]["name"] = 5; }, "node 0: 'name' must be a string"},
       {"missing func_name", [](auto& g) { g["nodes"][3]["attrs"].erase("func_name"); }, "attrs.func_name"},
-      {"num_inputs wrong", [](auto& g) { g["nodes"][3]["attrs"]["num_inputs"] = "3"; }, "says 3 but the node has 2 inputs"},
+      {"num_inputs wrong", [](auto& g) { g["nodes"][3]["attrs"]["num_inputs"] = "3"; },
+       "says 3 but the node has 2 inputs"},
       {"num_outputs not int", [](auto& g) { g["nodes"][3]["attrs"]["num_outputs"] = "x"; }, "attrs.num_outputs"},
       {"input node out of range", [](auto& g) { g["nodes"][3]["inputs"][0][0] = 99; }, "node id 99 out of range"},
       {"input index out of range", [](auto& g) { g["nodes"][3]["inputs"][0][1] = 2; }, "output index 2"},
       {"cycle", [](auto& g) { g["nodes"][3]["inputs"][0][0] = 4; }, "does not come earlier"},
       {"negative entry", [](auto& g) { g["nodes"][3]["inputs"][0][0] = -1; }, "non-negative"},
-      {"row_ptr length", [](auto& g) { g["node_row_ptr"].erase(g["node_row_ptr"].size() - 1); }, "node_row_ptr: has 5 values for 5 nodes"},
+      {"row_ptr length", [](auto& g) { g["node_row_ptr"].erase(g["node_row_ptr"].size() - 1); },
+       "node_row_ptr: has 5 values for 5 nodes"},
       {"row_ptr step", [](auto& g) { g["node_row_ptr"][2] = 3; }, "node_row_ptr"},
       {"arg node not input", [](auto& g) { g["arg_nodes"][0] = 3; }, "is not an input"},
       {"head out of range", [](auto& g) { g["heads"][0][0] = 17; }, "heads[0]: node id 17"},
@@ -408,11 +410,17 @@ TEST(GraphJson, MalformedGraphsAreRefusedNamingNodeAndField) {
       {"shape count", [](auto& g) { g["attrs"]["shape"][1].erase(0); }, "attrs.shape: has 4 values for 5 entries"},
       {"shape negative", [](auto& g) { g["attrs"]["shape"][1][1][0] = -4; }, "attrs.shape[1]"},
       {"wrong tag", [](auto& g) { g["attrs"]["storage_id"][0] = "list_str"; }, "attrs.storage_id: must be"},
-      {"mixed devices in one storage", [](auto& g) {
+      {"mixed devices in one storage",
+       [](auto& g) {
          g["attrs"]["device_index"][1][3] = 4;
          g["attrs"]["storage_id"][1][3] = 0;
-       }, "is shared by entries on cpu and opencl"},
-      {"unknown attr", [](auto& g) { g["attrs"]["mystery"] = {"list_str", {"x"}}; }, "attrs.mystery: unknown attribute"},
+       },
+       "is shared by entries on cpu and opencl"},
+      {"unknown attr",
+       [](auto& g) {
+         g["attrs"]["mystery"] = {"list_str", {"x"}};
+       },
+       "attrs.mystery: unknown attribute"},
   };
   for (const Mutation& m : mutations) {
     nlohmann::json g = base;
@@ -473,12 +481,11 @@ namespace hetrt {
 namespace {
 
 using AotExecutorOnFixture = testing::PerFixtureTest;
-HETRT_INSTANTIATE_PER_FIXTURE(Tvm, AotExecutorOnFixture,
-                              testing::FixtureParams(testing::TvmFixtureModels(), "AOT fixtures",
-                                                     [](const std::string& model) {
-                                                       return ReadJson(testing::TvmFixture(model) + "/meta.json")
-                                                                  ["root_module_type_key"] == "AotExecutorFactory";
-                                                     }));
+HETRT_INSTANTIATE_PER_FIXTURE(
+    Tvm, AotExecutorOnFixture,
+    testing::FixtureParams(testing::TvmFixtureModels(), "AOT fixtures", [](const std::string& model) {
+      return ReadJson(testing::TvmFixture(model) + "/meta.json")["root_module_type_key"] == "AotExecutorFactory";
+    }));
 
 TEST_P(AotExecutorOnFixture, MatchesTvmThroughApiAndCli) {
   const std::string dir = testing::TvmFixture(fixture());

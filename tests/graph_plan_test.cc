@@ -32,7 +32,8 @@ Graph CopyInKernelCopyOut(int dev) {
     "attrs": {"dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]],
               "shape": ["list_shape", [[4], [4], [4], [4], [4]]],
               "storage_id": ["list_int", [0, 1, 2, 3, 4]],
-              "device_index": ["list_int", [1, )" + d + ", " + d + R"(, 1, 1]]}})";
+              "device_index": ["list_int", [1, )" +
+                           d + ", " + d + R"(, 1, 1]]}})";
   return ParseGraphJson(json, "test graph").value();
 }
 
@@ -44,8 +45,12 @@ struct Facts {
   bool cross_plugin_copies = false;
   PlanDeviceFacts Get() const {
     PlanDeviceFacts f;
-    f.shares_host_memory = [this](DLDevice d) { return shares_host.count(d.device_type) && shares_host.at(d.device_type); };
-    f.has_copy_streams = [this](DLDevice d) { return copy_streams.count(d.device_type) && copy_streams.at(d.device_type); };
+    f.shares_host_memory = [this](DLDevice d) {
+      return shares_host.count(d.device_type) && shares_host.at(d.device_type);
+    };
+    f.has_copy_streams = [this](DLDevice d) {
+      return copy_streams.count(d.device_type) && copy_streams.at(d.device_type);
+    };
     f.plugin_of = [this](DLDevice d) { return plugin_of.at(d.device_type); };
     f.copy_provider = [this](DLDevice src, DLDevice dst) -> std::optional<DLDevice> {
       if (src.device_type != kDLCPU && dst.device_type != kDLCPU && src.device_type != dst.device_type &&
@@ -77,7 +82,8 @@ TEST(GraphPlan, EntriesGoToTheFirstListedDeviceOfTheirType) {
 TEST(GraphPlan, DeviceSharingHostMemoryGetsHostVisibleStorageAndMemcpyCopies) {
   Facts facts;
   facts.shares_host[kDLOpenCL] = true;
-  HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan plan, PlanGraph(CopyInKernelCopyOut(kDLOpenCL), Devices({kCpu, kCl}), facts.Get()));
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan plan,
+                             PlanGraph(CopyInKernelCopyOut(kDLOpenCL), Devices({kCpu, kCl}), facts.Get()));
   ASSERT_EQ(plan.steps.size(), 4u);
   EXPECT_TRUE(plan.storage[1].host_visible);
   EXPECT_FALSE(plan.storage[0].host_visible) << "host storage is host memory already";
@@ -97,8 +103,8 @@ TEST(GraphPlan, StagedCopiesOptionRoutesThroughThePluginOnItsCopyStream) {
   Facts facts;
   facts.shares_host[kDLOpenCL] = true;
   facts.copy_streams[kDLOpenCL] = true;
-  HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan plan, PlanGraph(CopyInKernelCopyOut(kDLOpenCL), Devices({kCpu, kCl}, false, true),
-                                                       facts.Get()));
+  HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan plan,
+                             PlanGraph(CopyInKernelCopyOut(kDLOpenCL), Devices({kCpu, kCl}, false, true), facts.Get()));
   EXPECT_FALSE(plan.storage[1].host_visible);
   ASSERT_EQ(plan.steps[0].kind, PlannedStep::Kind::kPluginCopy);
   const PlannedLane& lane = plan.lanes[plan.steps[0].lane];
@@ -148,7 +154,7 @@ TEST(GraphPlan, TwoPluginsThatCannotCopyToEachOtherStageThroughTheHost) {
   facts.cross_plugin_copies = true;
   HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan direct, PlanGraph(g, Devices({kCpu, kCl, kVk}), facts.Get()));
   EXPECT_EQ(direct.steps[1].kind, PlannedStep::Kind::kStagedCopy) << "a copy between two plugins is staged even "
-                                                                      "when one could copy: neither owns both sides";
+                                                                     "when one could copy: neither owns both sides";
   facts.plugin_of[kDLVulkan] = 1;  // one plugin serving both: it copies directly
   HETRT_ASSERT_OK_AND_ASSIGN(GraphPlan same, PlanGraph(g, Devices({kCpu, kCl, kVk}), facts.Get()));
   EXPECT_EQ(same.steps[1].kind, PlannedStep::Kind::kPluginCopy);

@@ -55,8 +55,7 @@ Result<std::vector<Tensor>> RunGraphByHand(Module& lib, const std::string& graph
     if (func_name == "__nop") continue;
     HETRT_ASSIGN_OR_RETURN(const PackedFunc* f, lib.GetFunction(func_name));
     if (f == nullptr) return NotFound(func_name);
-    HETRT_RETURN_IF_ERROR(CallPackedFunc(*f, values.data(), codes.data(),
-                                         static_cast<int32_t>(values.size())));
+    HETRT_RETURN_IF_ERROR(CallPackedFunc(*f, values.data(), codes.data(), static_cast<int32_t>(values.size())));
   }
   std::vector<Tensor> outputs;
   for (const auto& head : g["heads"])
@@ -128,8 +127,8 @@ TEST(KernelCall, KernelErrorsComeBackThroughTheLastErrorChannel) {
 TEST(KernelCall, BackendPointersAreFilledAfterLoad) {
   HETRT_REQUIRE_FIXTURE(dir, "resnet18");
   HETRT_ASSERT_OK_AND_ASSIGN(auto lib, LibraryModule::Open(dir + "/lib.so"));
-  for (const char* name : {"__TVMAPISetLastError", "__TVMBackendAllocWorkspace",
-                           "__TVMBackendFreeWorkspace", "__TVMBackendParallelLaunch"}) {
+  for (const char* name : {"__TVMAPISetLastError", "__TVMBackendAllocWorkspace", "__TVMBackendFreeWorkspace",
+                           "__TVMBackendParallelLaunch"}) {
     void** slot = static_cast<void**>(lib->FindSymbol(name));
     ASSERT_NE(slot, nullptr) << name;
     // Each pointer holds the address of hetrt's exported function of the same name.

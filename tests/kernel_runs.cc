@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/graph_builder.h"
 #include "test_support.h"
 
 namespace hetrt::testing {
@@ -35,8 +35,8 @@ Result<Tensor> RunKernelOp(kernels::Op op, const std::vector<Tensor>& inputs, st
   b.AddOutput(b.AddOp1("op", fn, values, {std::move(out), {kDLFloat, 32, 1}}, device));
   HETRT_ASSIGN_OR_RETURN(auto built, b.Build());
   static int counter = 0;
-  const std::string path = ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" +
-                           std::to_string(counter++) + ".so";
+  const std::string path =
+      ::testing::TempDir() + "/hetrt_kernel_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".so";
   HETRT_RETURN_IF_ERROR(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{device}, path));
   GraphExecutor::Options options;
   options.devices = {{kDLCPU, 0}};

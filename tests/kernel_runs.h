@@ -21,7 +21,6 @@ struct KernelCase {
 const std::vector<KernelCase>& KernelCases();
 
 // Every input a float32 graph input on `device`; the float32 output of shape `out`.
-Result<Tensor> RunKernelOp(kernels::Op op, const std::vector<Tensor>& inputs, std::vector<int64_t> out,
-                           int32_t device);
+Result<Tensor> RunKernelOp(kernels::Op op, const std::vector<Tensor>& inputs, std::vector<int64_t> out, int32_t device);
 
 }  // namespace hetrt::testing

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "hetrt/exec/factory_modules.h"
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/graph_builder.h"
 #include "hetrt/module_export.h"
 #include "kernel_runs.h"
 #include "kernel_set.h"
@@ -66,7 +66,8 @@ Tensor Reference(Op op, const std::vector<Tensor>& in, const std::vector<int64_t
     case Op::kConv2d: {
       const auto& xs = in[0].shape();
       const auto& ws = in[1].shape();
-      const int64_t C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], OH = out_shape[2], OW = out_shape[3];
+      const int64_t C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], OH = out_shape[2],
+                    OW = out_shape[3];
       const int64_t pad = (OH - H + KH - 1) / 2;
       for (int64_t oc = 0; oc < O; ++oc)
         for (int64_t i = 0; i < OH; ++i)
@@ -91,7 +92,8 @@ Tensor Reference(Op op, const std::vector<Tensor>& in, const std::vector<int64_t
           for (int64_t j = 0; j < OW; ++j) {
             float m = -FLT_MAX;
             for (int64_t u = 0; u < H / OH; ++u)
-              for (int64_t v = 0; v < W / OW; ++v) m = std::max(m, x(0)[(p * H + i * (H / OH) + u) * W + j * (W / OW) + v]);
+              for (int64_t v = 0; v < W / OW; ++v)
+                m = std::max(m, x(0)[(p * H + i * (H / OH) + u) * W + j * (W / OW) + v]);
             o[(p * OH + i) * OW + j] = m;
           }
       break;
@@ -131,7 +133,8 @@ TEST(KernelSet, KernelsRefuseMismatchedShapesWithTheirName) {
   std::vector<Tensor> inputs = {Random({2, 5}, 1), Random({3, 4}, 2), Random({3}, 3)};  // K mismatch
   auto out = RunOne(Op::kDense, inputs, F32({2, 3}), kDLCPU);
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find("hetrt_dense: shapes do not agree"), std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find("hetrt_dense: shapes do not agree"), std::string::npos)
+      << out.status().message();
 }
 
 }  // namespace

@@ -24,13 +24,13 @@
 
 #include "boards.h"
 #include "firmware_build.h"
+#include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/graph_builder.h"
 #include "hetrt/mlf.h"
-#include "hetrt/exec/whole_model_executor.h"
 #include "kernel_set.h"
+#include "micro/session_checks.h"
 #include "micro_device.h"
 #include "qemu_board.h"
-#include "micro/session_checks.h"
 #include "remote_model.h"
 #include "test_support.h"
 
@@ -40,12 +40,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // QEMU and the cross compiler, each required by name under HETRT_REQUIRE.
-#define HETRT_REQUIRE_QEMU()                                                                            \
-  do {                                                                                                  \
-    if (Status s = micro::RequireQemu(); !s.ok()) HETRT_MISSING("qemu", s.message());                   \
-    if (Status s = micro::RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"); \
-        !s.ok())                                                                                        \
-      HETRT_MISSING("arm-gcc", s.message());                                                            \
+#define HETRT_REQUIRE_QEMU()                                                                                      \
+  do {                                                                                                            \
+    if (Status s = micro::RequireQemu(); !s.ok()) HETRT_MISSING("qemu", s.message());                             \
+    if (Status s = micro::RequireTool("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"); !s.ok()) \
+      HETRT_MISSING("arm-gcc", s.message());                                                                      \
   } while (0)
 
 const std::string kCacheDir = HETRT_TEST_MICRO_CACHE;
@@ -98,8 +97,7 @@ TEST_P(MicroOnQemu, StandaloneFirmwareMatchesTvm) {
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
   HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage mlf, MlfPackage::Read(f.tar));
   HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, sdk::ReadParamDictFile(f.inputs));
-  HETRT_ASSERT_OK_AND_ASSIGN(micro::FirmwareBuild build,
-                             micro::BuildFirmwareCached(mlf, kBoard, kCacheDir, inputs));
+  HETRT_ASSERT_OK_AND_ASSIGN(micro::FirmwareBuild build, micro::BuildFirmwareCached(mlf, kBoard, kCacheDir, inputs));
   HETRT_ASSERT_OK_AND_ASSIGN(micro::QemuStandaloneRun run,
                              micro::RunQemuStandalone(*build.summary.board, build.standalone_elf, 60000));
   ASSERT_EQ(run.exit_code, 0) << run.uart << run.log;
@@ -115,21 +113,21 @@ TEST_P(MicroOnQemu, StandaloneFirmwareMatchesTvm) {
   // On the board the model's arena peaks within what TVM's metadata budgets.
   EXPECT_LE(used, build.summary.plan.metadata_budget);
   EXPECT_GT(ticks, 0u);
-  std::printf("  %s on %s, standalone: .text %llu .data %llu .bss %llu; arena %llu of %llu (metadata %llu); "
-              "instructions: init %llu, run %llu\n",
-              fixture().c_str(), kBoard, (unsigned long long)build.standalone.text,
-              (unsigned long long)build.standalone.data, (unsigned long long)build.standalone.bss, used, total,
-              (unsigned long long)build.summary.plan.metadata_budget,
-              (unsigned long long)micro::InstructionsFromTicks(init, static_cast<uint32_t>(hz)),
-              (unsigned long long)micro::InstructionsFromTicks(ticks, static_cast<uint32_t>(hz)));
+  std::printf(
+      "  %s on %s, standalone: .text %llu .data %llu .bss %llu; arena %llu of %llu (metadata %llu); "
+      "instructions: init %llu, run %llu\n",
+      fixture().c_str(), kBoard, (unsigned long long)build.standalone.text, (unsigned long long)build.standalone.data,
+      (unsigned long long)build.standalone.bss, used, total, (unsigned long long)build.summary.plan.metadata_budget,
+      (unsigned long long)micro::InstructionsFromTicks(init, static_cast<uint32_t>(hz)),
+      (unsigned long long)micro::InstructionsFromTicks(ticks, static_cast<uint32_t>(hz)));
 }
 
 // Through the plugin ABI, as `hetrt run MODEL --device micro --board ...` does.
 TEST_P(MicroOnQemu, HostDrivenOverTheUartMatchesTvm) {
   HETRT_REQUIRE_QEMU();
   const testing::MlfFixture f = testing::MlfFixtureNamed(fixture());
-  HETRT_ASSERT_OK_AND_ASSIGN(auto ex, WholeModelExecutor::Open(f.tar, "micro", {{"board", kBoard},
-                                                                                {"cache_dir", kCacheDir}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ex,
+                             WholeModelExecutor::Open(f.tar, "micro", {{"board", kBoard}, {"cache_dir", kCacheDir}}));
   EXPECT_EQ(ex->plugin().name(), "micro");
   HETRT_ASSERT_OK(SetInputs(*ex, f.inputs));
   HETRT_ASSERT_OK(ex->Run());
@@ -215,9 +213,8 @@ class ExternalQemu {
     if (pid_ == 0) {
       const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 1), dup2(fd, 2);
-      execlp("qemu-system-arm", "qemu-system-arm", "-M", kBoard, "-display", "none", "-monitor", "none",
-             "-nodefaults", "-icount", "shift=8", "-serial", serial.c_str(), "-kernel", elf.c_str(),
-             static_cast<char*>(nullptr));
+      execlp("qemu-system-arm", "qemu-system-arm", "-M", kBoard, "-display", "none", "-monitor", "none", "-nodefaults",
+             "-icount", "shift=8", "-serial", serial.c_str(), "-kernel", elf.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
   }
@@ -292,7 +289,9 @@ std::string WideModel(int64_t elements = 20000) {
   b.AddOutput(b.AddOp1("relu", *kernels::FunctionName(Op::kRelu, kDLCPU), {x}, wide));
   auto built = b.Build();
   EXPECT_TRUE(built.ok());
-  MlfGraphModel model{"wide", built->graph_json, built->params,
+  MlfGraphModel model{"wide",
+                      built->graph_json,
+                      built->params,
                       {{"cpu_kernels.c", testing::ReadText(HETRT_KERNELS_DIR "/cpu_kernels.c")}},
                       {{"kernel_abi.h", testing::ReadText(HETRT_KERNELS_DIR "/kernel_abi.h")}}};
   const std::string tar =
@@ -309,13 +308,14 @@ TEST(MicroBoards, AnArenaLargerThanTheBoardsRamIsRefusedWithTheNumbers) {
   const std::string& m = summary.status().message();
   EXPECT_EQ(summary.status().code(), StatusCode::kResourceExhausted) << m;
   EXPECT_NE(m.find("does not fit lm3s6965evb's RAM"), std::string::npos) << m;
-  EXPECT_NE(m.find("arena 160"), std::string::npos) << m;      // 2 x 80000 bytes + slack
+  EXPECT_NE(m.find("arena 160"), std::string::npos) << m;  // 2 x 80000 bytes + slack
   EXPECT_NE(m.find("65536 bytes of RAM"), std::string::npos) << m;
   EXPECT_FALSE(fs::exists(dir + "/Makefile"));  // refused before anything was written
   std::printf("  %s\n", m.c_str());
   // The 4 MB of mps2-an386 take it.
   EXPECT_TRUE(micro::CheckFitsBoard(*micro::PlanModel(*MlfPackage::Read(tar)), MlfPackage::Read(tar)->metadata(),
-                                    **micro::FindBoard(kBoard)).ok());
+                                    **micro::FindBoard(kBoard))
+                  .ok());
   std::remove(tar.c_str());
 }
 
@@ -325,8 +325,8 @@ TEST(MicroOnQemuLink, LargeTensorsCrossTheUart) {
   HETRT_REQUIRE_QEMU();
   constexpr int kElements = 8192;
   const std::string tar = WideModel(kElements);
-  HETRT_ASSERT_OK_AND_ASSIGN(auto ex, WholeModelExecutor::Open(tar, "micro", {{"board", kBoard},
-                                                                              {"cache_dir", kCacheDir}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ex,
+                             WholeModelExecutor::Open(tar, "micro", {{"board", kBoard}, {"cache_dir", kCacheDir}}));
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::EmptyHost({1, kElements}, {kDLFloat, 32, 1}));
   for (int i = 0; i < kElements; ++i) x.data_as<float>()[i] = static_cast<float>(i % 7) - 3.f;
   const auto start = std::chrono::steady_clock::now();
@@ -342,7 +342,8 @@ TEST(MicroOnQemuLink, LargeTensorsCrossTheUart) {
 TEST(MicroBoards, ConstantsLargerThanTheBoardsFlashAreRefused) {
   const std::string tar = testing::MlfFixtureNamed("mlp_aot").tar;
   if (!fs::exists(tar)) HETRT_MISSING("fixtures", "no mlp AOT MLF fixture under " << testing::FixturesRoot());
-  auto summary = GenerateWholeModelProject("micro", tar, ::testing::TempDir() + "/hetrt_mlp_lm3s", {{"board", "lm3s6965evb"}});
+  auto summary =
+      GenerateWholeModelProject("micro", tar, ::testing::TempDir() + "/hetrt_mlp_lm3s", {{"board", "lm3s6965evb"}});
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("exceed 262144 bytes of flash"), std::string::npos)
       << summary.status().message();
@@ -369,8 +370,8 @@ TEST(MicroBoards, Lm3s6965evbRunsAdd3Standalone) {
 
 std::string Cli(const std::string& args, int* exit_code) {
   const std::string log = ::testing::TempDir() + "/hetrt_micro_cli_" + std::to_string(getpid()) + ".log";
-  const int status = std::system(("HETRT_MICRO_CACHE_DIR=" + kCacheDir + " " HETRT_CLI " " + args + " > " + log +
-                                  " 2>&1").c_str());
+  const int status =
+      std::system(("HETRT_MICRO_CACHE_DIR=" + kCacheDir + " " HETRT_CLI " " + args + " > " + log + " 2>&1").c_str());
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::string text = testing::ReadText(log);
   std::remove(log.c_str());

@@ -4,9 +4,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <chrono>
 #include <random>
 #include <thread>
 
@@ -16,10 +16,10 @@
 #include "hetrt/formats/graph.h"
 #include "hetrt/mlf.h"
 #include "in_process_model.h"
+#include "micro/session_checks.h"
 #include "micro_device.h"
 #include "model_sources.h"
 #include "project_writer.h"
-#include "micro/session_checks.h"
 #include "remote_model.h"
 #include "test_support.h"
 
@@ -28,7 +28,8 @@ namespace {
 
 // Each MLF tarball, graph and AOT; some tests take the graph ones only.
 using MicroOnMlfFixture = testing::PerFixtureTest;
-HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfFixture, testing::FixtureParams(testing::MlfFixtureNames(), "MLF fixtures"));
+HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfFixture,
+                              testing::FixtureParams(testing::MlfFixtureNames(), "MLF fixtures"));
 using MicroOnMlfGraphFixture = testing::PerFixtureTest;
 HETRT_INSTANTIATE_PER_FIXTURE(Mlf, MicroOnMlfGraphFixture, testing::GraphMlfFixtureParams());
 
@@ -47,7 +48,8 @@ TEST_P(MicroOnMlfFixture, RunsInProcessAndMatchesTvm) {
   // The model's arena (tensors + kernel workspace; the executor's tables are
   // separate static memory) peaks within what TVM's metadata budgets.
   EXPECT_LE(model->ArenaPeakBytes(), budget) << report;
-  std::printf("  %s: %s (metadata budget %lu)\n", fixture().c_str(), report.c_str(), static_cast<unsigned long>(budget));
+  std::printf("  %s: %s (metadata budget %lu)\n", fixture().c_str(), report.c_str(),
+              static_cast<unsigned long>(budget));
 }
 
 TEST_P(MicroOnMlfFixture, BuildsAsAStandaloneProgramThatMatchesTvm) {
@@ -58,7 +60,8 @@ TEST_P(MicroOnMlfFixture, BuildsAsAStandaloneProgramThatMatchesTvm) {
   const std::string dir = ::testing::TempDir() + "/hetrt_project_" + std::filesystem::path(f.tar).stem().string();
   std::filesystem::remove_all(dir);
   HETRT_ASSERT_OK(micro::WriteStandaloneProject(mlf, dir, options));
-  ASSERT_EQ(std::system(("make -s -C " + dir + " > " + dir + "/build.log 2>&1").c_str()), 0) << "see " << dir << "/build.log";
+  ASSERT_EQ(std::system(("make -s -C " + dir + " > " + dir + "/build.log 2>&1").c_str()), 0)
+      << "see " << dir << "/build.log";
   ASSERT_EQ(std::system((dir + "/model " + dir + "/out > " + dir + "/run.log").c_str()), 0);
   HETRT_ASSERT_OK_AND_ASSIGN(auto bytes, ReadFileBytes(dir + "/out0.bin"));
   testing::ExpectBytesMatchFile(bytes, f.outputs);
@@ -135,18 +138,29 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
     if (auto b = ReadFileBytes(root + "/" + f); b.ok()) {
       seeds.emplace_back(b->begin(), b->end());
     }
-  seeds.push_back(R"({"nodes":[{"op":"null","name":"x","inputs":[]}],"arg_nodes":[0],"heads":[[0,0,0]],"node_row_ptr":[0,1],"attrs":{"dltype":["list_str",["float32"]],"shape":["list_shape",[[4]]],"storage_id":["list_int",[0]]}})");
+  seeds.push_back(
+      R"({"nodes":[{"op":"null","name":"x","inputs":[]}],"arg_nodes":[0],"heads":[[0,0,0]],"node_row_ptr":[0,1],"attrs":{"dltype":["list_str",["float32"]],"shape":["list_shape",[[4]]],"storage_id":["list_int",[0]]}})");
   std::mt19937_64 rng(99);
   for (int i = 0; i < 3000; ++i) {
     std::string m = seeds[static_cast<size_t>(i) % seeds.size()];
     for (int k = 0, n = 1 + static_cast<int>(rng() % 4); k < n && !m.empty(); ++k) {
       const size_t pos = rng() % m.size();
       switch (rng() % 5) {
-        case 0: m[pos] = static_cast<char>(rng()); break;
-        case 1: m.resize(pos); break;
-        case 2: m.insert(pos, std::string(1 + rng() % 40, "[{\"\":,9]-"[rng() % 10])); break;
-        case 3: m.erase(pos, 1 + rng() % 8); break;
-        case 4: m.insert(pos, "99999999999"); break;
+        case 0:
+          m[pos] = static_cast<char>(rng());
+          break;
+        case 1:
+          m.resize(pos);
+          break;
+        case 2:
+          m.insert(pos, std::string(1 + rng() % 40, "[{\"\":,9]-"[rng() % 10]));
+          break;
+        case 3:
+          m.erase(pos, 1 + rng() % 8);
+          break;
+        case 4:
+          m.insert(pos, "99999999999");
+          break;
       }
     }
     std::ofstream(dir + "/inputs/" + std::to_string(i), std::ios::binary) << m;
@@ -155,9 +169,10 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
   for (const auto& s : micro::RuntimeSources()) sources += " " + s;
   std::string includes;
   for (const auto& d : micro::RuntimeIncludeDirs()) includes += " -I" + d;
-  const std::string base = "cc -std=c99 -O1 -g" + includes + " -I" HETRT_DLPACK_INCLUDE_DIR " " HETRT_CRT_FUZZ_HARNESS + sources +
-                           " -o " + dir + "/harness";
-  const bool sanitized = std::system((base + " -fsanitize=address,undefined -fno-sanitize-recover=all 2>/dev/null").c_str()) == 0;
+  const std::string base = "cc -std=c99 -O1 -g" + includes + " -I" HETRT_DLPACK_INCLUDE_DIR " " HETRT_CRT_FUZZ_HARNESS +
+                           sources + " -o " + dir + "/harness";
+  const bool sanitized =
+      std::system((base + " -fsanitize=address,undefined -fno-sanitize-recover=all 2>/dev/null").c_str()) == 0;
   if (!sanitized) {
     ASSERT_EQ(std::system(base.c_str()), 0);
   }
@@ -208,7 +223,8 @@ Result<std::string> FaultModel() {
 TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
   auto tar = FaultModel();
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"garbage_every", "1"}}));  // random bytes before every frame
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device,
+                             PipeDevice(*tar, {{"garbage_every", "1"}}));  // random bytes before every frame
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   for (int i = 0; i < 5; ++i) {
     HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
@@ -220,7 +236,8 @@ TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {
 TEST(MicroHostDriven, DroppedFramesAreRetriedAfterATimeout) {
   auto tar = FaultModel();
   if (!tar.ok()) GTEST_SKIP() << tar.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}, {"run_timeout_ms", "300"}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto device,
+                             PipeDevice(*tar, {{"drop_every", "3"}, {"timeout_ms", "150"}, {"run_timeout_ms", "300"}}));
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
   for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(device->session().Run());
@@ -253,8 +270,8 @@ TEST(MicroHostDriven, AKilledDeviceIsAnErrorThenRecovers) {
 }  // namespace hetrt
 
 #include "hetrt/exec/factory_modules.h"
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/graph_builder.h"
 #include "hetrt/module_export.h"
 #include "kernel_set.h"
 
@@ -294,13 +311,17 @@ TEST(MlfWriter, AModelBuiltHereRunsOnTheMicroRuntimeAndTheGraphExecutorAlike) {
     return t;
   };
   auto x = b.AddInput("data", f32({1, 32}));
-  auto h = b.AddOp1("dense1", *kernels::FunctionName(Op::kDense, kDLCPU), {x, b.AddParam("w1", random({16, 32})), b.AddParam("b1", random({16}))}, f32({1, 16}));
+  auto h = b.AddOp1("dense1", *kernels::FunctionName(Op::kDense, kDLCPU),
+                    {x, b.AddParam("w1", random({16, 32})), b.AddParam("b1", random({16}))}, f32({1, 16}));
   h = b.AddOp1("relu", *kernels::FunctionName(Op::kRelu, kDLCPU), {h}, f32({1, 16}));
-  h = b.AddOp1("dense2", *kernels::FunctionName(Op::kDense, kDLCPU), {h, b.AddParam("w2", random({4, 16})), b.AddParam("b2", random({4}))}, f32({1, 4}));
+  h = b.AddOp1("dense2", *kernels::FunctionName(Op::kDense, kDLCPU),
+               {h, b.AddParam("w2", random({4, 16})), b.AddParam("b2", random({4}))}, f32({1, 4}));
   b.AddOutput(b.AddOp1("softmax", *kernels::FunctionName(Op::kSoftmax, kDLCPU), {h}, f32({1, 4})));
   HETRT_ASSERT_OK_AND_ASSIGN(auto built, b.Build());
 
-  MlfGraphModel model{"tiny_mlp", built.graph_json, built.params,
+  MlfGraphModel model{"tiny_mlp",
+                      built.graph_json,
+                      built.params,
                       {{"cpu_kernels.c", ReadSource(HETRT_KERNELS_DIR "/cpu_kernels.c")}},
                       {{"kernel_abi.h", ReadSource(HETRT_KERNELS_DIR "/kernel_abi.h")}}};
   const std::string tar = ::testing::TempDir() + "/hetrt_tiny_mlp.tar";

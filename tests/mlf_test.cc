@@ -151,7 +151,8 @@ TEST(Mlf, OversizedTruncatedAndBadMetadataAreRefused) {
 }
 
 TEST(Mlf, MissingGraphOrCodeIsAClearExportError) {
-  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage pkg, MlfPackage::Read(WriteTar("nograph.tar", {{"metadata.json", kMetadataV7}})));
+  HETRT_ASSERT_OK_AND_ASSIGN(MlfPackage pkg,
+                             MlfPackage::Read(WriteTar("nograph.tar", {{"metadata.json", kMetadataV7}})));
   Status s = ExportMlfToLibrary(pkg, ::testing::TempDir() + "/x.so", {});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no graph JSON"), std::string::npos) << s.message();

@@ -63,13 +63,11 @@ TEST_P(ModuleLoaderOnFixture, LibrariesLoadWithTheTreeTvmWrote) {
     auto strict = LoadModuleFile(path);
     for (const auto& line : expected) {
       std::string key = line.substr(line.find_first_not_of(' '));
-      if (key == "library" || key == "GraphExecutorFactory" || key == "AotExecutorFactory" ||
-          key == "metadata_module")
+      if (key == "library" || key == "GraphExecutorFactory" || key == "AotExecutorFactory" || key == "metadata_module")
         continue;
       if (PluginRegistry::Global().ForTypeKey(key).ok()) continue;
       ASSERT_FALSE(strict.ok());
-      EXPECT_NE(strict.status().message().find("no plugin provides type_key '" + key + "'"),
-                std::string::npos)
+      EXPECT_NE(strict.status().message().find("no plugin provides type_key '" + key + "'"), std::string::npos)
           << strict.status().message();
     }
   }

@@ -6,10 +6,10 @@
 
 #include <fstream>
 
+#include "fixture_runs.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"
-#include "fixture_runs.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -135,7 +135,8 @@ TEST(OpenCl, KernelsFromABlobRunAndTheBlobSavesBackByteForByte) {
 
 TEST(OpenCl, BuildFailureShowsTheKernelNameAndTheCompilerLog) {
   HETRT_REQUIRE_OPENCL();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("broken", "__kernel void broken(__global float* a) { this is not C; }")));
+  HETRT_ASSERT_OK_AND_ASSIGN(
+      auto m, LoadClModule(ClBlob("broken", "__kernel void broken(__global float* a) { this is not C; }")));
   ExpectLaunchFailsSaying(*m, "broken", {"kernel 'broken'", "error" /* the compiler's log */});
 }
 
@@ -197,9 +198,9 @@ TEST(OpenCl, NoPlatformIsReportedWithTheReason) {
   const std::string run = std::string("OCL_ICD_VENDORS=/nonexistent-icd-dir ") + HETRT_CLI + " run " + dir +
                           "/deploy.so --device cpu --device opencl 2> " + out;
   EXPECT_NE(std::system(run.c_str()), 0);
-  EXPECT_NE(ReadText(out).find("no opencl device is available: no OpenCL platform"), std::string::npos) << ReadText(out);
+  EXPECT_NE(ReadText(out).find("no opencl device is available: no OpenCL platform"), std::string::npos)
+      << ReadText(out);
 }
-
 
 // ---------------------------------------------------------------- ABI 2.0 on PoCL
 
@@ -212,7 +213,8 @@ TEST(OpenClAbi, HostVisibleMemoryIsSharedWithKernelsAtEventBoundaries) {
   auto* host = static_cast<float*>(visible.HostPointer(buf.data()));
   ASSERT_NE(host, nullptr);
   for (int i = 0; i < 64; ++i) host[i] = static_cast<float>(i);  // written by the host ...
-  HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadClModule(ClBlob("twice", "__kernel void twice(__global float* a) { a[get_local_id(0)] *= 2.0f; }")));
+  HETRT_ASSERT_OK_AND_ASSIGN(
+      auto m, LoadClModule(ClBlob("twice", "__kernel void twice(__global float* a) { a[get_local_id(0)] *= 2.0f; }")));
   HETRT_ASSERT_OK(Launch(*m, "twice", buf, 64));  // ... doubled by a kernel ...
   auto sync = AbiArgs<hetrt_stream_args_t>();
   sync.self = cl->instance();

@@ -45,8 +45,7 @@ TEST(ParamDict, ReadsExpectedInputsAndOutputsOfAdd3) {
   EXPECT_EQ(a->tensor.shape(), (std::vector<int64_t>{1, 10}));
   EXPECT_EQ(DataTypeToString(a->tensor.dtype()), "float32");
   for (int i = 0; i < 10; ++i) {
-    const float sum = a->tensor.data_as<float>()[i] + b->tensor.data_as<float>()[i] +
-                      c->tensor.data_as<float>()[i];
+    const float sum = a->tensor.data_as<float>()[i] + b->tensor.data_as<float>()[i] + c->tensor.data_as<float>()[i];
     EXPECT_NEAR(outputs[0].tensor.data_as<float>()[i], sum, 1e-6f);
   }
 }
@@ -120,8 +119,7 @@ TEST(ParamDict, SizeMismatchAndNonCpuDeviceAreRefused) {
   std::memcpy(bytes.data() + kArrayStart + 16 + 8 + 4 + 4 + 8, &wrong, 8);  // data_byte_size
   auto r = ReadParamDict(bytes, "small");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("does not match shape [2]"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("does not match shape [2]"), std::string::npos) << r.status().message();
   bytes = SmallDict();
   bytes[kArrayStart + 16] = 2;  // device_type cuda
   r = ReadParamDict(bytes, "small");

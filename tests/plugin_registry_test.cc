@@ -158,8 +158,7 @@ TEST(PluginModule, LoadsFromABlobAndResolvesThroughTheEnvironment) {
   ASSERT_NE(global, nullptr);
   auto missing = root->GetFunctionFromEnv("nope");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("'nope' not found in the imports of module 'library'"),
-            std::string::npos)
+  EXPECT_NE(missing.status().message().find("'nope' not found in the imports of module 'library'"), std::string::npos)
       << missing.status().message();
 }
 
@@ -177,10 +176,12 @@ TEST(PluginOwnership, TensorsAndModulesOutliveTheirRegistry) {
   auto registry = PluginRegistry::Discover(options);
   auto cpu = registry->ForDevice({kDLCPU, 0});
   if (!cpu.ok()) GTEST_SKIP() << cpu.status().message();
-  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cpu)->DeviceAllocator({kDLCPU, 0})));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor host,
+                             Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cpu)->DeviceAllocator({kDLCPU, 0})));
   Tensor on_device;
   if (auto cl = registry->ForDevice({kDLOpenCL, 0}); cl.ok()) {
-    HETRT_ASSERT_OK_AND_ASSIGN(on_device, Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cl)->DeviceAllocator({kDLOpenCL, 0})));
+    HETRT_ASSERT_OK_AND_ASSIGN(on_device,
+                               Tensor::Empty({256}, {kDLFloat, 32, 1}, (*cl)->DeviceAllocator({kDLOpenCL, 0})));
   }
   // A module loaded by a plugin of this registry.
   auto test_registry = RegistryOf("abi_minor_9");
@@ -202,7 +203,6 @@ TEST(PluginOwnership, TensorsAndModulesOutliveTheirRegistry) {
   host = Tensor();
   on_device = Tensor();
 }
-
 
 // Compiled code run by an executor reaches the plugins of the executor's
 // registry: here its parallel loops go to the test plugin's counting pool.

@@ -22,8 +22,8 @@ typedef struct growing_args {
   int32_t value;
   int32_t doubled; /* out */
   /* appended a minor later */
-  int32_t scale;   /* absent: 3 */
-  int32_t scaled;  /* out */
+  int32_t scale;     /* absent: 3 */
+  int32_t scaled;    /* out */
   int32_t saw_scale; /* out: whether the caller's struct held `scale` */
 } growing_args_t;
 

@@ -67,8 +67,7 @@ void StressModel(const std::string& model, std::vector<DLDevice> devices, int ru
           auto out = ex.GetOutput(i);
           if (!out.ok()) return void(failures++);
           const Tensor& want = expected[t][static_cast<size_t>(i)];
-          if (out->nbytes() != want.nbytes() || std::memcmp(out->data(), want.data(), want.nbytes()) != 0)
-            mismatches++;
+          if (out->nbytes() != want.nbytes() || std::memcmp(out->data(), want.data(), want.nbytes()) != 0) mismatches++;
           checked++;
         }
       }

@@ -25,7 +25,6 @@ bool Required(const std::string& what) {
   return list.find(",all,") != std::string::npos || list.find("," + what + ",") != std::string::npos;
 }
 
-
 std::string FixturesRoot() {
   if (const char* env = std::getenv("HETRT_FIXTURES"); env && *env) return env;
   return HETRT_DEFAULT_FIXTURES_DIR;
@@ -77,8 +76,7 @@ std::vector<std::string> TvmFixtureModels() {
   std::filesystem::path dir = std::filesystem::path(FixturesRoot()) / "tvm-0.18";
   if (!std::filesystem::is_directory(dir)) return models;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_directory() && entry.path().filename() != "mlf")
-      models.push_back(entry.path().filename().string());
+    if (entry.is_directory() && entry.path().filename() != "mlf") models.push_back(entry.path().filename().string());
   std::sort(models.begin(), models.end());
   return models;
 }
@@ -127,9 +125,7 @@ MlfFixture MlfFixtureNamed(const std::string& name) {
   return f;
 }
 
-void PrintTo(const FixtureParam& param, std::ostream* os) {
-  *os << (param.name.empty() ? "(none)" : param.name);
-}
+void PrintTo(const FixtureParam& param, std::ostream* os) { *os << (param.name.empty() ? "(none)" : param.name); }
 
 std::vector<FixtureParam> FixtureParams(const std::vector<std::string>& names, const std::string& what,
                                         const std::function<bool(const std::string& name)>& keep) {
@@ -166,8 +162,7 @@ void PerFixtureTest::SetUp() {
   if (GetParam().name.empty()) HETRT_MISSING("fixtures", GetParam().none_reason);
 }
 
-::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,
-                                        double atol) {
+::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << "shape " << ShapeToString(actual.shape()) << " vs "
                                          << ShapeToString(expected.shape());
@@ -184,9 +179,8 @@ void PerFixtureTest::SetUp() {
   for (int64_t i = 0; i < actual.num_elements(); ++i) {
     const double diff = std::fabs(static_cast<double>(a[i]) - e[i]);
     if (!(diff <= atol + rtol * std::fabs(static_cast<double>(e[i]))))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << a[i] << " vs expected " << e[i] << " (|diff| " << diff
-             << " > atol " << atol << " + rtol " << rtol << " * |expected|)";
+      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs expected " << e[i] << " (|diff| "
+                                           << diff << " > atol " << atol << " + rtol " << rtol << " * |expected|)";
   }
   return ::testing::AssertionSuccess();
 }

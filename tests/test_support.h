@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/module/module.h"
-#include "hetrt/formats/params.h"
-#include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/base/status.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/module/module.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::testing {
 
@@ -30,10 +30,10 @@ std::string MlfFixturesDir();
 // The Model Library Format tarballs there, by name: "add3_graph" for add3_graph_mlf.tar.
 std::vector<std::string> MlfFixtureNames();
 struct MlfFixture {
-  std::string tar;               // <mlf>/add3_graph_mlf.tar
-  std::string model;             // add3
-  std::string inputs, outputs;   // <mlf>/add3_inputs.params, <mlf>/add3_outputs.params
-  bool graph = false;            // a graph-executor package (else AOT)
+  std::string tar;              // <mlf>/add3_graph_mlf.tar
+  std::string model;            // add3
+  std::string inputs, outputs;  // <mlf>/add3_inputs.params, <mlf>/add3_outputs.params
+  bool graph = false;           // a graph-executor package (else AOT)
 };
 MlfFixture MlfFixtureNamed(const std::string& name);
 
@@ -84,21 +84,19 @@ Tensor Random(std::vector<int64_t> shape, uint32_t seed);
 std::string ReadText(const std::string& path);
 
 // Asserts outputs match expected within rtol/atol (float32 only), naming the worst element.
-::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,
-                                        double atol);
+::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
 }  // namespace hetrt::testing
 
-#define HETRT_ASSERT_OK(expr)                                      \
-  do {                                                             \
-    const ::hetrt::Status hetrt_s_ = (expr);                       \
-    ASSERT_TRUE(hetrt_s_.ok()) << hetrt_s_.ToString();             \
+#define HETRT_ASSERT_OK(expr)                          \
+  do {                                                 \
+    const ::hetrt::Status hetrt_s_ = (expr);           \
+    ASSERT_TRUE(hetrt_s_.ok()) << hetrt_s_.ToString(); \
   } while (0)
 
-#define HETRT_ASSERT_OK_AND_ASSIGN(lhs, expr)                                   \
-  auto HETRT_CONCAT(hetrt_r_, __LINE__) = (expr);                               \
-  ASSERT_TRUE(HETRT_CONCAT(hetrt_r_, __LINE__).ok())                            \
-      << HETRT_CONCAT(hetrt_r_, __LINE__).status().ToString();                  \
+#define HETRT_ASSERT_OK_AND_ASSIGN(lhs, expr)                                                                 \
+  auto HETRT_CONCAT(hetrt_r_, __LINE__) = (expr);                                                             \
+  ASSERT_TRUE(HETRT_CONCAT(hetrt_r_, __LINE__).ok()) << HETRT_CONCAT(hetrt_r_, __LINE__).status().ToString(); \
   lhs = std::move(HETRT_CONCAT(hetrt_r_, __LINE__)).value()
 
 // HETRT_REQUIRE names what this run must have: a comma list of opencl,
@@ -113,30 +111,29 @@ std::string RequiredList();
 
 // Skips with `message` when `what` is missing; fails instead when the run
 // requires it (HETRT_REQUIRE).
-#define HETRT_MISSING(what, message)                                                                \
-  do {                                                                                              \
-    if (::hetrt::testing::Required(what))                                                           \
-      GTEST_FAIL() << (what) << " is required (HETRT_REQUIRE=" << ::hetrt::testing::RequiredList()  \
-                   << ") but missing: " << message;                                                 \
-    GTEST_SKIP() << message;                                                                        \
+#define HETRT_MISSING(what, message)                                                               \
+  do {                                                                                             \
+    if (::hetrt::testing::Required(what))                                                          \
+      GTEST_FAIL() << (what) << " is required (HETRT_REQUIRE=" << ::hetrt::testing::RequiredList() \
+                   << ") but missing: " << message;                                                \
+    GTEST_SKIP() << message;                                                                       \
   } while (0)
 
 // Skips the test (with the reason) when a fixture folder is missing; fails
 // when fixtures are required.
-#define HETRT_REQUIRE_FIXTURE(var, model)                                                          \
-  const std::string var = ::hetrt::testing::TvmFixture(model);                                     \
-  if (var.empty())                                                                                 \
-    HETRT_MISSING("fixtures", "TVM fixture '" << model << "' not found under "                     \
-                                              << ::hetrt::testing::FixturesRoot()                  \
-                                              << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)")
+#define HETRT_REQUIRE_FIXTURE(var, model)                                                                        \
+  const std::string var = ::hetrt::testing::TvmFixture(model);                                                   \
+  if (var.empty())                                                                                               \
+  HETRT_MISSING("fixtures", "TVM fixture '" << model << "' not found under " << ::hetrt::testing::FixturesRoot() \
+                                            << " (set HETRT_FIXTURES or -DHETRT_FIXTURES_DIR)")
 
 // Instantiates the TEST_Ps of `suite` as prefix/suite.Test/<fixture>, one per FixtureParam.
 #define HETRT_INSTANTIATE_PER_FIXTURE(prefix, suite, params) \
   INSTANTIATE_TEST_SUITE_P(prefix, suite, ::testing::ValuesIn(params), ::hetrt::testing::FixtureParamName)
 
 // Skips unless the OpenCL plugin is installed and sees a device.
-#define HETRT_REQUIRE_OPENCL()                                                           \
-  do {                                                                                   \
-    auto plugin = ::hetrt::PluginRegistry::Global().ForDevice({kDLOpenCL, 0});           \
+#define HETRT_REQUIRE_OPENCL()                                                                    \
+  do {                                                                                            \
+    auto plugin = ::hetrt::PluginRegistry::Global().ForDevice({kDLOpenCL, 0});                    \
     if (!plugin.ok()) HETRT_MISSING("opencl", "no OpenCL device: " << plugin.status().message()); \
   } while (0)

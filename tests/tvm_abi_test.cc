@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "hetrt/tvm_abi/function_environment.h"
 #include "hetrt/plugin_abi.h"
+#include "hetrt/tvm_abi/function_environment.h"
 
 extern "C" {
 int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) noexcept;

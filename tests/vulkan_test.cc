@@ -17,15 +17,15 @@
 #include <random>
 #include <thread>
 
+#include "device_checks.h"
 #include "device_client.h"
 #include "hetrt/base/byte_stream.h"
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
-#include "hetrt/module_export.h"
+#include "hetrt/graph_builder.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/module_export.h"
 #include "kernel_runs.h"
 #include "kernel_set.h"
-#include "device_checks.h"
 #include "test_support.h"
 #include "two_branch_model.h"
 #include "vulkan_attributes.h"
@@ -77,7 +77,8 @@ TEST(VulkanValidation, LayerIsOnWhenAsked) {
     HETRT_MISSING("vulkan-validation", "HETRT_VULKAN_VALIDATION is not set");
   HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, PluginRegistry::Global().ForDeviceType(kDLVulkan));
   HETRT_ASSERT_OK_AND_ASSIGN(auto count, plugin->CountDevices(kDLVulkan));
-  ASSERT_EQ(count.unavailable_reason.find("VK_LAYER_KHRONOS_validation"), std::string::npos) << count.unavailable_reason;
+  ASSERT_EQ(count.unavailable_reason.find("VK_LAYER_KHRONOS_validation"), std::string::npos)
+      << count.unavailable_reason;
   if (count.count == 0) HETRT_MISSING("vulkan", "no Vulkan device: " << count.unavailable_reason);
   HETRT_ASSERT_OK_AND_ASSIGN(int64_t on, plugin->AttributeInt(kVk, HETRT_VULKAN_ATTR_VALIDATION_ENABLED));
   EXPECT_EQ(on, 1);
@@ -186,8 +187,10 @@ TEST_F(VulkanTest, ModelMatchesOnEveryPluginPath) {
       options.devices = {kHost, kVk};
       options.sequential = sequential;
       auto out = RunTwoBranch(TwoBranchLibrary(kDLVulkan, ".so"), options, input);
-      if (out.ok()) EXPECT_TRUE(testing::TensorsClose(*out, reference, 1e-5, 1e-5)) << sequential;
-      else ADD_FAILURE() << out.status().ToString();
+      if (out.ok())
+        EXPECT_TRUE(testing::TensorsClose(*out, reference, 1e-5, 1e-5)) << sequential;
+      else
+        ADD_FAILURE() << out.status().ToString();
     }
     HETRT_ASSERT_OK(Vk()->SetOption(defaults[p].first, defaults[p].second));
   }
@@ -235,7 +238,8 @@ TEST_F(VulkanTest, CliRunsAndBenchesAHeterogeneousModel) {
   options.devices = {kHost, kVk};
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor expected, RunTwoBranch(lib, options, input));
   EXPECT_TRUE(testing::TensorsClose(saved[0].tensor, expected, 1e-6, 1e-6));
-  const std::string bench = std::string(HETRT_CLI) + " bench " + lib + " --device cpu --device vulkan > " + log + " 2>&1";
+  const std::string bench =
+      std::string(HETRT_CLI) + " bench " + lib + " --device cpu --device vulkan > " + log + " 2>&1";
   ASSERT_EQ(std::system(bench.c_str()), 0) << ReadText(log);
   EXPECT_NE(ReadText(log).find("vulkan"), std::string::npos) << ReadText(log);
   EXPECT_EQ(ReadText(log).find("validation"), std::string::npos) << ReadText(log);
@@ -259,8 +263,8 @@ TEST_F(VulkanTest, NoDriverIsReportedWithTheReason) {
   const std::string hide = "VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json ";
   ASSERT_EQ(std::system((hide + HETRT_CLI + " plugins > " + out).c_str()), 0);
   EXPECT_NE(ReadText(out).find("device vulkan: 0 device(s) - no Vulkan driver"), std::string::npos) << ReadText(out);
-  const std::string run = hide + HETRT_CLI + " run " + TwoBranchLibrary(kDLVulkan, ".so") +
-                          " --device cpu --device vulkan 2> " + out;
+  const std::string run =
+      hide + HETRT_CLI + " run " + TwoBranchLibrary(kDLVulkan, ".so") + " --device cpu --device vulkan 2> " + out;
   EXPECT_NE(std::system(run.c_str()), 0);
   EXPECT_NE(ReadText(out).find("no vulkan device is available: no Vulkan driver"), std::string::npos) << ReadText(out);
 }
@@ -401,7 +405,7 @@ Scalars MakeScalars(int n, int count, int seed) {
         s.values.push_back({.v_int64 = v + 1000});
         s.codes.push_back(HETRT_TYPE_INT);
     }
-    s.sum += (k) * as_used;
+    s.sum += (k)*as_used;
   }
   return s;
 }
@@ -508,7 +512,8 @@ TEST_F(VulkanTest, MalformedBlobsAndShadersAreErrors) {
     w.WritePod<uint32_t>(0);
     w.WriteU64(words.size() + 5);
     for (uint32_t x : words) w.WritePod(x);
-    expect(LoadError(w.Take()), "shader 'mix_scalars': " + std::to_string(words.size() + 5) + " SPIR-V words announced");
+    expect(LoadError(w.Take()),
+           "shader 'mix_scalars': " + std::to_string(words.size() + 5) + " SPIR-V words announced");
   }
   // Not SPIR-V, too short, invalid, structurally broken with validation off.
   auto with_words = [&](std::vector<uint32_t> words) { return VulkanBlob({MixSpec()}, {{"mix_scalars", 0, words}}); };
@@ -635,7 +640,8 @@ TEST_F(VulkanTest, KernelsGoToTheCurrentStream) {
   HETRT_ASSERT_OK(SetCurrent(mine, &previous));
   // A kernel launched now is recorded on `mine`: synchronizing it finishes the work.
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, LoadVkModule(ScalarsBlob()));
-  Allocator& memory = vk->SharesHostMemory(kVk) ? vk->DeviceAllocator(kVk, HETRT_MEMORY_HOST_VISIBLE) : vk->DeviceAllocator(kVk);
+  Allocator& memory =
+      vk->SharesHostMemory(kVk) ? vk->DeviceAllocator(kVk, HETRT_MEMORY_HOST_VISIBLE) : vk->DeviceAllocator(kVk);
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::Empty({8}, {kDLFloat, 64, 1}, memory));
   const Scalars s = MakeScalars(8, 5, 4);
   HETRT_ASSERT_OK(Launch(*m, "mix_scalars", y.data(), s.values, s.codes, 1));

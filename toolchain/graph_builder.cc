@@ -25,7 +25,8 @@ std::vector<GraphBuilder::Value> GraphBuilder::AddOp(const std::string& name, co
                                                      int32_t device_type) {
   nodes_.push_back({true, name, func_name, std::move(inputs), std::move(outputs), device_type});
   std::vector<Value> values;
-  for (uint32_t k = 0; k < nodes_.back().outputs.size(); ++k) values.push_back({static_cast<uint32_t>(nodes_.size() - 1), k});
+  for (uint32_t k = 0; k < nodes_.back().outputs.size(); ++k)
+    values.push_back({static_cast<uint32_t>(nodes_.size() - 1), k});
   return values;
 }
 
@@ -88,8 +89,10 @@ Result<GraphBuilder::Built> GraphBuilder::Build() const {
   for (uint32_t nid = 0; nid < out.size(); ++nid)
     for (const auto& [src, idx] : out[nid].inputs) last_use[row_ptr[src] + idx] = nid;
   for (uint32_t nid = 0; nid < out.size(); ++nid)
-    if (!out[nid].source || out[nid].source->is_op) continue;
-    else last_use[row_ptr[nid]] = kForever;  // inputs and params live throughout
+    if (!out[nid].source || out[nid].source->is_op)
+      continue;
+    else
+      last_use[row_ptr[nid]] = kForever;  // inputs and params live throughout
   std::vector<std::pair<uint32_t, uint32_t>> heads;
   for (const Value& v : outputs_) {
     heads.push_back({emitted[v.node], v.index});

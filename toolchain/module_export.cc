@@ -20,8 +20,8 @@ namespace {
 constexpr const char* kLibKey = "_lib";
 
 struct Indexed {
-  std::vector<const Module*> slots;        // one per index; host libraries share one slot
-  std::map<const Module*, size_t> index;   // every module -> its slot
+  std::vector<const Module*> slots;       // one per index; host libraries share one slot
+  std::map<const Module*, size_t> index;  // every module -> its slot
   int lib_slot = -1;
 };
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "hetrt/base/dtype.h"
@@ -28,7 +28,8 @@ double Percentile(std::vector<double> v, double p) {
 
 std::string ShapesOf(const Graph& g, const std::vector<uint32_t>& eids) {
   std::string s;
-  for (uint32_t e : eids) s += (s.empty() ? "" : " ") + ShapeToString(g.shapes[e]) + " " + DataTypeToString(g.dtypes[e]);
+  for (uint32_t e : eids)
+    s += (s.empty() ? "" : " ") + ShapeToString(g.shapes[e]) + " " + DataTypeToString(g.dtypes[e]);
   return s;
 }
 
@@ -37,15 +38,19 @@ nlohmann::json TraceOf(const GraphExecutor& ex, const GraphExecutor::RunProfile&
   const Graph& g = ex.graph();
   nlohmann::json events = nlohmann::json::array();
   for (size_t lane = 0; lane < run.lanes.size(); ++lane)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"name", run.lanes[lane]}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", lane}, {"args", {{"name", run.lanes[lane]}}}});
   auto us = [&](uint64_t ns) { return static_cast<double>(ns - run.run_start_ns) / 1000.0; };
   for (const auto& t : run.nodes) {
     const GraphNode& n = g.nodes[t.node_id];
     std::vector<uint32_t> in, out;
     for (const auto& r : n.inputs) in.push_back(g.entry_id(r));
     for (uint32_t k = 0; k < n.num_outputs; ++k) out.push_back(g.entry_id(t.node_id, k));
-    nlohmann::json args = {{"kernel", n.func_name}, {"inputs", ShapesOf(g, in)}, {"outputs", ShapesOf(g, out)},
-                           {"device", DeviceToString(t.device)}, {"wait_us", static_cast<double>(t.wait_ns) / 1000.0}};
+    nlohmann::json args = {{"kernel", n.func_name},
+                           {"inputs", ShapesOf(g, in)},
+                           {"outputs", ShapesOf(g, out)},
+                           {"device", DeviceToString(t.device)},
+                           {"wait_us", static_cast<double>(t.wait_ns) / 1000.0}};
     std::string name = n.name;
     if (n.func_name == kCopyFunction) {
       const double seconds = static_cast<double>(t.end_ns - t.start_ns) / 1e9;
@@ -58,14 +63,22 @@ nlohmann::json TraceOf(const GraphExecutor& ex, const GraphExecutor::RunProfile&
     nlohmann::json waited = nlohmann::json::array();
     for (uint32_t w : t.waited_for) waited.push_back(g.nodes[w].name);
     args["waited_for"] = waited;
-    events.push_back({{"name", name}, {"cat", n.func_name}, {"ph", "X"}, {"ts", us(t.start_ns)},
-                      {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1000.0}, {"pid", 0}, {"tid", t.lane},
+    events.push_back({{"name", name},
+                      {"cat", n.func_name},
+                      {"ph", "X"},
+                      {"ts", us(t.start_ns)},
+                      {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1000.0},
+                      {"pid", 0},
+                      {"tid", t.lane},
                       {"args", args}});
     if (t.submit_ns < t.start_ns && run.lanes[t.lane] != "host")  // when the host issued it
-      events.push_back({{"name", "issue " + n.name}, {"ph", "i"}, {"s", "t"}, {"ts", us(t.submit_ns)}, {"pid", 0}, {"tid", 0}});
+      events.push_back(
+          {{"name", "issue " + n.name}, {"ph", "i"}, {"s", "t"}, {"ts", us(t.submit_ns)}, {"pid", 0}, {"tid", 0}});
   }
-  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"},
-                        {"otherData", {{"clock_uncertainty_us", static_cast<double>(run.clock_uncertainty_ns) / 1000.0}}}};
+  return nlohmann::json{
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData", {{"clock_uncertainty_us", static_cast<double>(run.clock_uncertainty_ns) / 1000.0}}}};
 }
 
 int Bench(const BenchArgs& args) {

@@ -2,20 +2,20 @@
 // placed across the CPU and every other device that has a plugin, a device and
 // kernels here, exported into a deploy library, loaded back, run, and checked
 // against the same model run on the CPU alone.
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <unistd.h>
 #include <map>
 #include <random>
 
 #include "commands.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/graph_builder.h"
 #include "hetrt/module_export.h"
 #include "kernel_set.h"
 
@@ -52,7 +52,9 @@ class ModelBuilder {
     return Layer(name, Op::kConv2d, {x, w, bias}, F32({1, o, hw, hw}), accel_);
   }
   Result<Value> Relu(const std::string& name, Value x, Spec spec) { return Layer(name, Op::kRelu, {x}, spec, kDLCPU); }
-  Result<Value> Pool(const std::string& name, Value x, Spec spec) { return Layer(name, Op::kMaxPool, {x}, spec, kDLCPU); }
+  Result<Value> Pool(const std::string& name, Value x, Spec spec) {
+    return Layer(name, Op::kMaxPool, {x}, spec, kDLCPU);
+  }
   Result<Value> Softmax(const std::string& name, Value x, Spec spec) {
     return Layer(name, Op::kSoftmax, {x}, spec, accel_);
   }
@@ -74,40 +76,41 @@ struct DemoModel {
 };
 
 std::vector<DemoModel> Models() {
-  DemoModel mlp{"mlp", "784 -> 256 -> 128 -> 10, dense + relu + softmax", F32({1, 784}), [](int32_t accel) -> Result<GraphBuilder::Built> {
-    ModelBuilder m(accel);
-    Value x = m.graph().AddInput("data", F32({1, 784}));
-    HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense1", x, 784, 256));
-    HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu1", x, F32({1, 256})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense2", x, 256, 128));
-    HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu2", x, F32({1, 128})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense3", x, 128, 10));
-    HETRT_ASSIGN_OR_RETURN(x, m.Softmax("softmax", x, F32({1, 10})));
-    m.graph().AddOutput(x);
-    return m.graph().Build();
-  }};
+  DemoModel mlp{"mlp", "784 -> 256 -> 128 -> 10, dense + relu + softmax", F32({1, 784}),
+                [](int32_t accel) -> Result<GraphBuilder::Built> {
+                  ModelBuilder m(accel);
+                  Value x = m.graph().AddInput("data", F32({1, 784}));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense1", x, 784, 256));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu1", x, F32({1, 256})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense2", x, 256, 128));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu2", x, F32({1, 128})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense3", x, 128, 10));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Softmax("softmax", x, F32({1, 10})));
+                  m.graph().AddOutput(x);
+                  return m.graph().Build();
+                }};
   DemoModel cnn{"cnn", "3x32x32 -> conv 16 -> pool -> conv 32 -> pool -> dense 10 -> softmax", F32({1, 3, 32, 32}),
                 [](int32_t accel) -> Result<GraphBuilder::Built> {
-    ModelBuilder m(accel);
-    Value x = m.graph().AddInput("data", F32({1, 3, 32, 32}));
-    HETRT_ASSIGN_OR_RETURN(x, m.Conv("conv1", x, 3, 16, 32));
-    HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu1", x, F32({1, 16, 32, 32})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Pool("pool1", x, F32({1, 16, 16, 16})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Conv("conv2", x, 16, 32, 16));
-    HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu2", x, F32({1, 32, 16, 16})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Pool("pool2", x, F32({1, 32, 8, 8})));
-    HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense", x, 32 * 8 * 8, 10));
-    HETRT_ASSIGN_OR_RETURN(x, m.Softmax("softmax", x, F32({1, 10})));
-    m.graph().AddOutput(x);
-    return m.graph().Build();
-  }};
+                  ModelBuilder m(accel);
+                  Value x = m.graph().AddInput("data", F32({1, 3, 32, 32}));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Conv("conv1", x, 3, 16, 32));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu1", x, F32({1, 16, 32, 32})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Pool("pool1", x, F32({1, 16, 16, 16})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Conv("conv2", x, 16, 32, 16));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Relu("relu2", x, F32({1, 32, 16, 16})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Pool("pool2", x, F32({1, 32, 8, 8})));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Dense("dense", x, 32 * 8 * 8, 10));
+                  HETRT_ASSIGN_OR_RETURN(x, m.Softmax("softmax", x, F32({1, 10})));
+                  m.graph().AddOutput(x);
+                  return m.graph().Build();
+                }};
   return {mlp, cnn};
 }
 
 struct RunResult {
   Tensor output;
   double ms_per_run = 0;
-  std::map<std::string, double> ms_per_device;  // "cpu", "opencl", "vulkan", "cuda", "copies"
+  std::map<std::string, double> ms_per_device;                 // "cpu", "opencl", "vulkan", "cuda", "copies"
   std::vector<std::pair<std::string, std::string>> placement;  // node, device
 };
 
@@ -152,14 +155,15 @@ Result<RunResult> ExportAndRun(const DemoModel& model, int32_t accel, const std:
 
 int Demo(const std::string& keep_dir) {
   namespace fs = std::filesystem;
-  const std::string dir = keep_dir.empty() ? (fs::temp_directory_path() / ("hetrt-demo-" + std::to_string(getpid()))).string()
-                                           : keep_dir;
+  const std::string dir =
+      keep_dir.empty() ? (fs::temp_directory_path() / ("hetrt-demo-" + std::to_string(getpid()))).string() : keep_dir;
   fs::create_directories(dir);
   PluginRegistry& registry = PluginRegistry::Global();
   std::vector<DLDevice> devices{{kDLCPU, 0}};
   std::vector<int32_t> accelerators;
   // Devices with a plugin, a device and kernels in hetrt's set.
-  for (int32_t type : {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan), static_cast<int32_t>(kDLCUDA)}) {
+  for (int32_t type :
+       {static_cast<int32_t>(kDLOpenCL), static_cast<int32_t>(kDLVulkan), static_cast<int32_t>(kDLCUDA)}) {
     const DLDevice device{static_cast<DLDeviceType>(type), 0};
     auto plugin = registry.ForDevice(device);
     Status kernels = kernels::FunctionName(Op::kAdd, type).status();
@@ -176,8 +180,8 @@ int Demo(const std::string& keep_dir) {
     }
   }
   std::printf("device cpu: %s\n\n", registry.ForDeviceType(kDLCPU).ok()
-                                          ? (*registry.ForDeviceType(kDLCPU))->DeviceName({kDLCPU, 0}).c_str()
-                                          : "host");
+                                        ? (*registry.ForDeviceType(kDLCPU))->DeviceName({kDLCPU, 0}).c_str()
+                                        : "host");
   bool all_match = true;
   std::mt19937 rng(7);
   for (const DemoModel& model : Models()) {
@@ -196,7 +200,7 @@ int Demo(const std::string& keep_dir) {
       double max_diff = 0;
       for (int64_t i = 0; i < mixed->output.num_elements(); ++i)
         max_diff = std::max(max_diff, static_cast<double>(std::fabs(mixed->output.data_as<float>()[i] -
-                                                                     reference->output.data_as<float>()[i])));
+                                                                    reference->output.data_as<float>()[i])));
       const bool match = max_diff <= 1e-5;
       all_match &= match;
       std::printf("\n   check against all-cpu: max |diff| = %.3g %s\n", max_diff, match ? "OK" : "MISMATCH");
@@ -207,8 +211,10 @@ int Demo(const std::string& keep_dir) {
     std::printf("]\n\n");
   }
   if (accelerators.empty()) std::printf("(no device besides the CPU: nothing was placed elsewhere)\n");
-  if (keep_dir.empty()) fs::remove_all(dir);
-  else std::printf("exported libraries kept in %s\n", dir.c_str());
+  if (keep_dir.empty())
+    fs::remove_all(dir);
+  else
+    std::printf("exported libraries kept in %s\n", dir.c_str());
   return all_match ? 0 : Fail("device results differ from the CPU's");
 }
 

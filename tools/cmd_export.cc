@@ -5,8 +5,8 @@
 #include "hetrt/base/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/mlf.h"
-#include "hetrt/module_export.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/module_export.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::cli {
@@ -52,7 +52,8 @@ int ExportMlf(const ExportArgs& args) {
 // pass through unchanged (exporting for a device this machine lacks).
 Result<std::shared_ptr<Module>> DeviceModuleFromFile(const std::string& spec) {
   const auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) return InvalidArgument("--device-module takes TYPE_KEY=FILE, got '" + spec + "'");
+  if (eq == std::string::npos || eq == 0)
+    return InvalidArgument("--device-module takes TYPE_KEY=FILE, got '" + spec + "'");
   const std::string type_key = spec.substr(0, eq), path = spec.substr(eq + 1);
   HETRT_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(path));
   auto plugin = PluginRegistry::Global().ForTypeKey(type_key);
@@ -137,7 +138,8 @@ Command AddExportCommand(CLI::App& app) {
   cmd->add_option("--module-name", args->module_name, "factory module name (default 'default')");
   cmd->add_option("--cc", args->compiler, "compiler/linker (default cc; a cross compiler works)");
   cmd->add_option("--cflag", args->cflags, "extra compiler flag, repeatable")->allow_extra_args(false);
-  cmd->add_flag("--mlf", args->mlf_output, "write Model Library Format (graph + params + C sources; --module-name names the model)");
+  cmd->add_flag("--mlf", args->mlf_output,
+                "write Model Library Format (graph + params + C sources; --module-name names the model)");
   return [args] { return Export(*args); };
 }
 

@@ -5,9 +5,9 @@
 
 #include "commands.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/tensor.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/formats/graph.h"
-#include "hetrt/base/tensor.h"
 #include "hetrt/module/module_loader.h"
 
 namespace hetrt::cli {
@@ -16,8 +16,8 @@ namespace {
 void PrintTree(const Module& module, int depth, std::set<const Module*>& seen) {
   std::string indent(static_cast<size_t>(depth) * 2, ' ');
   std::string description = module.Describe();
-  std::printf("%s- %s%s%s\n", indent.c_str(), module.type_key().c_str(),
-              description.empty() ? "" : ": ", description.c_str());
+  std::printf("%s- %s%s%s\n", indent.c_str(), module.type_key().c_str(), description.empty() ? "" : ": ",
+              description.c_str());
   if (!seen.insert(&module).second) {
     std::printf("%s  (shown above)\n", indent.c_str());
     return;
@@ -43,14 +43,18 @@ void PrintGraphSummary(const GraphExecutorFactoryModule& factory) {
   for (const auto& n : g.nodes) {
     if (n.kind != GraphNode::Kind::kOp) continue;
     ++ops;
-    if (n.func_name == "__copy") ++copies;
-    else if (n.func_name == "__nop") ++nops;
-    else ++kernels[n.func_name];
+    if (n.func_name == "__copy")
+      ++copies;
+    else if (n.func_name == "__nop")
+      ++nops;
+    else
+      ++kernels[n.func_name];
   }
-  std::printf("graph: %zu nodes (%zu inputs, %zu ops: %zu kernels over %zu functions, %zu __copy, %zu __nop), "
-              "%u entries, %u storage ids\n",
-              g.nodes.size(), g.arg_nodes.size(), ops, ops - copies - nops, kernels.size(), copies, nops,
-              g.num_entries(), g.num_storage());
+  std::printf(
+      "graph: %zu nodes (%zu inputs, %zu ops: %zu kernels over %zu functions, %zu __copy, %zu __nop), "
+      "%u entries, %u storage ids\n",
+      g.nodes.size(), g.arg_nodes.size(), ops, ops - copies - nops, kernels.size(), copies, nops, g.num_entries(),
+      g.num_storage());
   std::printf("inputs:\n");
   for (uint32_t nid : g.arg_nodes) {
     const uint32_t eid = g.entry_id(nid, 0);

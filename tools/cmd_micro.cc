@@ -17,8 +17,9 @@ Command AddMicroCommand(CLI::App& app) {
     bool project = false;
   };
   auto args = std::make_shared<Args>();
-  auto* project = micro->add_subcommand("project", "Write a self-contained C project (Makefile, static arena, "
-                                                   "firmware for a board with --board)");
+  auto* project = micro->add_subcommand("project",
+                                        "Write a self-contained C project (Makefile, static arena, "
+                                        "firmware for a board with --board)");
   project->add_option("MODEL", args->model, "MLF tarball")->required();
   project->add_option("-o,--output", args->dir, "project folder")->required();
   project->add_option("--inputs", args->inputs, "param dict of inputs to embed (zeros otherwise)");

@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "hetrt/mlf.h"
 #include "hetrt/base/tensor.h"
+#include "hetrt/mlf.h"
 
 namespace hetrt::cli {
 
@@ -23,11 +23,12 @@ Command AddMlfCommand(CLI::App& app) {
     for (const auto& e : md.executors) std::printf(" %s", e.c_str());
     std::printf("\ntargets:");
     for (const auto& t : md.targets) std::printf(" '%s'", t.c_str());
-    std::printf("\nmemory (bytes):\n  %-60s %6s %10s %10s %10s\n", "function", "device", "workspace", "constants", "io");
+    std::printf("\nmemory (bytes):\n  %-60s %6s %10s %10s %10s\n", "function", "device", "workspace", "constants",
+                "io");
     for (const auto& m : md.memory)
       std::printf("  %-60s %6d %10llu %10llu %10llu\n", m.name.c_str(), m.device,
-                  static_cast<unsigned long long>(m.workspace_bytes), static_cast<unsigned long long>(m.constants_bytes),
-                  static_cast<unsigned long long>(m.io_bytes));
+                  static_cast<unsigned long long>(m.workspace_bytes),
+                  static_cast<unsigned long long>(m.constants_bytes), static_cast<unsigned long long>(m.io_bytes));
     // main's inputs and outputs (version-7 metadata): shapes from src/<model>.relay.
     for (const auto* list : {&md.inputs, &md.outputs}) {
       if (list->empty()) continue;
@@ -35,8 +36,9 @@ Command AddMlfCommand(CLI::App& app) {
       for (const MlfTensorInfo& t : *list)
         std::printf("  %-30s %-10s %10llu bytes  %s\n", t.name.c_str(), t.dtype.c_str(),
                     static_cast<unsigned long long>(t.bytes),
-                    t.shape.empty() ? ("shape unknown (no src/" + md.model_name + ".relay): run as a flat tensor").c_str()
-                                    : ShapeToString(t.shape).c_str());
+                    t.shape.empty()
+                        ? ("shape unknown (no src/" + md.model_name + ".relay): run as a flat tensor").c_str()
+                        : ShapeToString(t.shape).c_str());
     }
     std::printf("files:\n");
     for (const auto& [name, data] : pkg->files()) std::printf("  %-60s %10zu\n", name.c_str(), data.size());

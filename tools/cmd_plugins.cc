@@ -65,8 +65,10 @@ Command AddPluginsCommand(CLI::App& app) {
       std::vector<std::string> safe;
       for (const std::string& file : PluginRegistry::CandidateFiles(PluginRegistry::DefaultSearchPaths())) {
         std::string why = CheckInChildProcess(file);
-        if (why.empty()) safe.push_back(file);
-        else crashed.push_back({file, why});
+        if (why.empty())
+          safe.push_back(file);
+        else
+          crashed.push_back({file, why});
       }
       PluginRegistry::Options options;
       options.search_paths = safe.empty() ? std::vector<std::string>{"/nonexistent"} : safe;
@@ -81,19 +83,18 @@ Command AddPluginsCommand(CLI::App& app) {
     if (registry.plugins().empty()) std::printf("  (none)\n");
     for (const auto& plugin : registry.plugins()) {
       const auto* api = plugin->api();
-      std::printf("  %s %s (ABI %u.%u) %s\n", plugin->name().c_str(), plugin->version().c_str(),
-                  api->abi_major, api->abi_minor, plugin->path().c_str());
+      std::printf("  %s %s (ABI %u.%u) %s\n", plugin->name().c_str(), plugin->version().c_str(), api->abi_major,
+                  api->abi_minor, plugin->path().c_str());
       for (int32_t type : plugin->device_types()) {
         auto count = plugin->CountDevices(type);
         if (!count.ok()) {
-          std::printf("    device %s: error: %s\n", DeviceTypeName(type).c_str(),
-                      count.status().message().c_str());
+          std::printf("    device %s: error: %s\n", DeviceTypeName(type).c_str(), count.status().message().c_str());
           continue;
         }
         std::printf("    device %s: %d device(s)", DeviceTypeName(type).c_str(), count->count);
         if (count->count == 0)
-          std::printf(" - %s", count->unavailable_reason.empty() ? "no reason given"
-                                                                 : count->unavailable_reason.c_str());
+          std::printf(" - %s",
+                      count->unavailable_reason.empty() ? "no reason given" : count->unavailable_reason.c_str());
         std::printf("\n");
         for (int32_t id = 0; id < count->count; ++id) {
           const DLDevice device{static_cast<DLDeviceType>(type), id};
@@ -101,7 +102,8 @@ Command AddPluginsCommand(CLI::App& app) {
           // What the asynchronous executor uses: shared memory turns copies into memcpys.
           std::string traits;
           if (plugin->SharesHostMemory(device)) traits += "shares host memory";
-          if (auto streams = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_COPY_STREAMS); streams.ok() && *streams == 1)
+          if (auto streams = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_COPY_STREAMS);
+              streams.ok() && *streams == 1)
             traits += std::string(traits.empty() ? "" : ", ") + "copy streams";
           if (auto total = plugin->AttributeInt(device, HETRT_DEVICE_ATTR_TOTAL_MEMORY); total.ok() && *total > 0)
             traits += std::string(traits.empty() ? "" : ", ") + std::to_string(*total >> 20) + " MiB";

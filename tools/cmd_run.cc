@@ -7,9 +7,9 @@
 #include "commands.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
-#include "hetrt/exec/whole_model_executor.h"
 
 namespace hetrt::cli {
 namespace {
@@ -30,12 +30,18 @@ std::string FirstValues(const Tensor& t, int count) {
   char buf[48];
   for (int64_t i = 0; i < n; ++i) {
     const DLDataType d = t.dtype();
-    if (d.code == kDLFloat && d.bits == 32) std::snprintf(buf, sizeof buf, "%.6g", t.data_as<float>()[i]);
-    else if (d.code == kDLFloat && d.bits == 64) std::snprintf(buf, sizeof buf, "%.6g", t.data_as<double>()[i]);
-    else if (d.code == kDLInt && d.bits == 32) std::snprintf(buf, sizeof buf, "%d", t.data_as<int32_t>()[i]);
-    else if (d.code == kDLInt && d.bits == 64) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(t.data_as<int64_t>()[i]));
-    else if (d.bits == 8) std::snprintf(buf, sizeof buf, "%d", d.code == kDLInt ? t.data_as<int8_t>()[i] : t.data_as<uint8_t>()[i]);
-    else return "(" + DataTypeToString(d) + ")";
+    if (d.code == kDLFloat && d.bits == 32)
+      std::snprintf(buf, sizeof buf, "%.6g", t.data_as<float>()[i]);
+    else if (d.code == kDLFloat && d.bits == 64)
+      std::snprintf(buf, sizeof buf, "%.6g", t.data_as<double>()[i]);
+    else if (d.code == kDLInt && d.bits == 32)
+      std::snprintf(buf, sizeof buf, "%d", t.data_as<int32_t>()[i]);
+    else if (d.code == kDLInt && d.bits == 64)
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(t.data_as<int64_t>()[i]));
+    else if (d.bits == 8)
+      std::snprintf(buf, sizeof buf, "%d", d.code == kDLInt ? t.data_as<int8_t>()[i] : t.data_as<uint8_t>()[i]);
+    else
+      return "(" + DataTypeToString(d) + ")";
     s += (i ? ", " : "") + std::string(buf);
   }
   if (t.num_elements() > n) s += ", ...";
@@ -61,8 +67,8 @@ Result<std::unique_ptr<WholeModelExecutor>> OpenWholeModel(const RunArgs& args, 
     // Said only where no device plugin serves the name either (a deploy.so on
     // "cpu" fails with the loader's own message).
     auto as_device = ParseDeviceList({args.devices[0]});
-    const bool device_plugin = as_device.ok() && !as_device->empty() &&
-                               registry.PluginOfDeviceType((*as_device)[0].device_type) != nullptr;
+    const bool device_plugin =
+        as_device.ok() && !as_device->empty() && registry.PluginOfDeviceType((*as_device)[0].device_type) != nullptr;
     if (!device_plugin && registry.ForWholeModelDevice(args.devices[0]).ok()) why_not = found.status().message();
   }
   if (!options.empty())
@@ -95,7 +101,8 @@ int Run(const RunArgs& args) {
     }
     model = OpenModel({args.model, args.graph, args.params}, options);
     if (!model.ok())
-      return Fail(model.status().message() + (why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")"));
+      return Fail(model.status().message() +
+                  (why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")"));
     executor = model->executor.get();
   }
   Executor& ex = *executor;
@@ -147,17 +154,18 @@ int Run(const RunArgs& args) {
   for (int i = 0; i < ex.NumOutputs(); ++i) {
     auto out = ex.GetOutput(i);
     if (!out.ok()) return Fail(out.status().message());
-    std::printf("output_%d (%s): shape %s %s [%s]\n", i, ex.OutputName(i).c_str(),
-                ShapeToString(out->shape()).c_str(), DataTypeToString(out->dtype()).c_str(),
-                FirstValues(*out, 8).c_str());
+    std::printf("output_%d (%s): shape %s %s [%s]\n", i, ex.OutputName(i).c_str(), ShapeToString(out->shape()).c_str(),
+                DataTypeToString(out->dtype()).c_str(), FirstValues(*out, 8).c_str());
     outputs.push_back({"output_" + std::to_string(i), std::move(out).value()});
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   auto fmt = [](double v) {
     char buf[32];
-    if (v < 1.0) std::snprintf(buf, sizeof buf, "%.2f us", v * 1000.0);
-    else std::snprintf(buf, sizeof buf, "%.3f ms", v);
+    if (v < 1.0)
+      std::snprintf(buf, sizeof buf, "%.2f us", v * 1000.0);
+    else
+      std::snprintf(buf, sizeof buf, "%.3f ms", v);
     return std::string(buf);
   };
   std::printf("time per run: mean %s, median %s, min %s over %zu run(s)\n",
@@ -190,7 +198,8 @@ Command AddRunCommand(CLI::App& app) {
   cmd->add_option("--device-option", args->device_options, "KEY=VALUE for the whole-model device's plugin, repeatable");
   cmd->add_option("--save-outputs", args->save_outputs, "write outputs as a param dict (output_0, ...)");
   cmd->add_option("--repeat", args->repeat, "runs to time")->check(IntInRange("--repeat", 1, 100000000));
-  cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")->check(IntInRange("--threads", 1, 1024));
+  cmd->add_option("--threads", args->threads, "CPU threads for parallel kernels")
+      ->check(IntInRange("--threads", 1, 1024));
   return [args] { return Run(*args); };
 }
 

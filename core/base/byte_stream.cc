@@ -16,8 +16,7 @@ namespace hetrt {
 
 Status ByteReader::ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field) {
   if (n > remaining())
-    return Error(field, "length " + std::to_string(n) + " exceeds the " +
-                            std::to_string(remaining()) + " bytes left");
+    return Error(field, "length " + std::to_string(n) + " exceeds the " + std::to_string(remaining()) + " bytes left");
   *out = data_.subspan(pos_, static_cast<size_t>(n));
   pos_ += static_cast<size_t>(n);
   return OkStatus();
@@ -36,8 +35,8 @@ Status ByteReader::ReadCount(uint64_t* out, uint64_t min_element_bytes, std::str
   HETRT_RETURN_IF_ERROR(ReadU64(out, field));
   const uint64_t per = min_element_bytes == 0 ? 1 : min_element_bytes;
   if (*out > remaining() / per)
-    return Error(field, "count " + std::to_string(*out) + " cannot fit in the " +
-                            std::to_string(remaining()) + " bytes left");
+    return Error(field,
+                 "count " + std::to_string(*out) + " cannot fit in the " + std::to_string(remaining()) + " bytes left");
   return OkStatus();
 }
 

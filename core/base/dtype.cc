@@ -18,10 +18,9 @@ struct DeviceTypeNameEntry {
   const char* name;
 };
 constexpr DeviceTypeNameEntry kDeviceTypeNames[] = {
-    {kDLCPU, "cpu"},       {kDLCUDA, "cuda"},         {kDLCUDAHost, "cuda_host"},
-    {kDLOpenCL, "opencl"}, {kDLVulkan, "vulkan"},     {kDLMetal, "metal"},
-    {kDLVPI, "vpi"},       {kDLROCM, "rocm"},         {kDLExtDev, "ext_dev"},
-    {14, "oneapi"},        {15, "webgpu"},            {16, "hexagon"},
+    {kDLCPU, "cpu"},     {kDLCUDA, "cuda"}, {kDLCUDAHost, "cuda_host"}, {kDLOpenCL, "opencl"},  {kDLVulkan, "vulkan"},
+    {kDLMetal, "metal"}, {kDLVPI, "vpi"},   {kDLROCM, "rocm"},          {kDLExtDev, "ext_dev"}, {14, "oneapi"},
+    {15, "webgpu"},      {16, "hexagon"},
 };
 
 }  // namespace
@@ -30,9 +29,7 @@ bool IsKnownDataTypeCode(uint8_t code) { return code <= kBoolCode; }
 
 Result<DLDataType> ParseDataType(std::string_view text) {
   const std::string original(text);
-  auto bad = [&](const char* why) {
-    return InvalidArgument("bad dtype '" + original + "': " + why);
-  };
+  auto bad = [&](const char* why) { return InvalidArgument("bad dtype '" + original + "': " + why); };
   if (text == "bool") return DLDataType{kDLUInt, 1, 1};
   if (text == "handle") return DLDataType{kDLOpaqueHandle, 64, 1};
   uint32_t lanes = 1;
@@ -47,14 +44,13 @@ Result<DLDataType> ParseDataType(std::string_view text) {
     uint8_t code;
   };
   // Longest prefixes first: "bfloat" before "float", "uint" before "int".
-  constexpr Prefix kPrefixes[] = {{"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt},
-                                  {"int", kDLInt},       {"complex", kDLComplex}};
+  constexpr Prefix kPrefixes[] = {
+      {"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}, {"complex", kDLComplex}};
   for (const Prefix& p : kPrefixes) {
     std::string_view name(p.name);
     if (text.substr(0, name.size()) != name) continue;
     uint32_t bits = 0;
-    if (!ParseUint(text.substr(name.size()), &bits) || bits == 0 || bits > 255)
-      return bad("bit width must be 1..255");
+    if (!ParseUint(text.substr(name.size()), &bits) || bits == 0 || bits > 255) return bad("bit width must be 1..255");
     return DLDataType{p.code, static_cast<uint8_t>(bits), static_cast<uint16_t>(lanes)};
   }
   return bad("expected int<N>, uint<N>, float<N>, bfloat<N>, complex<N>, bool or handle");
@@ -65,13 +61,27 @@ std::string DataTypeToString(DLDataType type) {
   if (type.code == kDLOpaqueHandle) return "handle";
   std::string base;
   switch (type.code) {
-    case kDLInt: base = "int"; break;
-    case kDLUInt: base = "uint"; break;
-    case kDLFloat: base = "float"; break;
-    case kDLBfloat: base = "bfloat"; break;
-    case kDLComplex: base = "complex"; break;
-    case kBoolCode: base = "bool"; break;
-    default: base = "code" + std::to_string(type.code) + "_"; break;
+    case kDLInt:
+      base = "int";
+      break;
+    case kDLUInt:
+      base = "uint";
+      break;
+    case kDLFloat:
+      base = "float";
+      break;
+    case kDLBfloat:
+      base = "bfloat";
+      break;
+    case kDLComplex:
+      base = "complex";
+      break;
+    case kBoolCode:
+      base = "bool";
+      break;
+    default:
+      base = "code" + std::to_string(type.code) + "_";
+      break;
   }
   base += std::to_string(type.bits);
   if (type.lanes != 1) base += "x" + std::to_string(type.lanes);

@@ -11,16 +11,18 @@ Status CheckJsonLimits(std::string_view text, const std::string& source, const J
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;  // the escaped character cannot end the string
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > limits.max_depth)
-        return DataLoss(source + ": JSON nests deeper than " + std::to_string(limits.max_depth) +
-                        " levels at byte " + std::to_string(i));
+        return DataLoss(source + ": JSON nests deeper than " + std::to_string(limits.max_depth) + " levels at byte " +
+                        std::to_string(i));
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

@@ -18,8 +18,7 @@ class HostAllocatorImpl final : public Allocator {
     uint64_t rounded = (nbytes + alignment - 1) / alignment * alignment;
     if (rounded == 0) rounded = alignment;
     void* p = std::aligned_alloc(alignment, rounded);
-    if (p == nullptr)
-      return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes failed");
+    if (p == nullptr) return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes failed");
     return p;
   }
   void Free(void* data) override { std::free(data); }
@@ -70,10 +69,7 @@ Tensor::Tensor(const Tensor& other)
 }
 
 Tensor::Tensor(Tensor&& other) noexcept
-    : buffer_(std::move(other.buffer_)),
-      shape_(std::move(other.shape_)),
-      dl_(other.dl_),
-      capacity_(other.capacity_) {
+    : buffer_(std::move(other.buffer_)), shape_(std::move(other.shape_)), dl_(other.dl_), capacity_(other.capacity_) {
   dl_.shape = shape_.data();
   other.dl_ = DLTensor{};
   other.capacity_ = 0;
@@ -115,9 +111,7 @@ int64_t Tensor::num_elements() const {
   return n;
 }
 
-uint64_t Tensor::nbytes() const {
-  return static_cast<uint64_t>(num_elements()) * DataTypeBytes(dl_.dtype);
-}
+uint64_t Tensor::nbytes() const { return static_cast<uint64_t>(num_elements()) * DataTypeBytes(dl_.dtype); }
 
 Result<Tensor> Tensor::Empty(std::vector<int64_t> shape, DLDataType dtype, Allocator& allocator) {
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
@@ -151,9 +145,8 @@ Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype) const 
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
   const uint64_t need = static_cast<uint64_t>(count) * DataTypeBytes(dtype);
   if (need > capacity_)
-    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) +
-                           " needs " + std::to_string(need) + " bytes but the storage has " +
-                           std::to_string(capacity_));
+    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " needs " +
+                           std::to_string(need) + " bytes but the storage has " + std::to_string(capacity_));
   Tensor t;
   t.buffer_ = buffer_;
   t.Init(dl_.data, dl_.device, std::move(shape), dtype);

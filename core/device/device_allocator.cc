@@ -2,16 +2,15 @@
 // the plugin object so tensors keep the plugin alive.
 #include <unordered_map>
 
-#include "hetrt/device/device.h"
 #include "hetrt/base/log.h"
+#include "hetrt/device/device.h"
 
 namespace hetrt {
 namespace {
 
 class DeviceAllocator final : public Allocator {
  public:
-  DeviceAllocator(Plugin* plugin, DLDevice device, hetrt_memory_kind_t kind)
-      : device_(plugin, device), kind_(kind) {}
+  DeviceAllocator(Plugin* plugin, DLDevice device, hetrt_memory_kind_t kind) : device_(plugin, device), kind_(kind) {}
   DLDevice device() const override { return device_.device(); }
   Result<void*> Allocate(uint64_t nbytes, uint64_t alignment) override {
     HETRT_ASSIGN_OR_RETURN(Device::Allocation allocation, device_.Allocate(nbytes, alignment, kind_));

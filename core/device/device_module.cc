@@ -18,8 +18,7 @@ Result<DeviceModule> DeviceModule::Load(Plugin& plugin, const std::string& type_
   HETRT_RETURN_IF_ERROR(plugin.Consume(api->load(&args)));
   if (args.module == nullptr) return Internal("plugin '" + plugin.name() + "' loaded no module and gave no error");
   DeviceModule module(plugin.shared_from_this(), args.module);
-  if (args.consumed > data.size())
-    return Internal("plugin '" + plugin.name() + "' claims to have read past the blob");
+  if (args.consumed > data.size()) return Internal("plugin '" + plugin.name() + "' claims to have read past the blob");
   if (consumed != nullptr) *consumed = args.consumed;
   return module;
 }

@@ -17,7 +17,8 @@ void HostSetLastError(const char* message) noexcept {
 void HostLog(hetrt_log_level_t level, const char* plugin, const char* message) {
   if (level < HETRT_LOG_WARNING) return;
   try {
-    Log(level == HETRT_LOG_ERROR ? LogLevel::kError : LogLevel::kWarning, plugin ? plugin : "?", message ? message : "");
+    Log(level == HETRT_LOG_ERROR ? LogLevel::kError : LogLevel::kWarning, plugin ? plugin : "?",
+        message ? message : "");
   } catch (...) {
   }
 }

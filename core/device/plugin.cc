@@ -33,11 +33,10 @@ Result<std::shared_ptr<Plugin>> Plugin::Open(const std::string& path, const hetr
   if (prefix == nullptr || prefix->struct_size < offsetof(hetrt_plugin_api_prefix_t, name))
     return InvalidArgument("entry symbol returned no usable table");
   if (prefix->abi_major != HETRT_PLUGIN_ABI_MAJOR)
-    return FailedPrecondition("plugin ABI version " + VersionText(prefix->abi_major, prefix->abi_minor) +
-                              " is incompatible with hetrt's ABI version " +
-                              VersionText(HETRT_PLUGIN_ABI_MAJOR, HETRT_PLUGIN_ABI_MINOR) +
-                              " (major versions differ; rebuild the plugin against ABI " +
-                              std::to_string(HETRT_PLUGIN_ABI_MAJOR) + ")");
+    return FailedPrecondition(
+        "plugin ABI version " + VersionText(prefix->abi_major, prefix->abi_minor) +
+        " is incompatible with hetrt's ABI version " + VersionText(HETRT_PLUGIN_ABI_MAJOR, HETRT_PLUGIN_ABI_MINOR) +
+        " (major versions differ; rebuild the plugin against ABI " + std::to_string(HETRT_PLUGIN_ABI_MAJOR) + ")");
   const auto* api = reinterpret_cast<const hetrt_plugin_api_t*>(prefix);
   // Minor versions only append fields; every field through `parallel` is 2.0.
   if (!HETRT_STRUCT_HAS(api, hetrt_plugin_api_t, parallel))
@@ -53,8 +52,8 @@ Result<std::shared_ptr<Plugin>> Plugin::Open(const std::string& path, const hetr
     auto message = AbiArgs<hetrt_error_message_args_t>();
     message.error = error;
     const bool described = api->error_message(&message) == nullptr && message.message != nullptr;
-    Status failed = FailedPrecondition("instance_create failed: " +
-                                       std::string(described ? message.message : "(no message)"));
+    Status failed =
+        FailedPrecondition("instance_create failed: " + std::string(described ? message.message : "(no message)"));
     auto destroy = AbiArgs<hetrt_error_destroy_args_t>();
     destroy.error = error;
     (void)api->error_destroy(&destroy);
@@ -63,8 +62,7 @@ Result<std::shared_ptr<Plugin>> Plugin::Open(const std::string& path, const hetr
   return std::make_shared<Plugin>(path, handle, api, create.instance);
 }
 
-Plugin::Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api,
-               hetrt_instance_t* instance)
+Plugin::Plugin(std::string path, void* dl_handle, const hetrt_plugin_api_t* api, hetrt_instance_t* instance)
     : path_(std::move(path)),
       dl_handle_(dl_handle),
       api_(api),
@@ -128,8 +126,7 @@ std::vector<int32_t> Plugin::device_types() const {
 
 std::vector<std::string> Plugin::type_keys() const {
   std::vector<std::string> keys;
-  for (size_t i = 0; api_->type_keys && i < api_->num_type_keys; ++i)
-    keys.emplace_back(api_->type_keys[i]);
+  for (size_t i = 0; api_->type_keys && i < api_->num_type_keys; ++i) keys.emplace_back(api_->type_keys[i]);
   return keys;
 }
 
@@ -159,8 +156,7 @@ Status Plugin::Consume(hetrt_error_t* error) const {
   args.error = error;
   const bool described = api_->error_message != nullptr && api_->error_message(&args) == nullptr;
   const std::string message = described && args.message && *args.message ? args.message : "(no message)";
-  Status status(described ? FromPluginCode(args.code) : StatusCode::kInternal,
-                "plugin '" + name() + "': " + message);
+  Status status(described ? FromPluginCode(args.code) : StatusCode::kInternal, "plugin '" + name() + "': " + message);
   if (api_->error_destroy) {
     auto destroy = AbiArgs<hetrt_error_destroy_args_t>();
     destroy.error = error;
@@ -178,8 +174,7 @@ Result<Plugin::DeviceCount> Plugin::CountDevices(int32_t device_type) const {
 }
 
 namespace {
-Result<hetrt_device_attribute_args_t> QueryAttribute(const Plugin& plugin, DLDevice device,
-                                                     int32_t attribute) {
+Result<hetrt_device_attribute_args_t> QueryAttribute(const Plugin& plugin, DLDevice device, int32_t attribute) {
   const hetrt_device_api_t* dev = plugin.device_api();
   if (dev == nullptr || !HETRT_STRUCT_HAS(dev, hetrt_device_api_t, device_attribute) ||
       dev->device_attribute == nullptr)

@@ -31,8 +31,8 @@ struct CMetadata {
 constexpr int64_t kMaxTensors = 1 << 16;
 constexpr int64_t kMaxDims = 64;
 
-Status ReadTensorInfos(const CTensorInfo* infos, int64_t count, const char* what,
-                       std::vector<std::string>* names, std::vector<Tensor>* tensors) {
+Status ReadTensorInfos(const CTensorInfo* infos, int64_t count, const char* what, std::vector<std::string>* names,
+                       std::vector<Tensor>* tensors) {
   if (count < 0 || count > kMaxTensors || (count > 0 && infos == nullptr))
     return DataLoss(std::string("AOT metadata: bad ") + what + " count " + std::to_string(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -51,8 +51,7 @@ Status ReadTensorInfos(const CTensorInfo* infos, int64_t count, const char* what
 
 }  // namespace
 
-Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module> root,
-                                                         std::vector<DLDevice> devices,
+Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module> root, std::vector<DLDevice> devices,
                                                          PluginRegistry* plugins) {
   if (devices.size() != 1 || devices[0].device_type != kDLCPU)
     return InvalidArgument("the AOT executor runs on exactly one CPU device");
@@ -65,7 +64,8 @@ Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module>
     return NotFound("AOT module '" + root->type_key() + "' has no get_c_metadata function in its imports");
   hetrt_value_t ret{};
   int32_t ret_code = HETRT_TYPE_NULL;
-  HETRT_RETURN_IF_ERROR(CallPackedFunc(*get_metadata, nullptr, nullptr, 0, &ret, &ret_code).WithContext("get_c_metadata"));
+  HETRT_RETURN_IF_ERROR(
+      CallPackedFunc(*get_metadata, nullptr, nullptr, 0, &ret, &ret_code).WithContext("get_c_metadata"));
   const auto* md = static_cast<const CMetadata*>(ret.v_handle);
   if (ret_code != HETRT_TYPE_HANDLE || md == nullptr) return DataLoss("get_c_metadata returned no metadata handle");
   if (md->version != 1)
@@ -75,8 +75,8 @@ Result<std::unique_ptr<AotExecutor>> AotExecutor::Create(std::shared_ptr<Module>
   HETRT_RETURN_IF_ERROR(ReadTensorInfos(md->inputs, md->num_inputs, "input", &ex->input_names_, &ex->inputs_));
   HETRT_RETURN_IF_ERROR(ReadTensorInfos(md->outputs, md->num_outputs, "output", &ex->output_names_, &ex->outputs_));
   std::vector<std::string> pool_names;
-  HETRT_RETURN_IF_ERROR(ReadTensorInfos(md->workspace_pools, md->num_workspace_pools, "workspace pool",
-                                        &pool_names, &ex->pools_));
+  HETRT_RETURN_IF_ERROR(
+      ReadTensorInfos(md->workspace_pools, md->num_workspace_pools, "workspace pool", &pool_names, &ex->pools_));
   const std::string entry = ex->module_name_ + "___tvm_main__";
   HETRT_ASSIGN_OR_RETURN(ex->main_, root->GetFunction(entry));
   if (ex->main_ == nullptr) return NotFound("AOT entry function '" + entry + "' not found");
@@ -95,8 +95,8 @@ Status AotExecutor::SetInput(int index, const Tensor& value) {
   Tensor& dst = inputs_[static_cast<size_t>(index)];
   if (value.dtype() != dst.dtype() || value.nbytes() != dst.nbytes())
     return InvalidArgument("set_input '" + InputName(index) + "': got " + ShapeToString(value.shape()) + " " +
-                           DataTypeToString(value.dtype()) + ", the model expects " +
-                           ShapeToString(dst.shape()) + " " + DataTypeToString(dst.dtype()));
+                           DataTypeToString(value.dtype()) + ", the model expects " + ShapeToString(dst.shape()) + " " +
+                           DataTypeToString(dst.dtype()));
   return plugins_->CopyTensor(value, dst);
 }
 

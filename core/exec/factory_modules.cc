@@ -21,15 +21,14 @@ Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
   HETRT_RETURN_IF_ERROR(r.ReadCount(&count, kMinParamBytes, "factory param count"));
   HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, kMinParamBytes, "factory param names count"));
   if (names_count != count)
-    return r.Error("factory param names", std::to_string(names_count) + " names for " +
-                                              std::to_string(count) + " params");
+    return r.Error("factory param names",
+                   std::to_string(names_count) + " names for " + std::to_string(count) + " params");
   std::vector<NamedTensor> params;
   std::unordered_set<std::string> seen;
   for (uint64_t i = 0; i < count; ++i) {
     NamedTensor p;
     HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "factory param name"));
-    if (!seen.insert(p.name).second)
-      return r.Error("factory param name", "duplicate name '" + p.name + "'");
+    if (!seen.insert(p.name).second) return r.Error("factory param name", "duplicate name '" + p.name + "'");
     params.push_back(std::move(p));
   }
   for (auto& p : params) {
@@ -55,8 +54,8 @@ Result<std::shared_ptr<Module>> GraphExecutorFactoryModule::Load(ByteReader& r) 
   HETRT_ASSIGN_OR_RETURN(auto params, ReadFactoryParams(r));
   HETRT_RETURN_IF_ERROR(r.ReadString(&module_name, "GraphExecutorFactory module_name"));
   if (module_name.empty()) return r.Error("GraphExecutorFactory module_name", "empty");
-  return std::shared_ptr<Module>(std::make_shared<GraphExecutorFactoryModule>(
-      std::move(graph_json), std::move(params), std::move(module_name)));
+  return std::shared_ptr<Module>(
+      std::make_shared<GraphExecutorFactoryModule>(std::move(graph_json), std::move(params), std::move(module_name)));
 }
 
 // u64 count, names, arrays: the inverse of ReadFactoryParams.
@@ -91,19 +90,17 @@ std::vector<std::string> GraphExecutorFactoryModule::ListFunctionNames() const {
 }
 
 std::string GraphExecutorFactoryModule::Describe() const {
-  return "module_name '" + module_name_ + "', graph JSON " + std::to_string(graph_json_.size()) +
-         " bytes, " + ParamSummary(*params_);
+  return "module_name '" + module_name_ + "', graph JSON " + std::to_string(graph_json_.size()) + " bytes, " +
+         ParamSummary(*params_);
 }
 
 std::shared_ptr<GraphExecutorFactoryModule> GraphExecutorFactoryModule::WithoutParams() const {
-  auto copy = std::make_shared<GraphExecutorFactoryModule>(graph_json_, std::vector<NamedTensor>{},
-                                                           module_name_);
+  auto copy = std::make_shared<GraphExecutorFactoryModule>(graph_json_, std::vector<NamedTensor>{}, module_name_);
   for (const auto& import : imports()) copy->Import(import);
   return copy;
 }
 
-Result<std::unique_ptr<GraphExecutor>> GraphExecutorFactoryModule::CreateExecutor(
-    GraphExecutor::Options options) {
+Result<std::unique_ptr<GraphExecutor>> GraphExecutorFactoryModule::CreateExecutor(GraphExecutor::Options options) {
   if (imports().empty())
     return FailedPrecondition("GraphExecutorFactory '" + module_name_ + "' has no host library import");
   std::shared_ptr<const Graph> graph;
@@ -124,8 +121,7 @@ Result<std::shared_ptr<Module>> AotExecutorFactoryModule::Load(ByteReader& r) {
   std::string module_name;
   HETRT_RETURN_IF_ERROR(r.ReadString(&module_name, "AotExecutorFactory module_name"));
   if (module_name.empty()) return r.Error("AotExecutorFactory module_name", "empty");
-  return std::shared_ptr<Module>(
-      std::make_shared<AotExecutorFactoryModule>(std::move(params), std::move(module_name)));
+  return std::shared_ptr<Module>(std::make_shared<AotExecutorFactoryModule>(std::move(params), std::move(module_name)));
 }
 
 std::string AotExecutorFactoryModule::Describe() const {

@@ -34,8 +34,8 @@ PlanDeviceFacts FactsOf(const PluginRegistry& plugins) {
     if (p == nullptr) return std::nullopt;
     // The side the plugin serves (the CPU plugin between two host buffers).
     return p->ServesDeviceType(src.device_type) && src.device_type != kDLCPU ? src
-           : p->ServesDeviceType(dst.device_type)                             ? dst
-                                                                               : src;
+           : p->ServesDeviceType(dst.device_type)                            ? dst
+                                                                             : src;
   };
   return facts;
 }
@@ -49,16 +49,14 @@ GraphExecutor::~GraphExecutor() {
     Log(LogLevel::kError, "graph executor", "destroyed with a failed run pending: " + s.message());
 }
 
-Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::string_view graph_json,
-                                                             std::shared_ptr<Module> lib,
+Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::string_view graph_json, std::shared_ptr<Module> lib,
                                                              Options options) {
   HETRT_ASSIGN_OR_RETURN(Graph graph, ParseGraphJson(graph_json, "graph"));
   return Create(std::make_shared<const Graph>(std::move(graph)), std::move(lib), std::move(options));
 }
 
 Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::shared_ptr<const Graph> graph,
-                                                             std::shared_ptr<Module> lib,
-                                                             Options options) {
+                                                             std::shared_ptr<Module> lib, Options options) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor());
   ex->graph_ = std::move(graph);
   ex->lib_ = std::move(lib);
@@ -225,10 +223,9 @@ Status GraphExecutor::CheckInputValue(int index, const Tensor& value, const char
                       std::to_string(NumInputs()) + " inputs)");
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
   if (value.dtype() != graph_->dtypes[eid] || value.nbytes() != graph_->entry_bytes(eid))
-    return InvalidArgument(std::string(what) + " '" + InputName(index) + "': got " +
-                           ShapeToString(value.shape()) + " " + DataTypeToString(value.dtype()) +
-                           ", the graph expects " + ShapeToString(graph_->shapes[eid]) + " " +
-                           DataTypeToString(graph_->dtypes[eid]));
+    return InvalidArgument(std::string(what) + " '" + InputName(index) + "': got " + ShapeToString(value.shape()) +
+                           " " + DataTypeToString(value.dtype()) + ", the graph expects " +
+                           ShapeToString(graph_->shapes[eid]) + " " + DataTypeToString(graph_->dtypes[eid]));
   return OkStatus();
 }
 
@@ -252,8 +249,8 @@ Status GraphExecutor::DetachStorage(uint32_t sid) {
   // entry of the storage id, rather than write into it.
   const StoragePlan& plan = plan_.storage[sid];
   HETRT_ASSIGN_OR_RETURN(Device device, plugins_->DeviceFor(plan.device));
-  HETRT_ASSIGN_OR_RETURN(storage_[sid], Tensor::Empty({static_cast<int64_t>(plan.bytes)}, DLDataType{kDLUInt, 8, 1},
-                                                      device.allocator()));
+  HETRT_ASSIGN_OR_RETURN(
+      storage_[sid], Tensor::Empty({static_cast<int64_t>(plan.bytes)}, DLDataType{kDLUInt, 8, 1}, device.allocator()));
   RebindStorage(sid, storage_[sid].data());
   storage_host_[sid] = nullptr;  // device memory: copies go through the plugin
   storage_borrowed_[sid] = false;
@@ -291,10 +288,9 @@ Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
     return OutOfRange("set_output_zero_copy: output index " + std::to_string(index) + " out of range");
   const uint32_t eid = graph_->entry_id(graph_->heads[static_cast<size_t>(index)]);
   if (value.dtype() != graph_->dtypes[eid] || value.nbytes() != graph_->entry_bytes(eid))
-    return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": got " +
-                           ShapeToString(value.shape()) + " " + DataTypeToString(value.dtype()) +
-                           ", the graph produces " + ShapeToString(graph_->shapes[eid]) + " " +
-                           DataTypeToString(graph_->dtypes[eid]));
+    return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": got " + ShapeToString(value.shape()) + " " +
+                           DataTypeToString(value.dtype()) + ", the graph produces " +
+                           ShapeToString(graph_->shapes[eid]) + " " + DataTypeToString(graph_->dtypes[eid]));
   const DLDevice want = plan_.entry_devices[eid];
   if (value.device().device_type != want.device_type || value.device().device_id != want.device_id)
     return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": the tensor is on " +
@@ -326,8 +322,8 @@ Status GraphExecutor::LoadParams(std::span<const uint8_t> bytes) {
 
 Result<Tensor> GraphExecutor::GetOutput(int index) const {
   if (index < 0 || index >= NumOutputs())
-    return OutOfRange("get_output: index " + std::to_string(index) + " out of range (" +
-                      std::to_string(NumOutputs()) + " outputs)");
+    return OutOfRange("get_output: index " + std::to_string(index) + " out of range (" + std::to_string(NumOutputs()) +
+                      " outputs)");
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   const Tensor& out = OutputTensor(index);
   const uint32_t sid = graph_->storage_ids[graph_->entry_id(graph_->heads[static_cast<size_t>(index)])];

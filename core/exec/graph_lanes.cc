@@ -1,8 +1,8 @@
 // From the plan to what the run loop issues: a stream per device lane, an
 // event per step another lane waits for, prepared copies, and the flat list of
 // calls the CPU-only loop runs.
-#include "hetrt/exec/graph_executor.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_executor.h"
 
 namespace hetrt {
 
@@ -23,7 +23,8 @@ Status GraphExecutor::BuildLanes() {
     if (device.api()->stream_synchronize == nullptr)
       return Unimplemented(plugin + " cannot synchronize " + DeviceToString(planned.device));
     if (!options_.sequential && !device.HasStreams())
-      return Unimplemented(plugin + " lacks the streams an asynchronous run needs "
+      return Unimplemented(plugin +
+                           " lacks the streams an asynchronous run needs "
                            "(stream_create, stream_destroy, stream_set_current; run with sequential execution)");
     if (!options_.sequential && !device.HasEvents())
       return Unimplemented(plugin + " lacks the events an asynchronous run needs (run with sequential execution)");

@@ -1,7 +1,7 @@
 #include "hetrt/exec/graph_model.h"
 
-#include "hetrt/exec/aot_executor.h"
 #include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/aot_executor.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/module/module_loader.h"
 
@@ -35,8 +35,8 @@ Result<GraphModel> CreateGraphModel(std::shared_ptr<Module> root, const GraphMod
   } else {
     options.params = nullptr;
   }
-  auto executor = GraphExecutor::Create(std::make_shared<const Graph>(std::move(graph).value()),
-                                        model.root, std::move(options));
+  auto executor =
+      GraphExecutor::Create(std::make_shared<const Graph>(std::move(graph).value()), model.root, std::move(options));
   if (!executor.ok()) return executor.status().WithContext(files.graph_json);
   model.executor = std::move(executor).value();
   return model;

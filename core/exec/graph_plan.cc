@@ -53,7 +53,9 @@ class Planner {
     return static_cast<uint32_t>(plan_.lanes.size() - 1);
   }
   // Copies go to a copy stream where the device has them (never in sequential runs).
-  uint32_t CopyLaneOf(DLDevice device) { return LaneOf(device, !options_.sequential && facts_.has_copy_streams(device)); }
+  uint32_t CopyLaneOf(DLDevice device) {
+    return LaneOf(device, !options_.sequential && facts_.has_copy_streams(device));
+  }
 
   Status PlanSteps() {
     for (uint32_t nid = 0; nid < g_.nodes.size(); ++nid) {
@@ -99,8 +101,8 @@ class Planner {
       // Two plugins: the source's plugin copies into host staging, the
       // destination's out of it, each on the compute stream of its device.
       if (src_plugin < 0 || dst_plugin < 0)
-        return Unimplemented("node " + std::to_string(step.node_id) + " ('" + node.name + "', __copy): no plugin copies " +
-                             DeviceToString(src) + " -> " + DeviceToString(dst));
+        return Unimplemented("node " + std::to_string(step.node_id) + " ('" + node.name +
+                             "', __copy): no plugin copies " + DeviceToString(src) + " -> " + DeviceToString(dst));
       step.kind = PlannedStep::Kind::kStagedCopy;
       step.lane = kHostLane;
       step.src_lane = LaneOf(src, false);

@@ -3,9 +3,9 @@
 // onto the host clock with the plugin's device clock.
 #include <algorithm>
 
-#include "hetrt/exec/graph_executor.h"
 #include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/exec/graph_executor.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {

@@ -3,9 +3,9 @@
 // order, with only the waits the plan found.
 #include <cstring>
 
-#include "hetrt/exec/graph_executor.h"
 #include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/exec/graph_executor.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -129,8 +129,7 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
       return OkStatus();
     }
     case PlannedStep::Kind::kPluginCopy:
-      return step.copy.Issue(step.src->data, step.src->byte_offset, step.dst->data, step.dst->byte_offset,
-                             step.nbytes);
+      return step.copy.Issue(step.src->data, step.src->byte_offset, step.dst->data, step.dst->byte_offset, step.nbytes);
     case PlannedStep::Kind::kStagedCopy:
       HETRT_RETURN_IF_ERROR(step.copy.Issue(step.src->data, step.src->byte_offset, step.staging_host, 0, step.nbytes));
       return step.copy_out.Issue(step.staging_host, 0, step.dst->data, step.dst->byte_offset, step.nbytes);
@@ -172,7 +171,7 @@ Status GraphExecutor::RunSteps(RunProfile* profile) {
       t.node_id = step.node_id;
       const PlannedStep& planned = plan_.steps[index];
       t.device = plan_.entry_devices[planned.kind == PlannedStep::Kind::kKernel ? graph_->entry_id(t.node_id, 0)
-                                                                                 : planned.dst_eid];
+                                                                                : planned.dst_eid];
       t.lane = step.lane;
       t.submit_ns = submit_ns;
       t.start_ns = start_ns;

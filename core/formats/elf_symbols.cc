@@ -16,8 +16,7 @@ bool ReadAt(std::span<const uint8_t> file, uint64_t offset, T* out) {
 
 }  // namespace
 
-Result<std::vector<ElfSymbol>> ReadElfDynamicSymbols(std::span<const uint8_t> file,
-                                                     const std::string& source) {
+Result<std::vector<ElfSymbol>> ReadElfDynamicSymbols(std::span<const uint8_t> file, const std::string& source) {
   auto bad = [&](const std::string& why) { return DataLoss(source + ": not a usable ELF64 file: " + why); };
   Elf64_Ehdr eh;
   if (!ReadAt(file, 0, &eh)) return bad("truncated header");

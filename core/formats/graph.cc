@@ -35,8 +35,8 @@ class GraphParser {
       if (!root.contains(key)) return Error(key, "missing");
     for (const auto& item : root.items()) {
       const std::string& key = item.key();
-      if (std::find_if(std::begin(kRequired), std::end(kRequired),
-                       [&](const char* k) { return key == k; }) == std::end(kRequired) &&
+      if (std::find_if(std::begin(kRequired), std::end(kRequired), [&](const char* k) { return key == k; }) ==
+              std::end(kRequired) &&
           key != "metadata")
         return Error(key, "unknown top-level key");
     }
@@ -56,8 +56,7 @@ class GraphParser {
   }
   std::string NodeWhere(size_t nid) const {
     std::string s = "node " + std::to_string(nid);
-    if (nid < graph_.nodes.size() && !graph_.nodes[nid].name.empty())
-      s += " ('" + graph_.nodes[nid].name + "')";
+    if (nid < graph_.nodes.size() && !graph_.nodes[nid].name.empty()) s += " ('" + graph_.nodes[nid].name + "')";
     return s;
   }
 
@@ -80,8 +79,7 @@ class GraphParser {
   Status ParseEntry(const json& v, const std::string& where, GraphEntryRef* out) const {
     if (!v.is_array() || v.size() < 2 || v.size() > 3)
       return Error(where, "an entry must be [node_id, index] or [node_id, index, version]");
-    if (!ToU32(v[0], &out->node_id) || !ToU32(v[1], &out->index) ||
-        (v.size() == 3 && !ToU32(v[2], &out->version)))
+    if (!ToU32(v[0], &out->node_id) || !ToU32(v[1], &out->index) || (v.size() == 3 && !ToU32(v[2], &out->version)))
       return Error(where, "entry values must be non-negative integers");
     return OkStatus();
   }
@@ -95,8 +93,7 @@ class GraphParser {
       GraphNode& node = graph_.nodes[nid];
       if (!n.is_object()) return Error(NodeWhere(nid), "must be an object");
       if (!n.contains("op") || !n["op"].is_string()) return Error(NodeWhere(nid), "'op' must be a string");
-      if (!n.contains("name") || !n["name"].is_string())
-        return Error(NodeWhere(nid), "'name' must be a string");
+      if (!n.contains("name") || !n["name"].is_string()) return Error(NodeWhere(nid), "'name' must be a string");
       node.name = n["name"].get<std::string>();
       const std::string op = n["op"].get<std::string>();
       if (op == "null") {
@@ -111,8 +108,7 @@ class GraphParser {
         if (!inputs.is_array()) return Error(NodeWhere(nid) + " inputs", "must be an array");
         node.inputs.resize(inputs.size());
         for (size_t k = 0; k < inputs.size(); ++k)
-          HETRT_RETURN_IF_ERROR(
-              ParseEntry(inputs[k], NodeWhere(nid) + " input " + std::to_string(k), &node.inputs[k]));
+          HETRT_RETURN_IF_ERROR(ParseEntry(inputs[k], NodeWhere(nid) + " input " + std::to_string(k), &node.inputs[k]));
       }
       const char* attrs_key = n.contains("attrs") ? "attrs" : (n.contains("attr") ? "attr" : nullptr);
       if (node.kind == GraphNode::Kind::kInput) {
@@ -134,9 +130,8 @@ class GraphParser {
       if (attrs.contains("flatten_data") && !ParseUintString(attrs["flatten_data"], &flatten))
         return Error(NodeWhere(nid) + " attrs.flatten_data", "not an integer string");
       if (num_inputs != node.inputs.size())
-        return Error(NodeWhere(nid) + " attrs.num_inputs",
-                     "says " + std::to_string(num_inputs) + " but the node has " +
-                         std::to_string(node.inputs.size()) + " inputs");
+        return Error(NodeWhere(nid) + " attrs.num_inputs", "says " + std::to_string(num_inputs) + " but the node has " +
+                                                               std::to_string(node.inputs.size()) + " inputs");
       if (num_outputs == 0 || num_outputs > kMaxOutputs)
         return Error(NodeWhere(nid) + " attrs.num_outputs", "must be 1.." + std::to_string(kMaxOutputs));
       node.num_outputs = num_outputs;
@@ -171,8 +166,8 @@ class GraphParser {
                               std::to_string(graph_.nodes.size()) + " nodes)");
     const uint32_t outputs = graph_.node_row_ptr[ref.node_id + 1] - graph_.node_row_ptr[ref.node_id];
     if (ref.index >= outputs)
-      return Error(where, "output index " + std::to_string(ref.index) + " but " +
-                              NodeWhere(ref.node_id) + " has " + std::to_string(outputs) + " output(s)");
+      return Error(where, "output index " + std::to_string(ref.index) + " but " + NodeWhere(ref.node_id) + " has " +
+                              std::to_string(outputs) + " output(s)");
     return OkStatus();
   }
 
@@ -231,8 +226,8 @@ class GraphParser {
         !v[1].is_array())
       return Error(std::string("attrs.") + key, std::string("must be [\"") + tag + "\", [...]]");
     if (v[1].size() != num_entries_)
-      return Error(std::string("attrs.") + key, "has " + std::to_string(v[1].size()) + " values for " +
-                                                    std::to_string(num_entries_) + " entries");
+      return Error(std::string("attrs.") + key,
+                   "has " + std::to_string(v[1].size()) + " values for " + std::to_string(num_entries_) + " entries");
     return &v[1];
   }
 
@@ -240,8 +235,7 @@ class GraphParser {
     if (!attrs.is_object()) return Error("attrs", "must be an object");
     num_entries_ = graph_.node_row_ptr.back();
     for (const auto& [key, value] : attrs.items()) {
-      if (key == "dltype" || key == "shape" || key == "storage_id" || key == "device_index" ||
-          key == "storage_scope")
+      if (key == "dltype" || key == "shape" || key == "storage_id" || key == "device_index" || key == "storage_scope")
         continue;
       // Unknown keys are tolerated only in the integer forms TVM itself skips.
       if (!value.is_array() || value.empty() || !value[0].is_string() ||

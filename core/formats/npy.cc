@@ -35,8 +35,7 @@ bool FindHeaderValue(const std::string& header, const std::string& key, std::str
 
 Result<DLDataType> DescrToDataType(const std::string& descr) {
   // '<f4', '|u1', '<i8', '|b1', ...
-  if (descr.size() < 5 || descr.front() != '\'' || descr.back() != '\'')
-    return InvalidArgument("bad descr " + descr);
+  if (descr.size() < 5 || descr.front() != '\'' || descr.back() != '\'') return InvalidArgument("bad descr " + descr);
   const char order = descr[1];
   const char kind = descr[2];
   const int bytes = std::atoi(descr.substr(3, descr.size() - 4).c_str());
@@ -44,11 +43,16 @@ Result<DLDataType> DescrToDataType(const std::string& descr) {
   if (bytes <= 0 || bytes > 16) return InvalidArgument("bad element size in descr " + descr);
   const uint8_t bits = static_cast<uint8_t>(bytes * 8);
   switch (kind) {
-    case 'f': return DLDataType{kDLFloat, bits, 1};
-    case 'i': return DLDataType{kDLInt, bits, 1};
-    case 'u': return DLDataType{kDLUInt, bits, 1};
-    case 'b': return DLDataType{kDLUInt, 1, 1};  // numpy bool: one byte per element
-    default: return Unimplemented("unsupported numpy dtype " + descr);
+    case 'f':
+      return DLDataType{kDLFloat, bits, 1};
+    case 'i':
+      return DLDataType{kDLInt, bits, 1};
+    case 'u':
+      return DLDataType{kDLUInt, bits, 1};
+    case 'b':
+      return DLDataType{kDLUInt, 1, 1};  // numpy bool: one byte per element
+    default:
+      return Unimplemented("unsupported numpy dtype " + descr);
   }
 }
 

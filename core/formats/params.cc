@@ -16,8 +16,7 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
   if (magic != kNDArrayMagic) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "expected 0x%016llX, found 0x%016llX",
-                  static_cast<unsigned long long>(kNDArrayMagic),
-                  static_cast<unsigned long long>(magic));
+                  static_cast<unsigned long long>(kNDArrayMagic), static_cast<unsigned long long>(magic));
     return r.Error("NDArray magic", buf);
   }
   HETRT_RETURN_IF_ERROR(r.ReadU64(&reserved, "NDArray reserved"));
@@ -25,12 +24,10 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
   HETRT_RETURN_IF_ERROR(r.ReadI32(&device_type, "NDArray device_type"));
   HETRT_RETURN_IF_ERROR(r.ReadI32(&device_id, "NDArray device_id"));
   if (device_type != kDLCPU)
-    return r.Error("NDArray device_type",
-                   "saved arrays must be on cpu (1), found " + std::to_string(device_type));
+    return r.Error("NDArray device_type", "saved arrays must be on cpu (1), found " + std::to_string(device_type));
   HETRT_RETURN_IF_ERROR(r.ReadI32(&ndim, "NDArray ndim"));
   if (ndim < 0 || ndim > kMaxNDim)
-    return r.Error("NDArray ndim", "must be 0.." + std::to_string(kMaxNDim) + ", found " +
-                                       std::to_string(ndim));
+    return r.Error("NDArray ndim", "must be 0.." + std::to_string(kMaxNDim) + ", found " + std::to_string(ndim));
   DLDataType dtype{};
   HETRT_RETURN_IF_ERROR(r.ReadU8(&dtype.code, "NDArray dtype code"));
   HETRT_RETURN_IF_ERROR(r.ReadU8(&dtype.bits, "NDArray dtype bits"));
@@ -38,7 +35,9 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
   if (!IsKnownDataTypeCode(dtype.code) || dtype.code == kDLOpaqueHandle)
     return r.Error("NDArray dtype", "unsupported dtype code " + std::to_string(dtype.code));
   if (dtype.bits == 0 || dtype.lanes != 1)
-    return r.Error("NDArray dtype", "bits must be non-zero and lanes 1 (TVM's size rule ignores lanes, so vector arrays cannot be read safely)");
+    return r.Error(
+        "NDArray dtype",
+        "bits must be non-zero and lanes 1 (TVM's size rule ignores lanes, so vector arrays cannot be read safely)");
   std::vector<int64_t> shape(static_cast<size_t>(ndim));
   for (int64_t& d : shape) {
     HETRT_RETURN_IF_ERROR(r.ReadI64(&d, "NDArray shape"));
@@ -52,10 +51,9 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
   const uint64_t elem_bytes = (dtype.bits + 7u) / 8u;
   const uint64_t expected = static_cast<uint64_t>(*count) * elem_bytes;
   if (data_bytes < 0 || static_cast<uint64_t>(data_bytes) != expected)
-    return r.Error("NDArray data_byte_size",
-                   std::to_string(data_bytes) + " does not match shape " + ShapeToString(shape) +
-                       " of " + DataTypeToString(dtype) + " (" + std::to_string(expected) +
-                       " bytes)");
+    return r.Error("NDArray data_byte_size", std::to_string(data_bytes) + " does not match shape " +
+                                                 ShapeToString(shape) + " of " + DataTypeToString(dtype) + " (" +
+                                                 std::to_string(expected) + " bytes)");
   std::span<const uint8_t> payload;
   HETRT_RETURN_IF_ERROR(r.ReadBytes(expected, &payload, "NDArray data"));
   HETRT_ASSIGN_OR_RETURN(Tensor t, Tensor::EmptyHost(std::move(shape), dtype));
@@ -65,8 +63,7 @@ Result<Tensor> ReadNDArray(ByteReader& r) {
 
 Status WriteNDArray(const Tensor& t, ByteWriter& w) {
   if (t.device().device_type != kDLCPU)
-    return InvalidArgument("WriteNDArray needs a host tensor, got one on " +
-                           DeviceToString(t.device()));
+    return InvalidArgument("WriteNDArray needs a host tensor, got one on " + DeviceToString(t.device()));
   w.WriteU64(kNDArrayMagic);
   w.WriteU64(0);
   w.WritePod<int32_t>(kDLCPU);
@@ -82,8 +79,7 @@ Status WriteNDArray(const Tensor& t, ByteWriter& w) {
   return OkStatus();
 }
 
-Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes,
-                                               const std::string& source) {
+Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes, const std::string& source) {
   ByteReader r(bytes, source);
   uint64_t magic = 0, reserved = 0;
   HETRT_RETURN_IF_ERROR(r.ReadU64(&magic, "param dict magic"));
@@ -103,15 +99,14 @@ Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes,
   uint64_t array_count = 0;
   HETRT_RETURN_IF_ERROR(r.ReadU64(&array_count, "param dict array count"));
   if (array_count != name_count)
-    return r.Error("param dict array count", std::to_string(array_count) + " arrays for " +
-                                                 std::to_string(name_count) + " names");
+    return r.Error("param dict array count",
+                   std::to_string(array_count) + " arrays for " + std::to_string(name_count) + " names");
   for (auto& p : params) {
     auto t = ReadNDArray(r);
     if (!t.ok()) return t.status().WithContext("param '" + p.name + "'");
     p.tensor = std::move(t).value();
   }
-  if (r.remaining() != 0)
-    return r.Error("param dict", std::to_string(r.remaining()) + " trailing bytes");
+  if (r.remaining() != 0) return r.Error("param dict", std::to_string(r.remaining()) + " trailing bytes");
   return params;
 }
 

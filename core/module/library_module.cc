@@ -16,8 +16,8 @@ constexpr const char* kEntryName = "__tvm_main__";
 
 // Symbols every TVM library carries that are not operator functions.
 bool IsRuntimeSymbol(const std::string& name) {
-  return name.rfind("__", 0) == 0 || name.rfind("_ITM_", 0) == 0 || name == "_init" ||
-         name == "_fini" || name == "get_c_metadata";
+  return name.rfind("__", 0) == 0 || name.rfind("_ITM_", 0) == 0 || name == "_init" || name == "_fini" ||
+         name == "get_c_metadata";
 }
 
 // True when `address` is a symbol of `type` (STT_FUNC/STT_OBJECT) defined by

@@ -6,8 +6,8 @@
 
 namespace hetrt {
 
-Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes,
-                      int32_t num_args, hetrt_value_t* ret, int32_t* ret_type_code) {
+Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes, int32_t num_args,
+                      hetrt_value_t* ret, int32_t* ret_type_code) {
   hetrt_value_t unused_ret;
   int32_t unused_code = HETRT_TYPE_NULL;
   ClearLastError();
@@ -15,8 +15,7 @@ Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type
                          ret_type_code ? ret_type_code : &unused_code, func.resource);
   if (rc != 0) {
     std::string message = LastErrorMessage();
-    return Internal(message.empty() ? "function failed with code " + std::to_string(rc)
-                                    : message);
+    return Internal(message.empty() ? "function failed with code " + std::to_string(rc) : message);
   }
   return OkStatus();
 }
@@ -49,17 +48,15 @@ Result<const PackedFunc*> Module::GetFunctionFromEnv(std::string_view name) {
   if (found == nullptr) {
     std::string searched;
     for (const auto& import : imports_) searched += (searched.empty() ? "" : ", ") + import->type_key();
-    return NotFound("function '" + std::string(name) + "' not found in the imports of module '" +
-                    type_key_ + "' (" + (searched.empty() ? "no imports" : searched) +
-                    ") nor among global functions");
+    return NotFound("function '" + std::string(name) + "' not found in the imports of module '" + type_key_ + "' (" +
+                    (searched.empty() ? "no imports" : searched) + ") nor among global functions");
   }
   env_cache_.emplace(std::string(name), found);
   return found;
 }
 
 Result<const PackedFunc*> UnloadedModule::GetOwnFunction(std::string_view name) {
-  return reason_.WithContext("cannot look up '" + std::string(name) + "' in module '" +
-                             type_key() + "'");
+  return reason_.WithContext("cannot look up '" + std::string(name) + "' in module '" + type_key() + "'");
 }
 
 std::string UnloadedModule::Describe() const {

@@ -58,12 +58,11 @@ Status ReadImportTree(ByteReader& r, ImportTree* tree) {
 Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& source) {
   auto bad = [&](const std::string& why) { return DataLoss(source + ": _import_tree: " + why); };
   if (tree.row_ptr.size() != n + 1)
-    return bad("row_ptr has " + std::to_string(tree.row_ptr.size()) + " entries, expected " +
-               std::to_string(n + 1) + " for " + std::to_string(n) + " modules");
+    return bad("row_ptr has " + std::to_string(tree.row_ptr.size()) + " entries, expected " + std::to_string(n + 1) +
+               " for " + std::to_string(n) + " modules");
   if (tree.row_ptr[0] != 0) return bad("row_ptr[0] must be 0");
   for (size_t i = 0; i < n; ++i)
-    if (tree.row_ptr[i] > tree.row_ptr[i + 1])
-      return bad("row_ptr decreases at index " + std::to_string(i));
+    if (tree.row_ptr[i] > tree.row_ptr[i + 1]) return bad("row_ptr decreases at index " + std::to_string(i));
   if (tree.row_ptr[n] != tree.child_indices.size())
     return bad("row_ptr ends at " + std::to_string(tree.row_ptr[n]) + " but there are " +
                std::to_string(tree.child_indices.size()) + " child indices");
@@ -75,8 +74,8 @@ Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& s
                      " twice");
   for (size_t k = 0; k < tree.child_indices.size(); ++k)
     if (tree.child_indices[k] >= n)
-      return bad("child index " + std::to_string(tree.child_indices[k]) + " at position " +
-                 std::to_string(k) + " is out of range (" + std::to_string(n) + " modules)");
+      return bad("child index " + std::to_string(tree.child_indices[k]) + " at position " + std::to_string(k) +
+                 " is out of range (" + std::to_string(n) + " modules)");
   // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
   std::vector<uint8_t> colour(n, 0);
   for (size_t start = 0; start < n; ++start) {
@@ -91,8 +90,7 @@ Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& s
         continue;
       }
       size_t child = static_cast<size_t>(tree.child_indices[next++]);
-      if (colour[child] == 1)
-        return bad("module " + std::to_string(child) + " imports itself through a cycle");
+      if (colour[child] == 1) return bad("module " + std::to_string(child) + " imports itself through a cycle");
       if (colour[child] == 0) {
         colour[child] = 1;
         stack.push_back({child, tree.row_ptr[child]});
@@ -109,8 +107,7 @@ size_t FindTrailingImportTree(std::span<const uint8_t> payload, size_t from) {
   for (size_t p = from; p + 8 + key_len <= payload.size(); ++p) {
     uint64_t len;
     std::memcpy(&len, payload.data() + p, 8);
-    if (len != key_len || std::memcmp(payload.data() + p + 8, kImportTreeKey, key_len) != 0)
-      continue;
+    if (len != key_len || std::memcmp(payload.data() + p + 8, kImportTreeKey, key_len) != 0) continue;
     ByteReader probe(payload.subspan(p + 8 + key_len), "probe");
     ImportTree tree;
     if (ReadImportTree(probe, &tree).ok() && probe.remaining() == 0) return p;
@@ -122,8 +119,7 @@ size_t FindTrailingImportTree(std::span<const uint8_t> payload, size_t from) {
 uint64_t SymbolSize(void* address) {
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
-  if (dladdr1(address, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym)
-    return sym->st_size;
+  if (dladdr1(address, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym) return sym->st_size;
   return 0;
 }
 
@@ -192,21 +188,18 @@ void RegisterCoreLoader(const std::string& type_key, BlobLoader loader) {
   CoreLoaders()[type_key] = std::move(loader);
 }
 
-Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes,
-                                             const std::string& source) {
+Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes, const std::string& source) {
   ByteReader r(symbol_bytes, source);
   uint64_t nbytes = 0;
   HETRT_RETURN_IF_ERROR(r.ReadU64(&nbytes, "blob length prefix"));
   if (nbytes > r.remaining())
-    return r.Error("blob length prefix", "says " + std::to_string(nbytes) +
-                                             " bytes but only " + std::to_string(r.remaining()) +
-                                             " follow in the symbol");
+    return r.Error("blob length prefix", "says " + std::to_string(nbytes) + " bytes but only " +
+                                             std::to_string(r.remaining()) + " follow in the symbol");
   return symbol_bytes.subspan(8, static_cast<size_t>(nbytes));
 }
 
 Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> payload,
-                                                       std::shared_ptr<Module> library,
-                                                       const std::string& source,
+                                                       std::shared_ptr<Module> library, const std::string& source,
                                                        const LoadOptions& options) {
   PluginRegistry& plugins = options.plugins ? *options.plugins : PluginRegistry::Global();
   ByteReader r(payload, source);
@@ -215,8 +208,8 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
   // Each entry holds at least its type_key's u64 length.
   HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sizeof(uint64_t), "blob entry count"));
   if (count > kMaxModules)
-    return r.Error("blob entry count", std::to_string(count) + " modules (at most " + std::to_string(kMaxModules) +
-                                           " are accepted)");
+    return r.Error("blob entry count",
+                   std::to_string(count) + " modules (at most " + std::to_string(kMaxModules) + " are accepted)");
   std::vector<std::shared_ptr<Module>> modules;
   ImportTree tree;
   bool has_tree = false;
@@ -257,8 +250,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
     if (!loaded.ok()) return loaded.status().WithContext(where);
     modules.push_back(std::move(loaded).value());
   }
-  if (r.remaining() != 0)
-    return r.Error("blob", std::to_string(r.remaining()) + " bytes after the last entry");
+  if (r.remaining() != 0) return r.Error("blob", std::to_string(r.remaining()) + " bytes after the last entry");
   if (modules.empty()) return DataLoss(source + ": blob holds no modules");
 
   if (has_tree) {
@@ -266,8 +258,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
     for (size_t i = 0; i < modules.size(); ++i)
       for (uint64_t k = tree.row_ptr[i]; k < tree.row_ptr[i + 1]; ++k)
         modules[i]->Import(modules[static_cast<size_t>(tree.child_indices[k])]);
-    if (library && !has_lib)
-      return DataLoss(source + ": blob has an _import_tree but no _lib entry for the host code");
+    if (library && !has_lib) return DataLoss(source + ": blob has an _import_tree but no _lib entry for the host code");
     return modules[0];
   }
   // Legacy form: the library is the root and imports every other module.
@@ -277,8 +268,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
   return library;
 }
 
-Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
-                                               const LoadOptions& options) {
+Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const LoadOptions& options) {
   std::lock_guard<std::mutex> live_lock(g_live_mutex);
   HETRT_ASSIGN_OR_RETURN(std::shared_ptr<LibraryModule> library, LibraryModule::Open(path));
   PluginRegistry* plugins = options.plugins ? options.plugins : &PluginRegistry::Global();
@@ -297,8 +287,7 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
     uint64_t available = SymbolSize(const_cast<uint8_t*>(blob));
     const uint64_t segment = BytesToSegmentEnd(blob);
     if (available == 0 || (segment != 0 && available > segment)) available = segment;
-    if (available < 8)
-      return DataLoss(path + ": " + kBlobSymbol + " is shorter than its 8-byte length prefix");
+    if (available < 8) return DataLoss(path + ": " + kBlobSymbol + " is shorter than its 8-byte length prefix");
     const std::string source = path + ": " + kBlobSymbol;
     HETRT_ASSIGN_OR_RETURN(auto payload, BlobPayload({blob, static_cast<size_t>(available)}, source));
     LoadOptions mapped = options;
@@ -313,8 +302,7 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
 
 // ---------------------------------------------------------------- PluginModule
 
-Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::string& type_key,
-                                                   ByteReader& reader) {
+Result<std::shared_ptr<Module>> PluginModule::Load(Plugin* plugin, const std::string& type_key, ByteReader& reader) {
   uint64_t consumed = 0;
   HETRT_ASSIGN_OR_RETURN(DeviceModule module, DeviceModule::Load(*plugin, type_key, reader.Rest(), &consumed));
   HETRT_RETURN_IF_ERROR(reader.Skip(consumed, type_key));

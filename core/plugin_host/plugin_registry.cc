@@ -11,11 +11,11 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/install_layout.h"
 #include "hetrt/device/host_services.h"
 #include "hetrt/device/whole_model.h"
-#include "hetrt/base/dtype.h"
 #include "hetrt/tvm_abi/global_functions.h"
-#include "hetrt/base/install_layout.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -126,7 +126,8 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
 std::vector<std::string> PluginRegistry::CandidateFiles(const std::vector<std::string>& search_paths) {
   std::vector<std::string> files;
   for (const std::string& path : UniqueSearchPaths(search_paths)) {
-    if (IsFile(path)) files.push_back(path);
+    if (IsFile(path))
+      files.push_back(path);
     else if (IsDirectory(path))
       for (std::string& file : ListPluginFiles(path)) files.push_back(std::move(file));
   }
@@ -136,9 +137,7 @@ std::vector<std::string> PluginRegistry::CandidateFiles(const std::vector<std::s
 PluginRegistry& PluginRegistry::Global() {
   // Never destroyed: tensors and compiled code may still use plugin memory and
   // function pointers while other static objects are torn down at exit.
-  static PluginRegistry* global = [] {
-    return Discover(Options{}).release();
-  }();
+  static PluginRegistry* global = [] { return Discover(Options{}).release(); }();
   return *global;
 }
 
@@ -173,15 +172,14 @@ void PluginRegistry::LoadPlugin(const std::string& path) {
 Result<Plugin*> PluginRegistry::ForTypeKey(std::string_view type_key) const {
   for (const auto& p : plugins_)
     if (p->LoadsTypeKey(type_key)) return p.get();
-  return NotFound("no plugin provides type_key '" + std::string(type_key) + "' (" +
-                  DescribeSearch() + ")");
+  return NotFound("no plugin provides type_key '" + std::string(type_key) + "' (" + DescribeSearch() + ")");
 }
 
 Result<Plugin*> PluginRegistry::ForDeviceType(int32_t device_type) const {
   for (const auto& p : plugins_)
     if (p->ServesDeviceType(device_type)) return p.get();
-  return NotFound("no plugin provides device type " + DeviceTypeName(device_type) + " (" +
-                  std::to_string(device_type) + ") (" + DescribeSearch() + ")");
+  return NotFound("no plugin provides device type " + DeviceTypeName(device_type) + " (" + std::to_string(device_type) +
+                  ") (" + DescribeSearch() + ")");
 }
 
 Result<Plugin*> PluginRegistry::ForWholeModelDevice(const std::string& device) const {
@@ -209,16 +207,12 @@ Result<Plugin*> PluginRegistry::ForDevice(DLDevice device) const {
   HETRT_ASSIGN_OR_RETURN(Plugin * plugin, ForDeviceType(device.device_type));
   HETRT_ASSIGN_OR_RETURN(auto count, plugin->CountDevices(device.device_type));
   if (device.device_id < 0 || device.device_id >= count.count) {
-    std::string why = count.count == 0 ? "no " + DeviceTypeName(device.device_type) +
-                                             " device is available" +
-                                             (count.unavailable_reason.empty()
-                                                  ? std::string()
-                                                  : ": " + count.unavailable_reason)
-                                       : "only " + std::to_string(count.count) + " " +
-                                             DeviceTypeName(device.device_type) +
-                                             " device(s) exist";
-    return NotFound("device " + DeviceToString(device) + " not available from plugin '" +
-                    plugin->name() + "': " + why);
+    std::string why =
+        count.count == 0
+            ? "no " + DeviceTypeName(device.device_type) + " device is available" +
+                  (count.unavailable_reason.empty() ? std::string() : ": " + count.unavailable_reason)
+            : "only " + std::to_string(count.count) + " " + DeviceTypeName(device.device_type) + " device(s) exist";
+    return NotFound("device " + DeviceToString(device) + " not available from plugin '" + plugin->name() + "': " + why);
   }
   return plugin;
 }
@@ -242,7 +236,8 @@ std::string PluginRegistry::DescribeSearch() const {
     s += "; not used: ";
     for (size_t i = 0; i < problems_.size(); ++i) {
       const std::string& reason = problems_[i].reason;
-      s += (i ? ", " : "") + problems_[i].path + " (" + (reason.size() > 100 ? reason.substr(0, 97) + "..." : reason) + ")";
+      s += (i ? ", " : "") + problems_[i].path + " (" + (reason.size() > 100 ? reason.substr(0, 97) + "..." : reason) +
+           ")";
     }
   }
   return s;
@@ -261,9 +256,8 @@ Plugin* PluginRegistry::CopyProvider(DLDevice src, DLDevice dst) const {
   return nullptr;
 }
 
-Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device,
-                                 void* dst, uint64_t dst_offset, DLDevice dst_device,
-                                 uint64_t nbytes) const {
+Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device, void* dst,
+                                 uint64_t dst_offset, DLDevice dst_device, uint64_t nbytes) const {
   if (nbytes == 0) return OkStatus();
   const bool src_host = src_device.device_type == kDLCPU;
   const bool dst_host = dst_device.device_type == kDLCPU;
@@ -280,8 +274,8 @@ Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice 
       return Unimplemented("no plugin copies between " + DeviceToString(src_device) + " and " +
                            DeviceToString(dst_device));
     // Two backends that cannot copy to each other: stage through host memory.
-    HETRT_ASSIGN_OR_RETURN(Tensor staging, Tensor::EmptyHost({static_cast<int64_t>(nbytes)},
-                                                             DLDataType{kDLUInt, 8, 1}));
+    HETRT_ASSIGN_OR_RETURN(Tensor staging,
+                           Tensor::EmptyHost({static_cast<int64_t>(nbytes)}, DLDataType{kDLUInt, 8, 1}));
     HETRT_RETURN_IF_ERROR(CopyBytes(src, src_offset, src_device, staging.data(), 0, staging.device(), nbytes));
     return CopyBytes(staging.data(), 0, staging.device(), dst, dst_offset, dst_device, nbytes);
   }
@@ -292,12 +286,11 @@ Status PluginRegistry::CopyBytes(const void* src, uint64_t src_offset, DLDevice 
 
 Status PluginRegistry::CopyTensor(const Tensor& src, Tensor& dst) const {
   if (src.nbytes() != dst.nbytes())
-    return InvalidArgument("copy of " + std::to_string(src.nbytes()) + " bytes (" +
-                           ShapeToString(src.shape()) + " " + DataTypeToString(src.dtype()) +
-                           ") into " + std::to_string(dst.nbytes()) + " bytes (" +
+    return InvalidArgument("copy of " + std::to_string(src.nbytes()) + " bytes (" + ShapeToString(src.shape()) + " " +
+                           DataTypeToString(src.dtype()) + ") into " + std::to_string(dst.nbytes()) + " bytes (" +
                            ShapeToString(dst.shape()) + " " + DataTypeToString(dst.dtype()) + ")");
-  return CopyBytes(src.data(), src.dl()->byte_offset, src.device(), dst.data(),
-                   dst.dl()->byte_offset, dst.device(), src.nbytes());
+  return CopyBytes(src.data(), src.dl()->byte_offset, src.device(), dst.data(), dst.dl()->byte_offset, dst.device(),
+                   src.nbytes());
 }
 
 Result<Tensor> PluginRegistry::ToHost(const Tensor& src) const {

@@ -6,10 +6,10 @@
 #include <exception>
 #include <string>
 
-#include "hetrt/device/device.h"
-#include "hetrt/device/task_pool.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/device/device.h"
+#include "hetrt/device/task_pool.h"
 #include "tvm_abi/backend_routes.h"
 
 #define HETRT_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -74,8 +74,8 @@ void ReportException(const char* where) noexcept {
 
 // __tvm_set_device(device_type, device_id): TVM host code calls it before it
 // launches kernels on a device.
-int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
-                      void*) noexcept try {
+int32_t SetDeviceImpl(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void*) noexcept
+    try {
   if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT)
     return Fail("__tvm_set_device takes (int device_type, int device_id)");
   Plugin* plugin = DeviceProvider(args[0].v_int64);
@@ -135,8 +135,8 @@ HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_nam
   return -1;
 }
 
-HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                                              int /*dtype_code_hint*/, int /*dtype_bits_hint*/) noexcept try {
+HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int /*dtype_code_hint*/,
+                                              int /*dtype_bits_hint*/) noexcept try {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
   if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) [[unlikely]] {
     hetrt::Fail("TVMBackendAllocWorkspace: no plugin provides workspace memory for " +

@@ -49,38 +49,33 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
 }
 
-bool IsOurDevice(DLDevice device) {
-  return device.device_type == kDLCPU && device.device_id == 0;
-}
+bool IsOurDevice(DLDevice device) { return device.device_type == kDLCPU && device.device_id == 0; }
 
 hetrt_error_t* CheckDevice(DLDevice device) {
   if (IsOurDevice(device)) return nullptr;
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                   "cpu plugin: no device (type %d, id %d); it serves only (type 1, id 0)",
-                   static_cast<int>(device.device_type), static_cast<int>(device.device_id));
+                    "cpu plugin: no device (type %d, id %d); it serves only (type 1, id 0)",
+                    static_cast<int>(device.device_type), static_cast<int>(device.device_id));
 }
 
 // NULL is the default stream; anything else must come from this instance.
 hetrt_error_t* CheckStream(const hetrt_instance_t* self, const hetrt_stream_t* stream) {
   if (stream == nullptr || stream->owner == self) return nullptr;
-  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                   "cpu plugin: stream %p was not created by this instance",
-                   static_cast<const void*>(stream));
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: stream %p was not created by this instance",
+                    static_cast<const void*>(stream));
 }
 
 hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* event) {
   if (event != nullptr && event->owner == self) return nullptr;
-  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                   "cpu plugin: event %p is null or was not created by this instance",
-                   static_cast<const void*>(event));
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: event %p is null or was not created by this instance",
+                    static_cast<const void*>(event));
 }
 
 hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t, unavailable_reason);
   if (args->device_type != kDLCPU) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: device type %d is not served (only 1, kDLCPU)",
-                     static_cast<int>(args->device_type));
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: device type %d is not served (only 1, kDLCPU)",
+                      static_cast<int>(args->device_type));
   }
   args->count = 1;
   args->unavailable_reason = nullptr;
@@ -120,7 +115,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
       break;
   }
   return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",
-                   static_cast<int>(attribute));
+                    static_cast<int>(attribute));
 }
 
 hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
@@ -131,12 +126,10 @@ hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
 }
 
 hetrt_error_t* CheckKind(int32_t kind) {
-  if (kind == HETRT_MEMORY_DEVICE || kind == HETRT_MEMORY_HOST_VISIBLE ||
-      kind == HETRT_MEMORY_HOST_PINNED) {
+  if (kind == HETRT_MEMORY_DEVICE || kind == HETRT_MEMORY_HOST_VISIBLE || kind == HETRT_MEMORY_HOST_PINNED) {
     return nullptr;
   }
-  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d",
-                   static_cast<int>(kind));
+  return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d", static_cast<int>(kind));
 }
 
 hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
@@ -147,27 +140,22 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   if (hetrt_error_t* error = CheckKind(args->kind)) return error;  // all of them host memory
   const uint64_t requested = args->alignment;
   if (requested == 0 || (requested & (requested - 1)) != 0) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: alignment %llu is not a power of two",
-                     static_cast<unsigned long long>(requested));
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: alignment %llu is not a power of two",
+                      static_cast<unsigned long long>(requested));
   }
   const uint64_t alignment = std::max(requested, kMinAllocAlignment);
   // One alignment unit in front holds the header; at least one more for the
   // data, so that a zero-byte request still gets a distinct pointer.
   const uint64_t nbytes = std::max<uint64_t>(args->nbytes, 1);
   if (alignment > SIZE_MAX / 4 || nbytes > SIZE_MAX - 2 * alignment) {
-    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                     "cpu plugin: cannot allocate %llu bytes aligned to %llu",
-                     static_cast<unsigned long long>(args->nbytes),
-                     static_cast<unsigned long long>(alignment));
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot allocate %llu bytes aligned to %llu",
+                      static_cast<unsigned long long>(args->nbytes), static_cast<unsigned long long>(alignment));
   }
   const size_t total = static_cast<size_t>(alignment + ((nbytes + alignment - 1) & ~(alignment - 1)));
   auto* block = static_cast<std::byte*>(std::aligned_alloc(static_cast<size_t>(alignment), total));
   if (block == nullptr) {
-    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                     "cpu plugin: cannot allocate %llu bytes aligned to %llu",
-                     static_cast<unsigned long long>(args->nbytes),
-                     static_cast<unsigned long long>(alignment));
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot allocate %llu bytes aligned to %llu",
+                      static_cast<unsigned long long>(args->nbytes), static_cast<unsigned long long>(alignment));
   }
   void* data = block + alignment;
   hetrt_instance_t* self = args->self;
@@ -189,8 +177,7 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
   hetrt_instance_t* self = args->self;
   if (header->tag != kAllocTag || header->owner != self) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: free of %p, which this instance did not allocate or already freed",
-                     args->data);
+                      "cpu plugin: free of %p, which this instance did not allocate or already freed", args->data);
   }
   header->tag = 0;
   self->memory_counters.Freed(header->nbytes);
@@ -213,7 +200,7 @@ hetrt_error_t* Copy(hetrt_copy_args_t* args) {
   if (args->nbytes == 0) return nullptr;
   if (args->src == nullptr || args->dst == nullptr) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: copy of %llu bytes with a null pointer",
-                     static_cast<unsigned long long>(args->nbytes));
+                      static_cast<unsigned long long>(args->nbytes));
   }
   // Blocking or not, the bytes have arrived on return. memmove: an in-place
   // reshuffle within one buffer is a legal request too.
@@ -344,14 +331,12 @@ hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
 }
 
 // The recorded time of `event`, or FAILED_PRECONDITION before any record.
-hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* event,
-                          uint64_t* ns) {
+hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* event, uint64_t* ns) {
   if (hetrt_error_t* error = CheckEvent(self, event)) return error;
   *ns = event->recorded_ns.load(std::memory_order_relaxed);
   if (*ns != 0) return nullptr;
-  return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
-                   "cpu plugin: time asked of event %p, which was never recorded",
-                   static_cast<const void*>(event));
+  return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION, "cpu plugin: time asked of event %p, which was never recorded",
+                    static_cast<const void*>(event));
 }
 
 hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
@@ -389,9 +374,8 @@ hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->data = ThreadWorkspace().Allocate(args->nbytes);
   if (args->data != nullptr) return nullptr;
-  return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                   "cpu plugin: cannot allocate %llu bytes of workspace",
-                   static_cast<unsigned long long>(args->nbytes));
+  return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot allocate %llu bytes of workspace",
+                    static_cast<unsigned long long>(args->nbytes));
 }
 
 hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
@@ -399,9 +383,9 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (ThreadWorkspace().Free(args->data)) return nullptr;
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                   "cpu plugin: workspace_free of %p, which this thread's workspace_alloc did not "
-                   "hand out, or already freed",
-                   args->data);
+                    "cpu plugin: workspace_free of %p, which this thread's workspace_alloc did not "
+                    "hand out, or already freed",
+                    args->data);
 }
 
 hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {

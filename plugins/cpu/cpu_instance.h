@@ -56,26 +56,22 @@ inline bool IsLive(const hetrt_instance_t* self) {
 
 // Every entry point starts here: the caller's struct must hold every ABI 2.0
 // field the plugin reads (up to `last`), and `self` must be a live instance.
-inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self,
-                                const char* type) {
+inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self, const char* type) {
   if (!holds_fields) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: %s is null or smaller than in ABI 2.0", type);
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %s is null or smaller than in ABI 2.0", type);
   }
   if (!IsLive(self)) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: %s.self is not a live instance of this plugin", type);
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %s.self is not a live instance of this plugin", type);
   }
   return nullptr;
 }
 
-#define HETRT_CPU_CHECK_CALL(args, type, last)                                          \
-  do {                                                                                  \
-    const bool holds_ = HETRT_ARGS_HAS(args, type, last);                               \
-    if (hetrt_error_t* error_ =                                                         \
-            ::hetrt::cpu::CheckCall(holds_, holds_ ? (args)->self : nullptr, #type)) { \
-      return error_;                                                                    \
-    }                                                                                   \
+#define HETRT_CPU_CHECK_CALL(args, type, last)                                                             \
+  do {                                                                                                     \
+    const bool holds_ = HETRT_ARGS_HAS(args, type, last);                                                  \
+    if (hetrt_error_t* error_ = ::hetrt::cpu::CheckCall(holds_, holds_ ? (args)->self : nullptr, #type)) { \
+      return error_;                                                                                       \
+    }                                                                                                      \
   } while (0)
 
 void Log(const hetrt_instance_t* self, hetrt_log_level_t level, const char* message);

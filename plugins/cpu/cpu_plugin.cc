@@ -48,14 +48,12 @@ hetrt_error_t* ApplyOption(hetrt_instance_t* self, const char* key, const char* 
   if (std::strcmp(key, "num_threads") != 0) {
     // NOT_FOUND lets a caller that offers an option to every plugin tell
     // "not mine" from "bad value".
-    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads)",
-                     key);
+    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads)", key);
   }
   int32_t num_threads = 0;
   if (!ParseThreadCount(value, &num_threads)) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: num_threads=\"%s\" is not an integer in [1, %d]", value,
-                     static_cast<int>(kMaxThreads));
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: num_threads=\"%s\" is not an integer in [1, %d]",
+                      value, static_cast<int>(kMaxThreads));
   }
   return StartThreadPool(self, num_threads);
 }
@@ -69,7 +67,7 @@ void DestroyInstance(hetrt_instance_t* self) {
 hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
   if (!HETRT_ARGS_HAS(args, hetrt_instance_create_args_t, instance)) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: hetrt_instance_create_args_t is null or smaller than in ABI 2.0");
+                      "cpu plugin: hetrt_instance_create_args_t is null or smaller than in ABI 2.0");
   }
   args->instance = nullptr;
   const hetrt_host_api_t* host = args->host;
@@ -77,20 +75,18 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: null or truncated host api");
   }
   if (host->abi_major != HETRT_PLUGIN_ABI_MAJOR) {
-    return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
-                     "cpu plugin: host ABI major %d, plugin ABI major %d",
-                     static_cast<int>(host->abi_major), HETRT_PLUGIN_ABI_MAJOR);
+    return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION, "cpu plugin: host ABI major %d, plugin ABI major %d",
+                      static_cast<int>(host->abi_major), HETRT_PLUGIN_ABI_MAJOR);
   }
   if (args->num_options > 0 && args->options == nullptr) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %zu options but a null array",
-                     args->num_options);
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %zu options but a null array", args->num_options);
   }
   int32_t num_threads = std::min(AvailableCoreCount(), kMaxThreads);
   const char* from_environment = std::getenv("HETRT_NUM_THREADS");
   if (from_environment != nullptr && !ParseThreadCount(from_environment, &num_threads)) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: HETRT_NUM_THREADS=\"%s\" is not an integer in [1, %d]",
-                     from_environment, static_cast<int>(kMaxThreads));
+                      "cpu plugin: HETRT_NUM_THREADS=\"%s\" is not an integer in [1, %d]", from_environment,
+                      static_cast<int>(kMaxThreads));
   }
 
   // Owned by the unique_ptr until it is handed out, so every failure path
@@ -106,8 +102,7 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
     if (hetrt_error_t* error = ApplyOption(self.get(), option.key, option.value)) return error;
   }
   char message[64];
-  std::snprintf(message, sizeof(message), "cpu plugin: %d threads",
-                static_cast<int>(self->num_threads.load()));
+  std::snprintf(message, sizeof(message), "cpu plugin: %d threads", static_cast<int>(self->num_threads.load()));
   Log(self.get(), HETRT_LOG_DEBUG, message);
   args->instance = self.release();
   return nullptr;

@@ -51,16 +51,15 @@ hetrt_error_t* Launch(hetrt_parallel_launch_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_parallel_launch_args_t, failed_task);
   args->failed_task = -1;
   if (args->lambda == nullptr || args->num_task < 0) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                     "cpu plugin: parallel launch with a null lambda or num_task %d",
-                     static_cast<int>(args->num_task));
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: parallel launch with a null lambda or num_task %d",
+                      static_cast<int>(args->num_task));
   }
   InFlight in_flight(args->self);
   ThreadPool* pool = args->self->pool.load();
   if (pool == nullptr) {
     return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION,
-                     "cpu plugin: parallel launch on an instance with no thread pool "
-                     "(not created yet, or being destroyed)");
+                      "cpu plugin: parallel launch on an instance with no thread pool "
+                      "(not created yet, or being destroyed)");
   }
   args->failed_task = pool->Launch(args->lambda, args->cdata, args->num_task);
   return nullptr;
@@ -92,7 +91,7 @@ constexpr hetrt_parallel_api_t kParallelApi{
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
   if (num_threads < 1 || num_threads > kMaxThreads) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
-                     static_cast<int>(num_threads), static_cast<int>(kMaxThreads));
+                      static_cast<int>(num_threads), static_cast<int>(kMaxThreads));
   }
   std::lock_guard<std::mutex> resize(self->resize_mutex);
   if (self->num_threads.load() == num_threads) return nullptr;
@@ -103,10 +102,10 @@ hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
     pool = new ThreadPool(num_threads);
   } catch (const std::system_error& error) {
     return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: cannot start %d threads: %s",
-                     static_cast<int>(num_threads), error.what());
+                      static_cast<int>(num_threads), error.what());
   } catch (const std::bad_alloc&) {
-    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                     "cpu plugin: out of memory starting %d threads", static_cast<int>(num_threads));
+    return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: out of memory starting %d threads",
+                      static_cast<int>(num_threads));
   }
   SwapPool(self, pool);
   self->num_threads.store(num_threads);

@@ -13,9 +13,9 @@ inline constexpr char kLabel[] = "cpu plugin";
 // printf-style message. Never throws, so ABI entry points can return its
 // result directly: when the heap is exhausted it returns a shared static error
 // that ErrorDestroy knows not to delete.
-using sdk::MakeErrorf;
 using sdk::ErrorDestroy;
 using sdk::ErrorMessage;
+using sdk::MakeErrorf;
 
 // Wraps an entry point so that no C++ exception crosses the ABI; costs nothing
 // on the path that does not throw. (The CPU plugin checks its args struct

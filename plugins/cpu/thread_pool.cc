@@ -47,8 +47,8 @@ void ThreadPool::StopWorkers() {
 }
 
 int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
-  const bool use_workers = num_task != 1 && !workers_.empty() &&
-                           !launch_in_progress_.exchange(true, std::memory_order_acquire);
+  const bool use_workers =
+      num_task != 1 && !workers_.empty() && !launch_in_progress_.exchange(true, std::memory_order_acquire);
   if (!use_workers) return RunSerially(lambda, cdata, num_task == 0 ? 1 : num_task);
 
   const int32_t task_count = num_task == 0 ? num_threads_ : num_task;
@@ -71,8 +71,8 @@ int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t 
 void ThreadPool::WorkerLoop(int32_t thread_index) {
   uint32_t seen_generation = 0;  // the value generation_ starts with
   for (;;) {
-    seen_generation = SpinThenWait(
-        generation_, [seen_generation](uint32_t current) { return current != seen_generation; });
+    seen_generation =
+        SpinThenWait(generation_, [seen_generation](uint32_t current) { return current != seen_generation; });
     if (stopping_) return;
     RunShareOfTasks(thread_index);
     if (workers_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {

@@ -48,20 +48,42 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->compute_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->integrated && d->can_map_host; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = d->max_threads_per_block; return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->warp_size; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = d->shared_per_block; return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->multiprocessors; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = d->clock_khz; return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->async_engines > 0; return nullptr;
+    case HETRT_DEVICE_ATTR_NAME:
+      args->string = d->display_name.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
+      args->string = d->driver_version.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
+      args->string = d->compute_version.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
+      args->value = d->integrated && d->can_map_host;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
+      args->value = static_cast<int64_t>(d->total_memory);
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+      args->value = d->max_threads_per_block;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE:
+      args->value = d->warp_size;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
+      args->value = d->shared_per_block;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
+      args->value = d->multiprocessors;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ:
+      args->value = d->clock_khz;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS:
+      args->value = d->async_engines > 0;
+      return nullptr;
     default:
-      return MakeError(HETRT_STATUS_NOT_FOUND,
-                       "the CUDA plugin does not know device attribute " + std::to_string(static_cast<int>(args->attribute)));
+      return MakeError(HETRT_STATUS_NOT_FOUND, "the CUDA plugin does not know device attribute " +
+                                                   std::to_string(static_cast<int>(args->attribute)));
   }
 }
 
@@ -89,8 +111,9 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       break;
     case HETRT_MEMORY_HOST_VISIBLE: {
       if (!d->integrated || !d->can_map_host)
-        return MakeError(HETRT_STATUS_UNIMPLEMENTED, "HOST_VISIBLE memory needs an integrated GPU that maps host memory; " +
-                                                         d->display_name + " is a discrete GPU");
+        return MakeError(HETRT_STATUS_UNIMPLEMENTED,
+                         "HOST_VISIBLE memory needs an integrated GPU that maps host memory; " + d->display_name +
+                             " is a discrete GPU");
       if (CUresult r = cu->cuMemHostAlloc(&a.host, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))
         return inst->Error(d, what + " of mapped host memory (cuMemHostAlloc)", r);
       CUdeviceptr ptr = 0;
@@ -102,21 +125,26 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       break;
     }
     default:
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                       "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
   }
   if (args->alignment > 1 && reinterpret_cast<uintptr_t>(data) % args->alignment != 0) {
     // The driver aligns to at least 256 bytes; a larger demand cannot be met.
-    if (args->kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
-    else cu->cuMemFreeHost(a.host);
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the CUDA driver returned memory not aligned to " +
-                                                        std::to_string(args->alignment) + " bytes");
+    if (args->kind == HETRT_MEMORY_DEVICE)
+      cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+    else
+      cu->cuMemFreeHost(a.host);
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "the CUDA driver returned memory not aligned to " + std::to_string(args->alignment) + " bytes");
   }
   try {
     std::lock_guard<std::mutex> lock(inst->allocations_mutex);
     inst->allocations[reinterpret_cast<uintptr_t>(data)] = a;
   } catch (...) {
-    if (args->kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
-    else cu->cuMemFreeHost(a.host);
+    if (args->kind == HETRT_MEMORY_DEVICE)
+      cu->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+    else
+      cu->cuMemFreeHost(a.host);
     throw;
   }
   d->memory_counters.Allocated(args->nbytes);
@@ -133,8 +161,8 @@ hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
     std::lock_guard<std::mutex> lock(inst->allocations_mutex);
     auto it = inst->allocations.find(reinterpret_cast<uintptr_t>(args->data));
     if (it == inst->allocations.end() || it->second.kind != args->kind)
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not memory of kind " + std::to_string(args->kind) +
-                                                          " that this CUDA instance allocated");
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                       "not memory of kind " + std::to_string(args->kind) + " that this CUDA instance allocated");
     a = it->second;
     inst->allocations.erase(it);
   }
@@ -161,7 +189,8 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr
   out->address = reinterpret_cast<uintptr_t>(ptr) + offset;
   if (label.device_type == kDLCPU) return nullptr;
   if (label.device_type != kDLCUDA)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither a CUDA nor a CPU device");
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     std::string("copy ") + which + " is neither a CUDA nor a CPU device");
   if (hetrt_error_t* e = inst->devices.Find(label, &out->device)) return e;
   std::lock_guard<std::mutex> lock(inst->allocations_mutex);
   auto it = inst->allocations.upper_bound(reinterpret_cast<uintptr_t>(ptr));
@@ -172,11 +201,13 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr
   const uint64_t start = reinterpret_cast<uintptr_t>(ptr) - base;
   if (start > a.nbytes) return nullptr;  // past that allocation: not ours
   if (offset > a.nbytes - start || nbytes > a.nbytes - start - offset)
-    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(start + offset) +
-                                                    ", +" + std::to_string(nbytes) + ") exceeds the " +
-                                                    std::to_string(a.nbytes) + "-byte buffer");
-  if (a.kind == HETRT_MEMORY_HOST_PINNED) out->device = nullptr;
-  else out->device = inst->devices.at(a.device_id);
+    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" +
+                                                    std::to_string(start + offset) + ", +" + std::to_string(nbytes) +
+                                                    ") exceeds the " + std::to_string(a.nbytes) + "-byte buffer");
+  if (a.kind == HETRT_MEMORY_HOST_PINNED)
+    out->device = nullptr;
+  else
+    out->device = inst->devices.at(a.device_id);
   return nullptr;
 }
 
@@ -203,12 +234,14 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
   if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst)) return e;
+  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
+    return e;
   Device* d = src.device ? src.device : dst.device;
   if (d == nullptr) {
     if (a->src_device.device_type != kDLCUDA && a->dst_device.device_type != kDLCUDA)
       return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is a CUDA device");
-    d = inst->devices.at((a->src_device.device_type == kDLCUDA ? a->src_device : a->dst_device).device_id);  // pinned both sides
+    d = inst->devices.at(
+        (a->src_device.device_type == kDLCUDA ? a->src_device : a->dst_device).device_id);  // pinned both sides
   }
   CUstream stream = nullptr;
   if (hetrt_error_t* e = StreamOf(d, a->stream, &stream)) return e;
@@ -218,10 +251,10 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   const Driver* cu = inst->driver();
   if (a->nbytes > 0) {
     // With unified addressing the driver tells host from device memory itself.
-    const CUresult r =
-        src.device && dst.device && src.device != dst.device
-            ? cu->cuMemcpyPeerAsync(dst.address, dst.device->context, src.address, src.device->context, a->nbytes, stream)
-            : cu->cuMemcpyAsync(dst.address, src.address, a->nbytes, stream);
+    const CUresult r = src.device && dst.device && src.device != dst.device
+                           ? cu->cuMemcpyPeerAsync(dst.address, dst.device->context, src.address, src.device->context,
+                                                   a->nbytes, stream)
+                           : cu->cuMemcpyAsync(dst.address, src.address, a->nbytes, stream);
     if (r != CUDA_SUCCESS) return inst->Error(d, "copying " + std::to_string(a->nbytes) + " bytes", r);
   }
   if (a->flags & HETRT_COPY_BLOCKING)
@@ -377,13 +410,15 @@ hetrt_error_t* CheckTimingEvent(const hetrt_event* e, const char* call) {
   if (e == nullptr || !e->recorded)
     return MakeError(HETRT_STATUS_FAILED_PRECONDITION, std::string(call) + " needs recorded events");
   if (!e->timing)
-    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, std::string(call) + " needs events created with HETRT_EVENT_TIMING");
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION,
+                     std::string(call) + " needs events created with HETRT_EVENT_TIMING");
   return nullptr;
 }
 
 hetrt_error_t* ElapsedMs(hetrt_instance* inst, Device* d, CUevent start, CUevent end, double* ms) {
   float elapsed = 0;
-  if (CUresult r = inst->driver()->cuEventElapsedTime(&elapsed, start, end)) return inst->Error(d, "cuEventElapsedTime", r);
+  if (CUresult r = inst->driver()->cuEventElapsedTime(&elapsed, start, end))
+    return inst->Error(d, "cuEventElapsedTime", r);
   *ms = elapsed;
   return nullptr;
 }
@@ -514,9 +549,7 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
 
 int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
-  return Current::Get(inst->serial, device_id);
-}
+hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) { return Current::Get(inst->serial, device_id); }
 
 const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 
@@ -553,7 +586,8 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::cuda::Device>& list)
     d->max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     d->warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
     d->shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-    d->shared_per_block_optin = std::max(d->shared_per_block, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    d->shared_per_block_optin =
+        std::max(d->shared_per_block, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
     d->clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
     d->async_engines = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
     d->integrated = attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0;
@@ -573,7 +607,8 @@ hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
   if (!d->context_ready.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(d->context_mutex);
     if (!d->context_ready.load(std::memory_order_relaxed)) {
-      if (CUresult r = cu->cuDevicePrimaryCtxRetain(&d->context, d->handle)) return Error(d, "retaining the primary context", r);
+      if (CUresult r = cu->cuDevicePrimaryCtxRetain(&d->context, d->handle))
+        return Error(d, "retaining the primary context", r);
       CUresult r = cu->cuCtxSetCurrent(d->context);
       if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
       if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->clock_stream, CU_STREAM_NON_BLOCKING);
@@ -594,11 +629,11 @@ hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
 }
 
 hetrt_error_t* hetrt_instance::Error(const hetrt::cuda::Device* d, const std::string& what, CUresult result) const {
-  const hetrt_status_code_t code = result == CUDA_ERROR_OUT_OF_MEMORY ? HETRT_STATUS_RESOURCE_EXHAUSTED : HETRT_STATUS_INTERNAL;
-  return hetrt::cuda::MakeError(code, "cuda:" + std::to_string(d ? d->id : -1) + (d ? " (" + d->name + ")" : "") + ": " +
-                                          what + ": " + hetrt::cuda::ResultText(driver_, result));
+  const hetrt_status_code_t code =
+      result == CUDA_ERROR_OUT_OF_MEMORY ? HETRT_STATUS_RESOURCE_EXHAUSTED : HETRT_STATUS_INTERNAL;
+  return hetrt::cuda::MakeError(code, "cuda:" + std::to_string(d ? d->id : -1) + (d ? " (" + d->name + ")" : "") +
+                                          ": " + what + ": " + hetrt::cuda::ResultText(driver_, result));
 }
-
 
 // Reclaims what the core left (memory, workspace), then the streams and the
 // primary contexts.
@@ -610,8 +645,10 @@ hetrt_instance::~hetrt_instance() {
       delete e;  // leaks the memory rather than touch a context that is gone
       continue;
     }
-    if (a.kind == HETRT_MEMORY_DEVICE) cu->cuMemFree(static_cast<CUdeviceptr>(address));
-    else cu->cuMemFreeHost(a.host);
+    if (a.kind == HETRT_MEMORY_DEVICE)
+      cu->cuMemFree(static_cast<CUdeviceptr>(address));
+    else
+      cu->cuMemFreeHost(a.host);
   }
   for (auto& d : devices.discovered()) {
     if (!d->context_ready.load()) continue;

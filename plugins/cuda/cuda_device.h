@@ -21,8 +21,8 @@ struct Device {
   int id = 0;
   CUdevice handle = 0;
   // Attributes, read at discovery.
-  std::string name;          // "NVIDIA H100 80GB HBM3"
-  std::string display_name;  // "<name>, compute 9.0, driver 13.0"
+  std::string name;             // "NVIDIA H100 80GB HBM3"
+  std::string display_name;     // "<name>, compute 9.0, driver 13.0"
   std::string compute_version;  // "9.0"
   std::string driver_version;   // "13.0"
   int compute_major = 0, compute_minor = 0, multiprocessors = 0, max_threads_per_block = 0, warp_size = 0;
@@ -110,7 +110,6 @@ inline CUstream LaunchStream(const hetrt_instance* inst, const Device* d) {
   const hetrt_stream* s = CurrentStream(inst, d->id);
   return s ? s->stream : d->stream;
 }
-
 
 extern const hetrt_device_api_t kDeviceApi;
 

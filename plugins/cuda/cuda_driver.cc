@@ -38,7 +38,7 @@ std::string Resolve(void* handle, Driver* d) {
       return fn;
     return dlsym(handle, versioned);
   };
-#define HETRT_CUDA_RESOLVE(name)                                                                   \
+#define HETRT_CUDA_RESOLVE(name)                                                                    \
   d->name = reinterpret_cast<decltype(d->name)>(find(HETRT_CUDA_STR(name), HETRT_CUDA_XSTR(name))); \
   if (d->name == nullptr) return HETRT_CUDA_STR(name);
   HETRT_CUDA_DRIVER_FUNCTIONS(HETRT_CUDA_RESOLVE)
@@ -68,7 +68,8 @@ DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
   }
   // The version first: an old driver lacks some entry points, and saying it is
   // too old is the better message.
-  driver->cuDriverGetVersion = reinterpret_cast<decltype(driver->cuDriverGetVersion)>(dlsym(handle, "cuDriverGetVersion"));
+  driver->cuDriverGetVersion =
+      reinterpret_cast<decltype(driver->cuDriverGetVersion)>(dlsym(handle, "cuDriverGetVersion"));
   driver->cuInit = reinterpret_cast<decltype(driver->cuInit)>(dlsym(handle, "cuInit"));
   if (driver->cuDriverGetVersion == nullptr || driver->cuInit == nullptr) {
     probe.reason = driver->library + " is not a CUDA driver (no cuInit/cuDriverGetVersion)";
@@ -85,12 +86,16 @@ DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
     return probe;
   }
   if (std::string missing = Resolve(handle, driver.get()); !missing.empty()) {
-    probe.reason = "the CUDA driver " + driver->library + " (version " + VersionString(driver->version) + ") lacks " + missing;
+    probe.reason =
+        "the CUDA driver " + driver->library + " (version " + VersionString(driver->version) + ") lacks " + missing;
     return probe;
   }
   switch (const CUresult init = driver->cuInit(0)) {
-    case CUDA_SUCCESS: break;
-    case CUDA_ERROR_STUB_LIBRARY: probe.reason = stub; return probe;
+    case CUDA_SUCCESS:
+      break;
+    case CUDA_ERROR_STUB_LIBRARY:
+      probe.reason = stub;
+      return probe;
     case CUDA_ERROR_NO_DEVICE:
       probe.reason = "no CUDA-capable device (the driver " + VersionString(driver->version) + " found none)";
       return probe;
@@ -98,7 +103,9 @@ DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
       probe.reason = "the CUDA driver library (version " + VersionString(driver->version) +
                      ") does not match the NVIDIA kernel module (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)";
       return probe;
-    default: probe.reason = "cuInit failed: " + ResultText(driver.get(), init); return probe;
+    default:
+      probe.reason = "cuInit failed: " + ResultText(driver.get(), init);
+      return probe;
   }
   int count = 0;
   if (const CUresult r = driver->cuDeviceGetCount(&count); r != CUDA_SUCCESS) {

@@ -32,7 +32,8 @@ std::string DescribeFatbin(std::span<const uint8_t> data) {
   uint32_t magic = 0;
   uint16_t version = 0, header_size = 0;
   uint64_t fat_size = 0;
-  if (!r.Pod(&magic) || !r.Pod(&version) || !r.Pod(&header_size) || !r.Pod(&fat_size)) return "fatbin (truncated header)";
+  if (!r.Pod(&magic) || !r.Pod(&version) || !r.Pod(&header_size) || !r.Pod(&fat_size))
+    return "fatbin (truncated header)";
   std::string entries;
   uint64_t at = header_size;
   const uint64_t end = std::min<uint64_t>(data.size(), header_size + fat_size);
@@ -61,7 +62,11 @@ ImageKind DetectImage(std::span<const uint8_t> data) {
     uint32_t magic = 0;
     std::memcpy(&magic, data.data(), 4);
     if (magic == kFatbinMagic) return ImageKind::kFatbin;
-    if (std::memcmp(data.data(), "\x7f" "ELF", 4) == 0) return ImageKind::kCubin;
+    if (std::memcmp(data.data(),
+                    "\x7f"
+                    "ELF",
+                    4) == 0)
+      return ImageKind::kCubin;
   }
   const std::string_view text = AsText(data);
   const size_t first = text.find_first_not_of(" \t\r\n");
@@ -73,10 +78,14 @@ ImageKind DetectImage(std::span<const uint8_t> data) {
 
 const char* ImageKindName(ImageKind kind) {
   switch (kind) {
-    case ImageKind::kPtx: return "PTX";
-    case ImageKind::kCubin: return "cubin";
-    case ImageKind::kFatbin: return "fatbin";
-    default: return "unknown";
+    case ImageKind::kPtx:
+      return "PTX";
+    case ImageKind::kCubin:
+      return "cubin";
+    case ImageKind::kFatbin:
+      return "fatbin";
+    default:
+      return "unknown";
   }
 }
 
@@ -103,9 +112,12 @@ std::string DescribeImage(std::span<const uint8_t> data) {
       const std::string target = PtxDirective(AsText(data), ".target");
       return "PTX " + PtxDirective(AsText(data), ".version") + (target.empty() ? "" : " for " + target);
     }
-    case ImageKind::kCubin: return "cubin";
-    case ImageKind::kFatbin: return DescribeFatbin(data);
-    default: return "unknown (first bytes " + HexPrefix(data) + ")";
+    case ImageKind::kCubin:
+      return "cubin";
+    case ImageKind::kFatbin:
+      return DescribeFatbin(data);
+    default:
+      return "unknown (first bytes " + HexPrefix(data) + ")";
   }
 }
 
@@ -131,7 +143,8 @@ std::vector<uint8_t> SerializeModuleBlob(const ModuleBlob& blob) {
 std::string ComputeGeometry(const LaunchTags& tags, const hetrt_value_t* launch_args, LaunchGeometry* out) {
   uint32_t work[6] = {1, 1, 1, 1, 1, 1};
   constexpr int64_t kMax = std::numeric_limits<uint32_t>::max();
-  static const char* const kNames[6] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  static const char* const kNames[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                        "threadIdx.x", "threadIdx.y", "threadIdx.z"};
   for (size_t i = 0; i < tags.slots.size(); ++i) {
     const int64_t v = launch_args[i].v_int64;
     if (v > kMax) return std::string(kNames[tags.slots[i]]) + " = " + std::to_string(v) + " exceeds 2^32 - 1";
@@ -151,8 +164,8 @@ std::string ComputeGeometry(const LaunchTags& tags, const hetrt_value_t* launch_
 
 std::string DescribeGeometry(const LaunchGeometry& g) {
   char text[160];
-  std::snprintf(text, sizeof text, "grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory", g.grid[0],
-                g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_shared_bytes);
+  std::snprintf(text, sizeof text, "grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory",
+                g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_shared_bytes);
   return text;
 }
 
@@ -161,13 +174,19 @@ std::string PlanArguments(const std::vector<DLDataType>& types, ArgPlan* out) {
   for (size_t i = 0; i < types.size(); ++i) {
     const DLDataType t = types[i];
     const std::string where = "argument " + std::to_string(i) + ": ";
-    if (t.lanes != 1) return where + "vector types (lanes " + std::to_string(t.lanes) + ") cannot be passed to a kernel";
+    if (t.lanes != 1)
+      return where + "vector types (lanes " + std::to_string(t.lanes) + ") cannot be passed to a kernel";
     ArgConversion c;
-    if (t.code == kDLOpaqueHandle) c = ArgConversion::kHandle;
-    else if ((t.code == kDLInt || t.code == kDLUInt) && t.bits == 32) c = ArgConversion::kInt64ToInt32;
-    else if ((t.code == kDLInt || t.code == kDLUInt) && t.bits == 64) c = ArgConversion::kInt64;
-    else if (t.code == kDLFloat && t.bits == 32) c = ArgConversion::kFloat64ToFloat32;
-    else if (t.code == kDLFloat && t.bits == 64) c = ArgConversion::kFloat64;
+    if (t.code == kDLOpaqueHandle)
+      c = ArgConversion::kHandle;
+    else if ((t.code == kDLInt || t.code == kDLUInt) && t.bits == 32)
+      c = ArgConversion::kInt64ToInt32;
+    else if ((t.code == kDLInt || t.code == kDLUInt) && t.bits == 64)
+      c = ArgConversion::kInt64;
+    else if (t.code == kDLFloat && t.bits == 32)
+      c = ArgConversion::kFloat64ToFloat32;
+    else if (t.code == kDLFloat && t.bits == 64)
+      c = ArgConversion::kFloat64;
     else
       return where + "type code " + std::to_string(t.code) + " with " + std::to_string(t.bits) +
              " bits cannot be passed to a kernel (TVM passes handles, int32/64, uint32/64, float32/64)";

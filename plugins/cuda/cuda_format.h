@@ -41,9 +41,9 @@ std::string DescribeImage(std::span<const uint8_t> data);
 using sdk::FunctionInfo;
 
 struct ModuleBlob {
-  std::string fmt;  // "ptx", "cubin" (TVM's label for cubins and fatbins) or "fatbin"
+  std::string fmt;             // "ptx", "cubin" (TVM's label for cubins and fatbins) or "fatbin"
   sdk::FunctionMap functions;  // in blob order, for byte-exact saving
-  std::string data;  // the image; std::string so that PTX handed to the driver is NUL-terminated
+  std::string data;            // the image; std::string so that PTX handed to the driver is NUL-terminated
 };
 
 // Reads a blob from the start of `data`; sets *consumed to the bytes it
@@ -78,11 +78,11 @@ inline constexpr uint32_t kDefaultDynamicSharedLimit = 48 * 1024;
 
 // How one argument is passed: its width in bytes and where its value comes from.
 enum class ArgConversion : uint8_t {
-  kHandle,          // device pointer, 8 bytes (v_handle)
-  kInt64ToInt32,    // int32 / uint32: the low 4 bytes of v_int64
-  kInt64,           // int64 / uint64: 8 bytes
+  kHandle,            // device pointer, 8 bytes (v_handle)
+  kInt64ToInt32,      // int32 / uint32: the low 4 bytes of v_int64
+  kInt64,             // int64 / uint64: 8 bytes
   kFloat64ToFloat32,  // float32: v_float64 narrowed
-  kFloat64,         // float64: 8 bytes
+  kFloat64,           // float64: 8 bytes
 };
 struct ArgPlan {
   std::vector<ArgConversion> conversions;

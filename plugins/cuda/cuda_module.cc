@@ -22,7 +22,7 @@ struct Kernel {
   std::string name;
   ArgPlan args;
   LaunchTags tags;
-  std::unique_ptr<std::atomic<CUfunction>[]> functions;  // per device
+  std::unique_ptr<std::atomic<CUfunction>[]> functions;   // per device
   std::unique_ptr<std::atomic<uint32_t>[]> shared_limit;  // dynamic shared memory the function was allowed, per device
 };
 
@@ -37,7 +37,7 @@ struct hetrt_plugin_module {
 
   hetrt_instance* inst = nullptr;
   hetrt::cuda::ModuleBlob blob;
-  std::string image;  // "fatbin: sm_80 cubin", for messages
+  std::string image;                             // "fatbin: sm_80 cubin", for messages
   std::vector<std::unique_ptr<Kernel>> kernels;  // blob order
   hetrt::sdk::ModuleFunctions<Kernel> functions;
 
@@ -147,8 +147,9 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     }
     if (CUresult r = cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                             static_cast<int>(g.dynamic_shared_bytes)))
-      return fail(inst->Error(d, "raising the dynamic shared memory of kernel '" + k->name + "' to " +
-                                     std::to_string(g.dynamic_shared_bytes) + " bytes",
+      return fail(inst->Error(d,
+                              "raising the dynamic shared memory of kernel '" + k->name + "' to " +
+                                  std::to_string(g.dynamic_shared_bytes) + " bytes",
                               r));
     k->shared_limit[device_id].store(g.dynamic_shared_bytes, std::memory_order_relaxed);
   }
@@ -165,16 +166,17 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     params = heap_params.data();
   }
   if (int bad = PackArguments(k->args, args, codes, slots, params); bad >= 0) {
-    inst->ReportError("CUDA kernel '" + k->name + "': argument " + std::to_string(bad) + " has type code " +
-                      std::to_string(codes[bad]) + ", which does not fit its parameter (" +
-                      (k->args.conversions[static_cast<size_t>(bad)] == ArgConversion::kHandle ? "a device pointer"
-                                                                                                : "a scalar") +
-                      ")");
+    inst->ReportError(
+        "CUDA kernel '" + k->name + "': argument " + std::to_string(bad) + " has type code " +
+        std::to_string(codes[bad]) + ", which does not fit its parameter (" +
+        (k->args.conversions[static_cast<size_t>(bad)] == ArgConversion::kHandle ? "a device pointer" : "a scalar") +
+        ")");
     return -1;
   }
   const CUresult r = cu->cuLaunchKernel(f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
                                         g.dynamic_shared_bytes, LaunchStream(inst, d), params, nullptr);
-  if (r != CUDA_SUCCESS) return fail(inst->Error(d, "launching kernel '" + k->name + "' with " + DescribeGeometry(g), r));
+  if (r != CUDA_SUCCESS)
+    return fail(inst->Error(d, "launching kernel '" + k->name + "' with " + DescribeGeometry(g), r));
   return 0;
 }
 
@@ -197,7 +199,8 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   const ImageKind kind = DetectImage(image);
   module->image = DescribeImage(image);
   if (blob.fmt != "ptx" && blob.fmt != "cubin" && blob.fmt != "fatbin")
-    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "CUDA module format '" + blob.fmt + "' (hetrt loads ptx, cubin and fatbin)");
+    return MakeError(HETRT_STATUS_UNIMPLEMENTED,
+                     "CUDA module format '" + blob.fmt + "' (hetrt loads ptx, cubin and fatbin)");
   if (kind == ImageKind::kUnknown)
     return bad("the data is neither PTX text, a cubin (ELF) nor a fatbin (magic 0xBA55ED50): " + module->image);
   if ((blob.fmt == "ptx") != (kind == ImageKind::kPtx))

@@ -14,9 +14,9 @@ inline constexpr char kTypeKey[] = "cuda";
 
 // Devices are discovered on first use, not at instance_create: creating an
 // instance is cheap.
-constexpr hetrt_plugin_api_t kApi = sdk::OneDevicePluginTable<hetrt_instance, sdk::NoOptions<kLabel>, kLabel,
-                                                               kDLCUDA, kTypeKey>("cuda", "0.1.0", &kDeviceApi,
-                                                                                  &kModuleApi);
+constexpr hetrt_plugin_api_t kApi =
+    sdk::OneDevicePluginTable<hetrt_instance, sdk::NoOptions<kLabel>, kLabel, kDLCUDA, kTypeKey>(
+        "cuda", "0.1.0", &kDeviceApi, &kModuleApi);
 
 }  // namespace
 }  // namespace hetrt::cuda

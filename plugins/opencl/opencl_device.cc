@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 // An event: a marker enqueued at record time (NULL until then). Its profiling
@@ -66,7 +66,8 @@ hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* 
   cl_int status = CL_SUCCESS;
   *mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &status);
   if (status != CL_SUCCESS) return ClError("clCreateBuffer", status);
-  *host = clEnqueueMapBuffer(d->queue, *mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, nullptr, nullptr, &status);
+  *host =
+      clEnqueueMapBuffer(d->queue, *mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, nullptr, nullptr, &status);
   if (status != CL_SUCCESS) {
     clReleaseMemObject(*mem);
     return ClError("clEnqueueMapBuffer", status);
@@ -86,16 +87,36 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = static_cast<int64_t>(d->local_mem); return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000; return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
+    case HETRT_DEVICE_ATTR_NAME:
+      args->string = d->display_name.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
+      args->string = d->version.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
+      args->string = d->device_version.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
+      args->value = d->host_unified;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
+      args->value = static_cast<int64_t>(d->total_memory);
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+      args->value = static_cast<int64_t>(d->max_work_group);
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
+      args->value = static_cast<int64_t>(d->local_mem);
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
+      args->value = d->compute_units;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ:
+      args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS:
+      args->value = 1;
+      return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -205,7 +226,8 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* pt
     return nullptr;
   }
   if (device.device_type != kDLOpenCL)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither an OpenCL nor a CPU device");
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     std::string("copy ") + which + " is neither an OpenCL nor a CPU device");
   {
     std::lock_guard<std::mutex> lock(inst->pinned_mutex);
     if (auto it = inst->pinned.find(const_cast<void*>(ptr)); it != inst->pinned.end()) {
@@ -228,7 +250,8 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
   if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst)) return e;
+  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
+    return e;
   if (!src.buffer && !dst.buffer)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL buffer");
   Device* d = nullptr;
@@ -245,8 +268,8 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
     Device* dd = nullptr;
     if (hetrt_error_t* e = inst->devices.Find(a->dst_device, &dd)) return e;
     if (dd->context == d->context) {
-      status = clEnqueueCopyBuffer(q, src.buffer->buffer, dst.buffer->buffer, a->src_offset, a->dst_offset, a->nbytes, 0,
-                                   nullptr, nullptr);
+      status = clEnqueueCopyBuffer(q, src.buffer->buffer, dst.buffer->buffer, a->src_offset, a->dst_offset, a->nbytes,
+                                   0, nullptr, nullptr);
       if (status != CL_SUCCESS) return ClError("clEnqueueCopyBuffer", status);
       status = blocking ? clFinish(q) : CL_SUCCESS;
       return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
@@ -261,10 +284,12 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
     return status == CL_SUCCESS ? nullptr : ClError("clEnqueueWriteBuffer", status);
   }
   if (dst.buffer) {
-    status = clEnqueueWriteBuffer(q, dst.buffer->buffer, blocking, a->dst_offset, a->nbytes, src.host, 0, nullptr, nullptr);
+    status =
+        clEnqueueWriteBuffer(q, dst.buffer->buffer, blocking, a->dst_offset, a->nbytes, src.host, 0, nullptr, nullptr);
     return status == CL_SUCCESS ? nullptr : ClError("clEnqueueWriteBuffer", status);
   }
-  status = clEnqueueReadBuffer(q, src.buffer->buffer, blocking, a->src_offset, a->nbytes, dst.host, 0, nullptr, nullptr);
+  status =
+      clEnqueueReadBuffer(q, src.buffer->buffer, blocking, a->src_offset, a->nbytes, dst.host, 0, nullptr, nullptr);
   return status == CL_SUCCESS ? nullptr : ClError("clEnqueueReadBuffer", status);
 }
 
@@ -315,9 +340,10 @@ hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* ar
   if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   if (event->marker == nullptr) return nullptr;  // never recorded: complete
   if (event->device->context != d->context)
-    return MakeError(HETRT_STATUS_UNIMPLEMENTED, "an OpenCL queue cannot wait for an event of another context "
-                                                 "(another platform or instance): " +
-                                                     event->device->name + " -> " + d->name);
+    return MakeError(HETRT_STATUS_UNIMPLEMENTED,
+                     "an OpenCL queue cannot wait for an event of another context "
+                     "(another platform or instance): " +
+                         event->device->name + " -> " + d->name);
   const cl_int status = clEnqueueBarrierWithWaitList(q, 1, &event->marker, nullptr);
   return status == CL_SUCCESS ? nullptr : ClError("clEnqueueBarrierWithWaitList", status);
 }
@@ -354,8 +380,7 @@ hetrt_error_t* WaitEvent(hetrt_event* e, int64_t poll_us = 0) {
   }
   const cl_int waited = clWaitForEvents(1, &e->marker);
   cl_int status = CL_SUCCESS;
-  const cl_int info =
-      clGetEventInfo(e->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  const cl_int info = clGetEventInfo(e->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
   if (info != CL_SUCCESS) return ClError("clGetEventInfo", info);
   if (status < 0) return EventFailed(status);
   return waited == CL_SUCCESS ? nullptr : ClError("clWaitForEvents", waited);
@@ -499,9 +524,7 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
 
 int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) {
-  return Current::Get(inst->serial, device_id);
-}
+hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) { return Current::Get(inst->serial, device_id); }
 
 void ReleaseWorkspace(void* data) {
   auto* desc = static_cast<BufferDescriptor*>(data);

@@ -21,8 +21,8 @@ struct Device {
   cl_context context = nullptr;
   cl_command_queue queue = nullptr;        // the default stream
   cl_command_queue clock_queue = nullptr;  // device_clock samples here, never behind user work
-  std::string name;     // "pthread-skylake (Portable Computing Language)"
-  std::string version;  // driver version, part of the program cache key
+  std::string name;                        // "pthread-skylake (Portable Computing Language)"
+  std::string version;                     // driver version, part of the program cache key
   // Attributes, read once at discovery.
   std::string display_name;  // "<name>, driver <version>"
   std::string device_version;

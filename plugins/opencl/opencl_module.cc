@@ -28,7 +28,7 @@ struct Kernel {
   std::string name;
   std::vector<DLDataType> arg_types;
   sdk::LaunchTags launch;  // OpenCL kernels size local memory themselves: a dynamic size is ignored
-  std::mutex mutex;                  // clSetKernelArg + enqueue are one step
+  std::mutex mutex;        // clSetKernelArg + enqueue are one step
   std::map<int, cl_kernel> per_device;
 };
 
@@ -42,7 +42,7 @@ struct hetrt_plugin_module {
 
   hetrt_instance* inst = nullptr;
   std::string source;
-  hetrt::sdk::FunctionMap fmap;  // as read, for saving
+  hetrt::sdk::FunctionMap fmap;                  // as read, for saving
   std::vector<std::unique_ptr<Kernel>> kernels;  // fmap order
   hetrt::sdk::ModuleFunctions<Kernel> functions;
 
@@ -148,8 +148,10 @@ struct hetrt_plugin_module {
     std::ofstream out(tmp, std::ios::binary);
     out.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(size));
     out.close();
-    if (out.good()) std::rename(tmp.c_str(), file.c_str());
-    else std::remove(tmp.c_str());
+    if (out.good())
+      std::rename(tmp.c_str(), file.c_str());
+    else
+      std::remove(tmp.c_str());
   }
 
   std::mutex mutex_;
@@ -223,7 +225,8 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
       return -1;
     }
     if (status != CL_SUCCESS) {
-      ReportError("OpenCL kernel '" + k->name + "': clSetKernelArg(" + std::to_string(i) + ") failed: " + ClErrorName(status));
+      ReportError("OpenCL kernel '" + k->name + "': clSetKernelArg(" + std::to_string(i) +
+                  ") failed: " + ClErrorName(status));
       return -1;
     }
   }
@@ -238,9 +241,9 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     local[d] = work[3 + d];
   }
   const hetrt_stream* stream = CurrentStream(inst, device_id);
-  cl_int status = clEnqueueNDRangeKernel(stream ? stream->queue : device->queue, kernel,
-                                         static_cast<cl_uint>(k->launch.work_dim()), nullptr, global, local, 0, nullptr,
-                                         nullptr);
+  cl_int status =
+      clEnqueueNDRangeKernel(stream ? stream->queue : device->queue, kernel, static_cast<cl_uint>(k->launch.work_dim()),
+                             nullptr, global, local, 0, nullptr, nullptr);
   if (status != CL_SUCCESS) {
     ReportError("OpenCL kernel '" + k->name + "': clEnqueueNDRangeKernel failed: " + ClErrorName(status));
     return -1;
@@ -271,7 +274,8 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
     kernel->arg_types = info.arg_types;
     for (const DLDataType& t : info.arg_types)
       if (t.lanes != 1)
-        return MakeError(HETRT_STATUS_UNIMPLEMENTED, "OpenCL kernel '" + key + "': vector-typed arguments are not supported");
+        return MakeError(HETRT_STATUS_UNIMPLEMENTED,
+                         "OpenCL kernel '" + key + "': vector-typed arguments are not supported");
     if (std::string why = sdk::ParseLaunchTags(info.launch_param_tags, &kernel->launch); !why.empty())
       return bad("function '" + key + "': " + why);
     module->functions.Add(key, kernel.get());
@@ -293,10 +297,12 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
       sdk::BlobWriter w;
       w.Str("cl");
       sdk::WriteFunctionMap(w, Functions());
-      w.Str("__kernel void hetrt_sample_add(__global const float* a, __global const float* b, __global float* c, int n) {\n"
-            "  const int i = get_global_id(0);\n"
-            "  if (i < n) c[i] = a[i] + b[i];\n"
-            "}\n");
+      w.Str(
+          "__kernel void hetrt_sample_add(__global const float* a, __global const float* b, __global float* c, int n) "
+          "{\n"
+          "  const int i = get_global_id(0);\n"
+          "  if (i < n) c[i] = a[i] + b[i];\n"
+          "}\n");
       return std::move(w.bytes);
     }();
   } sample;

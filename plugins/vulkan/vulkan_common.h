@@ -34,7 +34,7 @@ struct Buffer {
   int device_id = 0;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  uint64_t size = 0;     // bytes asked for (the VkBuffer holds at least one)
+  uint64_t size = 0;       // bytes asked for (the VkBuffer holds at least one)
   void* mapped = nullptr;  // persistent host mapping, where the memory type is host-visible and coherent
 };
 

@@ -15,7 +15,7 @@ namespace {
 struct Side {
   Buffer* buffer = nullptr;  // with `offset` into it
   uint64_t offset = 0;
-  uint8_t* host = nullptr;   // already offset
+  uint8_t* host = nullptr;  // already offset
   bool pinned = false;
 };
 
@@ -23,7 +23,8 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* pt
                            const char* which, Side* out) {
   if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
   if (device.device_type != kDLCPU && device.device_type != kDLVulkan)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is neither a Vulkan nor a CPU device");
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     std::string("copy ") + which + " is neither a Vulkan nor a CPU device");
   auto range_error = [&](uint64_t size, const char* what) {
     return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(offset) +
                                                     ", +" + std::to_string(nbytes) + ") exceeds the " +
@@ -44,7 +45,8 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* pt
   }
   auto* b = const_cast<Buffer*>(static_cast<const Buffer*>(ptr));
   if (b->magic != kBufferMagic)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + which + " is not a Vulkan buffer of this plugin");
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     std::string("copy ") + which + " is not a Vulkan buffer of this plugin");
   if (offset > b->size || nbytes > b->size - offset) return range_error(b->size, "buffer");
   out->buffer = b;
   out->offset = offset;
@@ -80,7 +82,8 @@ hetrt_error_t* CopyToDevice(hetrt_instance* inst, StreamCore* s, const Side& src
     return nullptr;
   }
   if (src.pinned) {
-    if (hetrt_error_t* e = RecordCopy(s, src.buffer->buffer, src.offset, dst.buffer->buffer, dst.offset, nbytes)) return e;
+    if (hetrt_error_t* e = RecordCopy(s, src.buffer->buffer, src.offset, dst.buffer->buffer, dst.offset, nbytes))
+      return e;
   } else {
     VkBuffer staging = VK_NULL_HANDLE;
     uint64_t staging_offset = 0;
@@ -104,7 +107,8 @@ hetrt_error_t* CopyToHost(hetrt_instance* inst, StreamCore* s, const Side& src, 
   std::unique_lock<std::mutex> lock(s->mutex);
   const uint8_t* from = src.host;
   if (dst.pinned) {
-    if (hetrt_error_t* e = RecordCopy(s, src.buffer->buffer, src.offset, dst.buffer->buffer, dst.offset, nbytes)) return e;
+    if (hetrt_error_t* e = RecordCopy(s, src.buffer->buffer, src.offset, dst.buffer->buffer, dst.offset, nbytes))
+      return e;
     if (!blocking) return nullptr;
     from = nullptr;
   } else if (from == nullptr) {
@@ -129,7 +133,8 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
   if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst)) return e;
+  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
+    return e;
   const bool src_device = src.buffer && !src.pinned, dst_device = dst.buffer && !dst.pinned;
   if (!src_device && !dst_device)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is Vulkan device memory");

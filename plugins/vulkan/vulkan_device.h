@@ -56,10 +56,10 @@ struct StreamCore {
   VkCommandPool pool = VK_NULL_HANDLE;
   uint64_t submitted = 0;  // value of the last batch submitted
   VkCommandBuffer open = VK_NULL_HANDLE;
-  uint32_t work = 0;      // dispatches and copies in the open batch
-  bool nonempty = false;  // the open batch has something to submit
+  uint32_t work = 0;                                    // dispatches and copies in the open batch
+  bool nonempty = false;                                // the open batch has something to submit
   std::vector<std::pair<VkSemaphore, uint64_t>> waits;  // for the open batch
-  std::vector<std::shared_ptr<StreamCore>> held;         // streams whose semaphores our batches wait on
+  std::vector<std::shared_ptr<StreamCore>> held;        // streams whose semaphores our batches wait on
   struct InFlight {
     uint64_t value;
     VkCommandBuffer commands;
@@ -91,23 +91,23 @@ struct Device {
   int num_queues = 1;  // 2: copy streams get a queue of their own
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
-  std::string name;          // "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string display_name;  // "<name> (cpu), Mesa 22.3.6, Vulkan 1.3.230"
-  std::string driver;        // driverInfo, else the packed driver version
-  std::string api_version;   // "1.3.230"
+  std::string name;              // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string display_name;      // "<name> (cpu), Mesa 22.3.6, Vulkan 1.3.230"
+  std::string driver;            // driverInfo, else the packed driver version
+  std::string api_version;       // "1.3.230"
   uint32_t max_spirv = 0x10300;  // highest SPIR-V version the device consumes
   bool host_unified = false;
-  int device_type = 0;             // memory type of DEVICE allocations
-  bool device_mappable = false;    // ... host-visible and coherent: mapped for direct copies
-  int visible_type = -1;           // HOST_VISIBLE allocations (-1: none)
-  int pinned_type = -1;            // HOST_PINNED allocations and staging (-1: none)
-  uint64_t total_memory = 0;       // device-local heaps
+  int device_type = 0;           // memory type of DEVICE allocations
+  bool device_mappable = false;  // ... host-visible and coherent: mapped for direct copies
+  int visible_type = -1;         // HOST_VISIBLE allocations (-1: none)
+  int pinned_type = -1;          // HOST_PINNED allocations and staging (-1: none)
+  uint64_t total_memory = 0;     // device-local heaps
   uint32_t subgroup_size = 0;
   uint32_t max_push_descriptors = 0;  // 0: no VK_KHR_push_descriptor
   PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
   PFN_vkGetCalibratedTimestampsEXT calibrated = nullptr;  // with VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT
-  uint64_t timestamp_mask = 0;  // 0: the queue writes no timestamps
-  double timestamp_period = 1;  // ns per tick
+  uint64_t timestamp_mask = 0;                            // 0: the queue writes no timestamps
+  double timestamp_period = 1;                            // ns per tick
 
   std::shared_ptr<StreamCore> default_stream;
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
@@ -187,7 +187,7 @@ struct hetrt_stream {
 struct hetrt_event {
   hetrt::vulkan::Device* device = nullptr;
   uint32_t flags = 0;
-  VkQueryPool query = VK_NULL_HANDLE;  // TIMING events on devices with timestamps
+  VkQueryPool query = VK_NULL_HANDLE;                 // TIMING events on devices with timestamps
   std::shared_ptr<hetrt::vulkan::StreamCore> stream;  // NULL until recorded
   uint64_t value = 0;
   bool stamped = false;  // the last record wrote a timestamp
@@ -229,7 +229,6 @@ hetrt_error_t* WaitValue(StreamCore* s, uint64_t value, int64_t poll_us);
 hetrt_error_t* FlushAndWait(StreamCore* s, uint64_t value, int64_t poll_us);
 // Destroys deferred buffers whose streams have all passed them.
 void ReleaseDeferred(Device* d);
-
 
 // ---- Recording into a stream; the caller holds stream->mutex. ----
 

@@ -124,7 +124,8 @@ hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
 
 // The device time (ns) an event's timestamp query recorded, once it is done.
 hetrt_error_t* EventTime(hetrt_event* e, uint64_t* ns) {
-  if (e == nullptr || e->stream == nullptr) return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "the event was never recorded");
+  if (e == nullptr || e->stream == nullptr)
+    return MakeError(HETRT_STATUS_FAILED_PRECONDITION, "the event was never recorded");
   if (e->query == VK_NULL_HANDLE)
     return MakeError(e->device->timestamp_mask ? HETRT_STATUS_FAILED_PRECONDITION : HETRT_STATUS_UNIMPLEMENTED,
                      e->device->timestamp_mask ? "the event was not created with HETRT_EVENT_TIMING"
@@ -160,16 +161,17 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
     return MakeError(HETRT_STATUS_UNIMPLEMENTED, "the compute queue of " + d->name + " writes no timestamps");
   uint64_t best = UINT64_MAX;
   if (d->calibrated != nullptr && args->self->calibrated_clock.load(std::memory_order_relaxed)) {
-    const VkCalibratedTimestampInfoEXT domains[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
-                                                     {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr,
-                                                      VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+    const VkCalibratedTimestampInfoEXT domains[2] = {
+        {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
+        {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
     for (int i = 0; i < 3; ++i) {
       uint64_t stamps[2] = {0, 0}, deviation = 0;
       const VkResult r = d->calibrated(d->handle, 2, domains, stamps, &deviation);
       if (r != VK_SUCCESS) return VkError("vkGetCalibratedTimestampsEXT", r);
       if (deviation < best) {
         best = deviation;
-        args->device_ns = static_cast<uint64_t>(static_cast<double>(stamps[0] & d->timestamp_mask) * d->timestamp_period);
+        args->device_ns =
+            static_cast<uint64_t>(static_cast<double>(stamps[0] & d->timestamp_mask) * d->timestamp_period);
         args->host_ns = stamps[1];
         args->uncertainty_ns = deviation;
       }

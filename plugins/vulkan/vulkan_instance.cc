@@ -24,20 +24,42 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   const VkPhysicalDeviceLimits& limits = d->props.limits;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->api_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = limits.maxComputeWorkGroupInvocations; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = limits.maxComputeSharedMemorySize; return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->subgroup_size; return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->num_queues > 1; return nullptr;
+    case HETRT_DEVICE_ATTR_NAME:
+      args->string = d->display_name.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
+      args->string = d->driver.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
+      args->string = d->api_version.c_str();
+      return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
+      args->value = d->host_unified;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
+      args->value = static_cast<int64_t>(d->total_memory);
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+      args->value = limits.maxComputeWorkGroupInvocations;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
+      args->value = limits.maxComputeSharedMemorySize;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE:
+      args->value = d->subgroup_size;
+      return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS:
+      args->value = d->num_queues > 1;
+      return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_MESSAGES:
       args->value = static_cast<int64_t>(args->self->validation_messages.load());
       return nullptr;
-    case HETRT_VULKAN_ATTR_VALIDATION_ENABLED: args->value = args->self->validation; return nullptr;
-    case HETRT_VULKAN_ATTR_SUBMISSIONS: args->value = static_cast<int64_t>(d->submissions.load()); return nullptr;
+    case HETRT_VULKAN_ATTR_VALIDATION_ENABLED:
+      args->value = args->self->validation;
+      return nullptr;
+    case HETRT_VULKAN_ATTR_SUBMISSIONS:
+      args->value = static_cast<int64_t>(d->submissions.load());
+      return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -58,8 +80,10 @@ void SavePipelineCache(Device* d) {
   std::ofstream out(tmp, std::ios::binary);
   out.write(data.data(), static_cast<std::streamsize>(size));
   out.close();
-  if (out.good()) std::rename(tmp.c_str(), d->cache_file.c_str());
-  else std::remove(tmp.c_str());
+  if (out.good())
+    std::rename(tmp.c_str(), d->cache_file.c_str());
+  else
+    std::remove(tmp.c_str());
 }
 
 int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
@@ -104,11 +128,16 @@ VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(VkDebugUtilsMessageSeverityFl
 
 const char* DeviceTypeName(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
@@ -144,14 +173,13 @@ std::vector<char> ReadCache(const std::string& file, const VkPhysicalDevicePrope
 
 }  // namespace
 
-
-
 hetrt_error_t* hetrt_instance::CreateInstance() {
   using hetrt::vulkan::MakeError;
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
-    return MakeError(HETRT_STATUS_UNAVAILABLE, "the Vulkan loader is version " + hetrt::vulkan::VersionString(loader_version) +
+    return MakeError(HETRT_STATUS_UNAVAILABLE, "the Vulkan loader is version " +
+                                                   hetrt::vulkan::VersionString(loader_version) +
                                                    "; hetrt needs 1.2 (timeline semaphores)");
   uint32_t n = 0;
   vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
@@ -166,7 +194,8 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
   // HETRT_VULKAN_VALIDATION=1: the Khronos validation layer, its messages
   // counted (device attribute HETRT_VULKAN_ATTR_VALIDATION_MESSAGES) and logged.
   VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger.pfnUserCallback = OnValidationMessage;
@@ -181,8 +210,9 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
     bool found = false;
     for (const auto& l : available) found |= std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0;
     if (!found)
-      return MakeError(HETRT_STATUS_UNAVAILABLE, "HETRT_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
-                                                 "installed (Debian: vulkan-validationlayers)");
+      return MakeError(HETRT_STATUS_UNAVAILABLE,
+                       "HETRT_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                       "installed (Debian: vulkan-validationlayers)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
     enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     info.pNext = &messenger;  // also reports on instance creation and destruction
@@ -206,8 +236,9 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
   info.ppEnabledLayerNames = layers.data();
   VkResult r = vkCreateInstance(&info, nullptr, &vk_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
-    return MakeError(HETRT_STATUS_UNAVAILABLE, "no Vulkan driver: the loader found no ICD (json files in "
-                                               "/usr/share/vulkan/icd.d or $VK_DRIVER_FILES; Debian: mesa-vulkan-drivers)");
+    return MakeError(HETRT_STATUS_UNAVAILABLE,
+                     "no Vulkan driver: the loader found no ICD (json files in "
+                     "/usr/share/vulkan/icd.d or $VK_DRIVER_FILES; Debian: mesa-vulkan-drivers)");
   if (r != VK_SUCCESS) return hetrt::vulkan::VkError("vkCreateInstance", r);
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -260,7 +291,8 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     d->api_version = VersionString(d->props.apiVersion);
     d->driver = driver.driverInfo[0] ? std::string(driver.driverName) + " " + driver.driverInfo
                                      : std::to_string(d->props.driverVersion);
-    d->display_name = d->name + " (" + DeviceTypeName(d->props.deviceType) + "), " + d->driver + ", Vulkan " + d->api_version;
+    d->display_name =
+        d->name + " (" + DeviceTypeName(d->props.deviceType) + "), " + d->driver + ", Vulkan " + d->api_version;
     uint32_t count = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
     std::vector<VkExtensionProperties> extensions(count);
@@ -305,7 +337,8 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     int family = -1;
     for (uint32_t i = 0; i < count; ++i) {
       if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-      if (family < 0 || (families[i].timestampValidBits > 0 && families[static_cast<size_t>(family)].timestampValidBits == 0))
+      if (family < 0 ||
+          (families[i].timestampValidBits > 0 && families[static_cast<size_t>(family)].timestampValidBits == 0))
         family = static_cast<int>(i);
     }
     if (family < 0) {
@@ -341,9 +374,11 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
       skip(d->name + ": vkCreateDevice failed: " + VkResultName(r));
       continue;
     }
-    for (int q = 0; q < d->num_queues; ++q) vkGetDeviceQueue(d->handle, d->family, static_cast<uint32_t>(q), &d->queues[q].handle);
+    for (int q = 0; q < d->num_queues; ++q)
+      vkGetDeviceQueue(d->handle, d->family, static_cast<uint32_t>(q), &d->queues[q].handle);
     if (has_push) {
-      d->push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(d->handle, "vkCmdPushDescriptorSetKHR"));
+      d->push_descriptor =
+          reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(d->handle, "vkCmdPushDescriptorSetKHR"));
       if (d->push_descriptor) d->max_push_descriptors = push.maxPushDescriptors;
     }
     if (has_calibrated) {
@@ -384,7 +419,8 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
                              d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     d->host_unified = shares_host && d->device_mappable;
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
-      if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d->total_memory += d->memory.memoryHeaps[h].size;
+      if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+        d->total_memory += d->memory.memoryHeaps[h].size;
     // Pipeline cache, seeded from disk when HETRT_VULKAN_CACHE_DIR holds one for this driver.
     d->cache_file = CacheFile(d->props);
     const std::vector<char> cached = d->cache_file.empty() ? std::vector<char>{} : ReadCache(d->cache_file, d->props);

@@ -56,7 +56,8 @@ void ReleaseDeferred(Device* d) {
 
 int FindMemoryType(const Device& d, uint32_t allowed, VkMemoryPropertyFlags required) {
   for (uint32_t i = 0; i < d.memory.memoryTypeCount; ++i)
-    if ((allowed & (1u << i)) && (d.memory.memoryTypes[i].propertyFlags & required) == required) return static_cast<int>(i);
+    if ((allowed & (1u << i)) && (d.memory.memoryTypes[i].propertyFlags & required) == required)
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -111,7 +112,9 @@ hetrt_error_t* TransientSlice(StreamCore* s, uint64_t size, uint64_t alignment, 
                               uint8_t** host) {
   Device* d = s->device;
   alignment = std::max<uint64_t>(alignment, 16);
-  auto fits = [&](const TransientChunk* c) { return ((c->used + alignment - 1) / alignment) * alignment + size <= c->size; };
+  auto fits = [&](const TransientChunk* c) {
+    return ((c->used + alignment - 1) / alignment) * alignment + size <= c->size;
+  };
   if (s->chunk == nullptr || !fits(s->chunk)) {
     if (s->chunk) {
       s->retired_chunks.push_back(s->chunk);
@@ -126,13 +129,14 @@ hetrt_error_t* TransientSlice(StreamCore* s, uint64_t size, uint64_t alignment, 
       break;
     }
     if (s->chunk == nullptr) {
-      if (d->pinned_type < 0) return MakeError(HETRT_STATUS_UNIMPLEMENTED, d->name + " has no host-visible memory for staging");
+      if (d->pinned_type < 0)
+        return MakeError(HETRT_STATUS_UNIMPLEMENTED, d->name + " has no host-visible memory for staging");
       constexpr uint64_t kChunk = 1 << 20;
       auto chunk = std::make_unique<TransientChunk>();
       Buffer b;
       const uint64_t bytes = size <= kChunk ? kChunk : uint64_t{1} << (64 - __builtin_clzll(size - 1));
-      if (hetrt_error_t* e = CreateBuffer(d, bytes, kBufferUsage | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, d->pinned_type,
-                                          true, &b))
+      if (hetrt_error_t* e =
+              CreateBuffer(d, bytes, kBufferUsage | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, d->pinned_type, true, &b))
         return e;
       chunk->buffer = b.buffer;
       chunk->memory = b.memory;
@@ -165,15 +169,15 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       break;
     case HETRT_MEMORY_HOST_VISIBLE:
       type = d->visible_type;
-      if (type < 0)
-        return MakeError(HETRT_STATUS_UNIMPLEMENTED, d->name + " has no host-visible coherent memory type");
+      if (type < 0) return MakeError(HETRT_STATUS_UNIMPLEMENTED, d->name + " has no host-visible coherent memory type");
       break;
     case HETRT_MEMORY_HOST_PINNED:
       type = d->pinned_type;
       if (type < 0) return MakeError(HETRT_STATUS_UNIMPLEMENTED, d->name + " has no host-visible coherent memory type");
       break;
     default:
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
+      return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                       "unknown memory kind " + std::to_string(static_cast<int>(args->kind)));
   }
   auto buffer = std::make_unique<Buffer>();
   buffer->kind = args->kind;

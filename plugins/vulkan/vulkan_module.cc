@@ -27,10 +27,10 @@ struct Shader {
   std::string key;
   uint32_t flag = 0;
   std::vector<uint32_t> words;
-  uint32_t version = 0;                  // SPIR-V version word (0x00010300 = 1.3)
+  uint32_t version = 0;                   // SPIR-V version word (0x00010300 = 1.3)
   std::vector<std::string> entry_points;  // GLCompute ones
-  std::vector<uint32_t> bindings;        // of set-0 resources
-  bool other_sets = false;               // a resource outside set 0
+  std::vector<uint32_t> bindings;         // of set-0 resources
+  bool other_sets = false;                // a resource outside set 0
 };
 
 spv_target_env ValidationEnv(uint32_t version) {
@@ -59,7 +59,8 @@ std::string InspectShader(Shader* s, bool validate) {
     const spv_result_t result = spvValidateWithOptions(context, options, &binary, &diagnostic);
     std::string message;
     if (result != SPV_SUCCESS)
-      message = "invalid SPIR-V: " + std::string(diagnostic && diagnostic->error ? diagnostic->error : "spvValidate failed");
+      message =
+          "invalid SPIR-V: " + std::string(diagnostic && diagnostic->error ? diagnostic->error : "spvValidate failed");
     spvDiagnosticDestroy(diagnostic);
     spvValidatorOptionsDestroy(options);
     spvContextDestroy(context);
@@ -79,8 +80,10 @@ std::string InspectShader(Shader* s, bool validate) {
   }
   for (const auto& [id, binding] : binding_of) {
     auto set = set_of.find(id);
-    if (set != set_of.end() && set->second != 0) s->other_sets = true;
-    else s->bindings.push_back(binding);
+    if (set != set_of.end() && set->second != 0)
+      s->other_sets = true;
+    else
+      s->bindings.push_back(binding);
   }
   return "";
 }
@@ -115,7 +118,7 @@ struct Function {
 struct hetrt_plugin_module {
   hetrt_instance* inst = nullptr;
   std::string fmt;
-  hetrt::sdk::FunctionMap fmap;                                        // as read, for saving
+  hetrt::sdk::FunctionMap fmap;                                         // as read, for saving
   std::vector<std::unique_ptr<hetrt::vulkan::Function>> all_functions;  // fmap order
   std::vector<std::unique_ptr<hetrt::vulkan::Shader>> shaders;          // smap order
   hetrt::sdk::ModuleFunctions<hetrt::vulkan::Function> functions;
@@ -189,8 +192,8 @@ hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
   if (r != VK_SUCCESS) return fail("vkCreateShaderModule", r);
   std::vector<VkDescriptorSetLayoutBinding> layout_bindings(bindings);
   for (uint32_t i = 0; i < bindings; ++i)
-    layout_bindings[i] = {i, i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1,
-                          VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    layout_bindings[i] = {i, i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                          1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo set{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set.flags = p->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
   set.bindingCount = bindings;
@@ -203,7 +206,8 @@ hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
   layout.pSetLayouts = &p->set_layout;
   layout.pushConstantRangeCount = !f->ubo && scalar_bytes > 0 ? 1 : 0;
   layout.pPushConstantRanges = &range;
-  if ((r = vkCreatePipelineLayout(dev, &layout, nullptr, &p->layout)) != VK_SUCCESS) return fail("vkCreatePipelineLayout", r);
+  if ((r = vkCreatePipelineLayout(dev, &layout, nullptr, &p->layout)) != VK_SUCCESS)
+    return fail("vkCreatePipelineLayout", r);
   VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -255,7 +259,9 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
                 " launch values), got " + std::to_string(num_args));
   const int device_id = CurrentDevice(inst);
   Device* d = inst->devices.at(device_id);
-  if (d == nullptr) return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->devices.count()) + " found)");
+  if (d == nullptr)
+    return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->devices.count()) +
+                " found)");
   Pipeline* p = f->pipelines[static_cast<size_t>(device_id)].load(std::memory_order_acquire);
   if (p == nullptr) {
     std::lock_guard<std::mutex> lock(f->build_mutex);
@@ -269,12 +275,14 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
   SmallArray<VkDescriptorBufferInfo, 16> infos(bindings);
   for (uint32_t i = 0; i < f->num_buffers; ++i) {
     const auto* b = static_cast<const Buffer*>(args[i].v_handle);
-    if (codes[i] != HETRT_TYPE_HANDLE || b == nullptr || b->magic != kBufferMagic || b->kind == HETRT_MEMORY_HOST_PINNED)
+    if (codes[i] != HETRT_TYPE_HANDLE || b == nullptr || b->magic != kBufferMagic ||
+        b->kind == HETRT_MEMORY_HOST_PINNED)
       return fail("argument " + std::to_string(i) + " is not a Vulkan buffer");
     if (b->device_id != device_id)
       return fail("argument " + std::to_string(i) + " lives on Vulkan device " + std::to_string(b->device_id) +
                   ", the kernel runs on " + std::to_string(device_id));
-    infos[i] = {b->buffer, 0, std::min<uint64_t>(std::max<uint64_t>(b->size, 4), d->props.limits.maxStorageBufferRange)};
+    infos[i] = {b->buffer, 0,
+                std::min<uint64_t>(std::max<uint64_t>(b->size, 4), d->props.limits.maxStorageBufferRange)};
   }
   // Scalars: an 8-byte slot each; 32-bit values in the low half.
   SmallArray<uint64_t, 16> slots(f->num_scalars);
@@ -311,7 +319,8 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
     uint8_t* host = nullptr;
     uint64_t offset = 0;
     VkBuffer ubo = VK_NULL_HANDLE;
-    if (hetrt_error_t* e = TransientSlice(s, scalar_bytes, d->props.limits.minUniformBufferOffsetAlignment, &ubo, &offset, &host))
+    if (hetrt_error_t* e =
+            TransientSlice(s, scalar_bytes, d->props.limits.minUniformBufferOffsetAlignment, &ubo, &offset, &host))
       return fail_with(e);
     std::memcpy(host, slots.data(), scalar_bytes);
     infos[f->num_buffers] = {ubo, offset, scalar_bytes};
@@ -325,7 +334,8 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
       writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       writes[i].dstBinding = i;
       writes[i].descriptorCount = 1;
-      writes[i].descriptorType = i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+      writes[i].descriptorType =
+          i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
     if (p->push_descriptors) {
@@ -382,8 +392,8 @@ hetrt_error_t* Prepare(Function* f, const sdk::FunctionInfo& info) {
   if (std::find(s.entry_points.begin(), s.entry_points.end(), f->name) == s.entry_points.end()) {
     std::string found;
     for (const std::string& e : s.entry_points) found += (found.empty() ? "" : ", ") + e;
-    return bad("its shader has no GLCompute entry point named '" + f->name + "' (found: " +
-               (found.empty() ? "none" : found) + ")");
+    return bad("its shader has no GLCompute entry point named '" + f->name +
+               "' (found: " + (found.empty() ? "none" : found) + ")");
   }
   if (s.other_sets) return bad("its shader uses a descriptor set other than 0");
   const uint32_t bindings = f->num_buffers + (f->ubo ? 1 : 0);

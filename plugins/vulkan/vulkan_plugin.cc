@@ -14,18 +14,18 @@ const char* VkResultName(VkResult result) {
 #define HETRT_VK_RESULT(x) \
   case x:                  \
     return #x;
-    HETRT_VK_RESULT(VK_SUCCESS) HETRT_VK_RESULT(VK_NOT_READY) HETRT_VK_RESULT(VK_TIMEOUT)
-    HETRT_VK_RESULT(VK_INCOMPLETE) HETRT_VK_RESULT(VK_ERROR_OUT_OF_HOST_MEMORY)
-    HETRT_VK_RESULT(VK_ERROR_OUT_OF_DEVICE_MEMORY) HETRT_VK_RESULT(VK_ERROR_INITIALIZATION_FAILED)
-    HETRT_VK_RESULT(VK_ERROR_DEVICE_LOST) HETRT_VK_RESULT(VK_ERROR_MEMORY_MAP_FAILED)
-    HETRT_VK_RESULT(VK_ERROR_LAYER_NOT_PRESENT) HETRT_VK_RESULT(VK_ERROR_EXTENSION_NOT_PRESENT)
-    HETRT_VK_RESULT(VK_ERROR_FEATURE_NOT_PRESENT) HETRT_VK_RESULT(VK_ERROR_INCOMPATIBLE_DRIVER)
-    HETRT_VK_RESULT(VK_ERROR_TOO_MANY_OBJECTS) HETRT_VK_RESULT(VK_ERROR_FORMAT_NOT_SUPPORTED)
-    HETRT_VK_RESULT(VK_ERROR_FRAGMENTED_POOL) HETRT_VK_RESULT(VK_ERROR_OUT_OF_POOL_MEMORY)
-    HETRT_VK_RESULT(VK_ERROR_INVALID_SHADER_NV) HETRT_VK_RESULT(VK_ERROR_UNKNOWN)
+    HETRT_VK_RESULT(VK_SUCCESS)
+    HETRT_VK_RESULT(VK_NOT_READY) HETRT_VK_RESULT(VK_TIMEOUT) HETRT_VK_RESULT(VK_INCOMPLETE)
+        HETRT_VK_RESULT(VK_ERROR_OUT_OF_HOST_MEMORY) HETRT_VK_RESULT(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+            HETRT_VK_RESULT(VK_ERROR_INITIALIZATION_FAILED) HETRT_VK_RESULT(VK_ERROR_DEVICE_LOST)
+                HETRT_VK_RESULT(VK_ERROR_MEMORY_MAP_FAILED) HETRT_VK_RESULT(VK_ERROR_LAYER_NOT_PRESENT)
+                    HETRT_VK_RESULT(VK_ERROR_EXTENSION_NOT_PRESENT) HETRT_VK_RESULT(VK_ERROR_FEATURE_NOT_PRESENT)
+                        HETRT_VK_RESULT(VK_ERROR_INCOMPATIBLE_DRIVER) HETRT_VK_RESULT(VK_ERROR_TOO_MANY_OBJECTS)
+                            HETRT_VK_RESULT(VK_ERROR_FORMAT_NOT_SUPPORTED) HETRT_VK_RESULT(VK_ERROR_FRAGMENTED_POOL)
+                                HETRT_VK_RESULT(VK_ERROR_OUT_OF_POOL_MEMORY) HETRT_VK_RESULT(VK_ERROR_INVALID_SHADER_NV)
+                                    HETRT_VK_RESULT(VK_ERROR_UNKNOWN)
 #undef HETRT_VK_RESULT
-    default:
-      return "VkResult";
+                                        default : return "VkResult";
   }
 }
 
@@ -41,18 +41,16 @@ namespace {
 // Options: integer ones with their range, and switches (0/1).
 // wait_poll_us: event/stream waits poll this long before sleeping in the driver.
 // batch_limit: a stream submits after this many commands even without a boundary (0: never).
-constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {
-    {"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
-    {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
+constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
+                                                          {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
 // direct_mapping: host-visible device memory is mapped and copied with memcpy (else staged).
 // push_descriptors: VK_KHR_push_descriptor where present (else descriptor pools).
 // validate_spirv: spirv-tools validates every shader at load.
 // calibrated_clock: device_clock reads VK_EXT_calibrated_timestamps where present (else samples).
-constexpr sdk::BoolOption<hetrt_instance> kBoolOptions[] = {
-    {"direct_mapping", &hetrt_instance::direct_mapping},
-    {"push_descriptors", &hetrt_instance::push_descriptors},
-    {"validate_spirv", &hetrt_instance::validate_spirv},
-    {"calibrated_clock", &hetrt_instance::calibrated_clock}};
+constexpr sdk::BoolOption<hetrt_instance> kBoolOptions[] = {{"direct_mapping", &hetrt_instance::direct_mapping},
+                                                            {"push_descriptors", &hetrt_instance::push_descriptors},
+                                                            {"validate_spirv", &hetrt_instance::validate_spirv},
+                                                            {"calibrated_clock", &hetrt_instance::calibrated_clock}};
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   return sdk::SetOption<kLabel>(args->self, args, kIntOptions, kBoolOptions);

@@ -144,7 +144,8 @@ hetrt_error_t* Flush(StreamCore* s) {
   const uint64_t value = s->open_value();
   if (s->open != VK_NULL_HANDLE) {
     // The host reads what the batch wrote once it waited for the value.
-    if (s->work > 0) MemoryBarrier(s->open, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
+    if (s->work > 0)
+      MemoryBarrier(s->open, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
     const VkResult r = vkEndCommandBuffer(s->open);
     if (r != VK_SUCCESS) {
       s->free_commands.push_back(s->open);
@@ -238,7 +239,8 @@ hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout
       s->descriptors->last_value = s->open_value();
       return nullptr;
     }
-    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) return VkError("vkAllocateDescriptorSets", r);
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
+      return VkError("vkAllocateDescriptorSets", r);
     s->retired_pools.push_back(s->descriptors);  // full: a fresh pool for the rest of the batch
     s->descriptors = nullptr;
   }
@@ -270,9 +272,9 @@ StreamCore::~StreamCore() {
     all.erase(std::remove(all.begin(), all.end(), this), all.end());
     // Buffers freed while this stream had pending work: it has none now.
     for (auto& entry : device->deferred)
-      entry.waits.erase(std::remove_if(entry.waits.begin(), entry.waits.end(),
-                                       [this](const auto& w) { return w.first == this; }),
-                        entry.waits.end());
+      entry.waits.erase(
+          std::remove_if(entry.waits.begin(), entry.waits.end(), [this](const auto& w) { return w.first == this; }),
+          entry.waits.end());
   }
   if (chunk) retired_chunks.push_back(chunk);
   for (auto* list : {&retired_chunks, &free_chunks})

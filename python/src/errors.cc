@@ -22,8 +22,8 @@ PyObject* g_error = nullptr;
 }  // namespace
 
 void RegisterErrors(py::module_& m) {
-  g_error = PyErr_NewExceptionWithDoc("hetrt.Error", "An error reported by the hetrt core.",
-                                      PyExc_RuntimeError, nullptr);
+  g_error =
+      PyErr_NewExceptionWithDoc("hetrt.Error", "An error reported by the hetrt core.", PyExc_RuntimeError, nullptr);
   m.add_object("Error", py::handle(g_error));
   const ErrorClass classes[] = {
       {StatusCode::kInvalidArgument, "InvalidArgumentError", PyExc_ValueError},
@@ -38,8 +38,8 @@ void RegisterErrors(py::module_& m) {
   };
   g_classes.fill(g_error);
   for (const ErrorClass& c : classes) {
-    py::tuple bases = c.builtin ? py::make_tuple(py::handle(g_error), py::handle(c.builtin))
-                                : py::make_tuple(py::handle(g_error));
+    py::tuple bases =
+        c.builtin ? py::make_tuple(py::handle(g_error), py::handle(c.builtin)) : py::make_tuple(py::handle(g_error));
     PyObject* cls = PyErr_NewException((std::string("hetrt.") + c.name).c_str(), bases.ptr(), nullptr);
     if (cls == nullptr) throw py::error_already_set();
     g_classes[static_cast<size_t>(c.code)] = cls;
@@ -50,8 +50,8 @@ void RegisterErrors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const StatusError& e) {
       PyObject* cls = g_classes[static_cast<size_t>(e.status().code())];
-      py::object error = py::reinterpret_steal<py::object>(
-          PyObject_CallFunction(cls, "s", e.status().message().c_str()));
+      py::object error =
+          py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", e.status().message().c_str()));
       if (!error) return;  // the call set its own exception
       error.attr("code") = StatusCodeName(e.status().code());
       PyErr_SetObject(cls, error.ptr());

@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "bindings.h"
-#include "hetrt/exec/aot_executor.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/exec/aot_executor.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/whole_model_executor.h"
@@ -25,7 +25,7 @@ struct Session {
   // executor so that it is released after it).
   std::vector<std::shared_ptr<PyTensor>> input_bindings, output_bindings;
   std::unique_ptr<Executor> executor;
-  GraphExecutor* graph = nullptr;  // the executor, when it is a graph executor
+  GraphExecutor* graph = nullptr;       // the executor, when it is a graph executor
   WholeModelExecutor* whole = nullptr;  // the executor, when a whole-model plugin runs it
   std::string kind;
   std::mutex mutex;
@@ -169,8 +169,12 @@ class PyExecutor {
     s_->output_bindings[static_cast<size_t>(index)] = tensor;
   }
 
-  void Run() { Locked([&] { Check(s_->executor->Run()); }); }
-  void Synchronize() { Locked([&] { Check(s_->executor->Synchronize()); }); }
+  void Run() {
+    Locked([&] { Check(s_->executor->Run()); });
+  }
+  void Synchronize() {
+    Locked([&] { Check(s_->executor->Synchronize()); });
+  }
 
   // Graph executors: host outputs are views of the executor's storage (valid
   // until the next run writes them), device outputs are views after a
@@ -277,7 +281,8 @@ class PyExecutor {
       devices.append(DeviceTuple(s_->graph->EntryDevice(eid)));
     }
     py::dict storage;
-    for (const auto& [device, bytes] : s_->graph->StorageBytesPerDevice()) storage[py::str(DeviceToString(device))] = bytes;
+    for (const auto& [device, bytes] : s_->graph->StorageBytesPerDevice())
+      storage[py::str(DeviceToString(device))] = bytes;
     py::dict out;
     out["nodes"] = std::move(nodes);
     out["shapes"] = std::move(shapes);
@@ -308,8 +313,8 @@ class PyExecutor {
   }
   void RequireGraph(const char* what) const {
     if (s_->graph == nullptr)
-      throw StatusError(Unimplemented(std::string(what) + " needs a graph executor; this is a '" + s_->kind +
-                                      "' executor"));
+      throw StatusError(
+          Unimplemented(std::string(what) + " needs a graph executor; this is a '" + s_->kind + "' executor"));
   }
   // Zero-copy binding is the graph executor's: same device, 64-byte aligned.
   bool CanBind(int index, const Tensor& value) const {

@@ -8,9 +8,9 @@
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/formats/graph.h"
+#include "hetrt/formats/params.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module/module_loader.h"
-#include "hetrt/formats/params.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::python {
@@ -134,27 +134,36 @@ void RegisterModules(py::module_& m) {
       .def_property_readonly("imports", &Module::imports)
       .def_property_readonly("function_names", &Module::ListFunctionNames)
       .def("describe", &Module::Describe)
-      .def("has_function", [](Module& self, const std::string& name) {
-        auto f = self.GetFunction(name);
-        return f.ok() && *f != nullptr;
-      }, "Whether the module or its imports define `name`.")
-      .def_property_readonly("module_name", [](Module& self) -> py::object {
-        if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self)) return py::str(f->module_name());
-        if (auto* f = dynamic_cast<AotExecutorFactoryModule*>(&self)) return py::str(f->module_name());
-        return py::none();
-      })
-      .def_property_readonly("graph_json", [](Module& self) -> py::object {
-        if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self)) return py::str(f->graph_json());
-        return py::none();
-      })
-      .def_property_readonly("param_names", [](Module& self) {
-        std::vector<std::string> names;
-        if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self))
-          for (const auto& p : *f->params()) names.push_back(p.name);
-        if (auto* f = dynamic_cast<AotExecutorFactoryModule*>(&self))
-          for (const auto& p : f->params()) names.push_back(p.name);
-        return names;
-      })
+      .def(
+          "has_function",
+          [](Module& self, const std::string& name) {
+            auto f = self.GetFunction(name);
+            return f.ok() && *f != nullptr;
+          },
+          "Whether the module or its imports define `name`.")
+      .def_property_readonly("module_name",
+                             [](Module& self) -> py::object {
+                               if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self))
+                                 return py::str(f->module_name());
+                               if (auto* f = dynamic_cast<AotExecutorFactoryModule*>(&self))
+                                 return py::str(f->module_name());
+                               return py::none();
+                             })
+      .def_property_readonly("graph_json",
+                             [](Module& self) -> py::object {
+                               if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self))
+                                 return py::str(f->graph_json());
+                               return py::none();
+                             })
+      .def_property_readonly("param_names",
+                             [](Module& self) {
+                               std::vector<std::string> names;
+                               if (auto* f = dynamic_cast<GraphExecutorFactoryModule*>(&self))
+                                 for (const auto& p : *f->params()) names.push_back(p.name);
+                               if (auto* f = dynamic_cast<AotExecutorFactoryModule*>(&self))
+                                 for (const auto& p : f->params()) names.push_back(p.name);
+                               return names;
+                             })
       .def_property_readonly("unloaded_reason", [](Module& self) -> py::object {
         if (auto* u = dynamic_cast<UnloadedModule*>(&self)) return py::str(u->reason().message());
         return py::none();
@@ -175,8 +184,7 @@ void RegisterModules(py::module_& m) {
     for (auto [name, value] : params) {
       bool private_copy = false;
       PyTensor t = ToTensor(value, &private_copy);
-      if (t.tensor.device().device_type != kDLCPU)
-        t.tensor = Unwrap(PluginRegistry::Global().ToHost(t.tensor));
+      if (t.tensor.device().device_type != kDLCPU) t.tensor = Unwrap(PluginRegistry::Global().ToHost(t.tensor));
       dict.push_back({name.cast<std::string>(), t.tensor});
     }
     const std::vector<uint8_t> bytes = Unwrap(WriteParamDict(dict));
@@ -184,10 +192,11 @@ void RegisterModules(py::module_& m) {
   });
 
   py::class_<MlfPackage, std::shared_ptr<MlfPackage>>(m, "MlfPackage", "A Model Library Format tarball.")
-      .def_static("read", [](const std::string& path) {
-        py::gil_scoped_release release;
-        return std::make_shared<MlfPackage>(Unwrap(MlfPackage::Read(path)));
-      })
+      .def_static("read",
+                  [](const std::string& path) {
+                    py::gil_scoped_release release;
+                    return std::make_shared<MlfPackage>(Unwrap(MlfPackage::Read(path)));
+                  })
       .def_property_readonly("metadata", [](const MlfPackage& p) { return MlfMetadataDict(p.metadata()); })
       .def_property_readonly("files", [](const MlfPackage& p) {
         std::vector<std::string> names;
@@ -196,11 +205,14 @@ void RegisterModules(py::module_& m) {
       });
 
   m.def("plugins", &PluginsInfo, "Plugins the core loaded, with their devices (or why there are none).");
-  m.def("plugin_problems", [] {
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& p : PluginRegistry::Global().problems()) out.emplace_back(p.path, p.reason);
-    return out;
-  }, "Plugin files or folders that were not used, and why.");
+  m.def(
+      "plugin_problems",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& p : PluginRegistry::Global().problems()) out.emplace_back(p.path, p.reason);
+        return out;
+      },
+      "Plugin files or folders that were not used, and why.");
   m.def("plugin_search_paths", [] { return PluginRegistry::Global().search_paths(); });
   m.def("device_status", &DeviceStatus, py::arg("device_type"), py::arg("device_id"));
   m.def("parse_device", [](const std::string& text) {
@@ -208,10 +220,13 @@ void RegisterModules(py::module_& m) {
     return std::make_pair(static_cast<int>(d.device_type), d.device_id);
   });
   m.def("device_type_name", &DeviceTypeName);
-  m.def("set_num_threads", [](int threads) {
-    Plugin* cpu = Unwrap(PluginRegistry::Global().ForDeviceType(kDLCPU));
-    Check(cpu->SetOption("num_threads", std::to_string(threads)));
-  }, py::arg("threads"), "Threads the CPU plugin uses for parallel kernels.");
+  m.def(
+      "set_num_threads",
+      [](int threads) {
+        Plugin* cpu = Unwrap(PluginRegistry::Global().ForDeviceType(kDLCPU));
+        Check(cpu->SetOption("num_threads", std::to_string(threads)));
+      },
+      py::arg("threads"), "Threads the CPU plugin uses for parallel kernels.");
 }
 
 }  // namespace hetrt::python

@@ -15,8 +15,7 @@ namespace {
 
 py::dtype NumpyDtype(DLDataType type) {
   const std::string name = DataTypeToString(type);
-  if (type.lanes != 1)
-    throw StatusError(InvalidArgument("numpy has no dtype for " + name + " (vector lanes)"));
+  if (type.lanes != 1) throw StatusError(InvalidArgument("numpy has no dtype for " + name + " (vector lanes)"));
   try {
     return py::dtype(name);
   } catch (const py::error_already_set&) {
@@ -30,11 +29,16 @@ DLDataType DtypeOf(const py::array& array) {
   const py::dtype dtype = array.dtype();
   const auto bits = static_cast<uint8_t>(dtype.itemsize() * 8);
   switch (dtype.kind()) {
-    case 'f': return {kDLFloat, bits, 1};
-    case 'i': return {kDLInt, bits, 1};
-    case 'u': return {kDLUInt, bits, 1};
-    case 'b': return {kDLUInt, 1, 1};  // TVM's bool
-    default: return Unwrap(ParseDataType(py::str(dtype.attr("name")).cast<std::string>()));
+    case 'f':
+      return {kDLFloat, bits, 1};
+    case 'i':
+      return {kDLInt, bits, 1};
+    case 'u':
+      return {kDLUInt, bits, 1};
+    case 'b':
+      return {kDLUInt, 1, 1};  // TVM's bool
+    default:
+      return Unwrap(ParseDataType(py::str(dtype.attr("name")).cast<std::string>()));
   }
 }
 
@@ -157,11 +161,10 @@ std::shared_ptr<void> KeepAlive(py::handle object) {
 PyTensor ToTensor(py::handle value, bool* private_copy) {
   *private_copy = false;
   if (py::isinstance<PyTensor>(value)) return value.cast<PyTensor>();
-  if (!py::isinstance<py::array>(value) &&
-      (PyCapsule_CheckExact(value.ptr()) || py::hasattr(value, "__dlpack__")))
+  if (!py::isinstance<py::array>(value) && (PyCapsule_CheckExact(value.ptr()) || py::hasattr(value, "__dlpack__")))
     return FromDlpack(value);
   py::array array = py::isinstance<py::array>(value) ? py::reinterpret_borrow<py::array>(value)
-                                                    : py::array(py::module_::import("numpy").attr("asarray")(value));
+                                                     : py::array(py::module_::import("numpy").attr("asarray")(value));
   const DLDataType dtype = DtypeOf(array);
   const std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
   if ((array.flags() & py::array::c_style) && IsNativeByteOrder(array.dtype())) {
@@ -182,37 +185,49 @@ numpy() / np.asarray() / np.from_dlpack() share the memory, and keep what owns
 it (an executor, a numpy array, a DLPack producer) alive.)doc")
       .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
       .def_property_readonly("dtype", [](const PyTensor& t) { return DataTypeToString(t.tensor.dtype()); })
-      .def_property_readonly("device", [](const PyTensor& t) {
-        return py::make_tuple(static_cast<int>(t.tensor.device().device_type), t.tensor.device().device_id);
-      })
+      .def_property_readonly("device",
+                             [](const PyTensor& t) {
+                               return py::make_tuple(static_cast<int>(t.tensor.device().device_type),
+                                                     t.tensor.device().device_id);
+                             })
       .def_property_readonly("nbytes", [](const PyTensor& t) { return t.tensor.nbytes(); })
-      .def_property_readonly("data_ptr", [](const PyTensor& t) {
-        return reinterpret_cast<uintptr_t>(t.tensor.data()) + t.tensor.dl()->byte_offset;
-      }, "Address of the first element (a device handle for device memory).")
-      .def("numpy", [](py::object self) { return HostArray(self); },
-           "A numpy array: a view of host memory (no copy), a host copy of device memory.")
-      .def("__array__", [](py::object self, py::object dtype, py::object copy) {
-             py::object array = HostArray(self);
-             if (!dtype.is_none()) array = array.attr("astype")(dtype, py::arg("copy") = false);
-             if (!copy.is_none() && copy.cast<bool>()) array = array.attr("copy")();
-             return array;
-           }, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__dlpack__", [](const PyTensor& t, py::object /*stream: host memory needs no sync*/) { return ToCapsule(t); },
-           py::arg("stream") = py::none())
-      .def("__dlpack_device__", [](const PyTensor& t) {
-        return py::make_tuple(static_cast<int>(t.tensor.device().device_type), t.tensor.device().device_id);
-      })
+      .def_property_readonly(
+          "data_ptr",
+          [](const PyTensor& t) { return reinterpret_cast<uintptr_t>(t.tensor.data()) + t.tensor.dl()->byte_offset; },
+          "Address of the first element (a device handle for device memory).")
+      .def(
+          "numpy", [](py::object self) { return HostArray(self); },
+          "A numpy array: a view of host memory (no copy), a host copy of device memory.")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) {
+            py::object array = HostArray(self);
+            if (!dtype.is_none()) array = array.attr("astype")(dtype, py::arg("copy") = false);
+            if (!copy.is_none() && copy.cast<bool>()) array = array.attr("copy")();
+            return array;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def(
+          "__dlpack__",
+          [](const PyTensor& t, py::object /*stream: host memory needs no sync*/) { return ToCapsule(t); },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__",
+           [](const PyTensor& t) {
+             return py::make_tuple(static_cast<int>(t.tensor.device().device_type), t.tensor.device().device_id);
+           })
       .def("__repr__", [](const PyTensor& t) {
-        return "hetrt.Tensor(shape=" + ShapeToString(t.tensor.shape()) + ", dtype=" +
-               DataTypeToString(t.tensor.dtype()) + ", device=" + DeviceToString(t.tensor.device()) + ")";
+        return "hetrt.Tensor(shape=" + ShapeToString(t.tensor.shape()) +
+               ", dtype=" + DataTypeToString(t.tensor.dtype()) + ", device=" + DeviceToString(t.tensor.device()) + ")";
       });
   m.def("from_dlpack", &FromDlpack, py::arg("value"),
         "A hetrt.Tensor over a DLPack producer's memory (an object with __dlpack__, or a capsule); no copy.");
-  m.def("tensor", [](py::handle value) {
+  m.def(
+      "tensor",
+      [](py::handle value) {
         bool private_copy = false;
         return ToTensor(value, &private_copy);
-      }, py::arg("value"),
-      "A hetrt.Tensor over `value`: no copy for C-contiguous native arrays and DLPack producers.");
+      },
+      py::arg("value"), "A hetrt.Tensor over `value`: no copy for C-contiguous native arrays and DLPack producers.");
   m.def("empty", &EmptyHost, py::arg("shape"), py::arg("dtype") = "float32",
         "An uninitialised numpy array in 64-byte aligned memory: inputs and outputs bound from it "
         "are used without a copy.");

@@ -38,9 +38,9 @@ Sample GetSample() {
   return s;
 }
 
-#define HETRT_REQUIRE_SAMPLE(var)               \
-  HETRT_REQUIRE_MODULES();                      \
-  const Sample var = GetSample();               \
+#define HETRT_REQUIRE_SAMPLE(var) \
+  HETRT_REQUIRE_MODULES();        \
+  const Sample var = GetSample(); \
   if (!var.skip.empty()) GTEST_SKIP() << var.skip
 
 // Modules are loaded through the core's device face, as the module loader does.
@@ -94,7 +94,8 @@ Status RunSample(const Sample& sample, const LoadedModule& module, hetrt_stream_
     std::vector<uint8_t> back(a.nbytes);
     status = c.Copy(buffers[i], 0, c.device(), back.data(), 0, kHost, a.nbytes, stream);
     if (status.ok() && std::memcmp(back.data(), a.expected, a.nbytes) != 0)
-      status = Internal("argument " + std::to_string(i) + " of '" + s.function_name + "' holds other bytes than expected");
+      status =
+          Internal("argument " + std::to_string(i) + " of '" + s.function_name + "' holds other bytes than expected");
   }
   for (void* b : buffers)
     if (b) (void)c.Free(b);
@@ -119,16 +120,16 @@ TEST(Modules, SampleLoadsListsAndRuns) {
 
 TEST(Modules, MissingFunctionIsNotFoundWithoutAnError) {
   HETRT_REQUIRE_SAMPLE(sample);
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadModule(sample.args.type_key, sample.args.data,
-                                                                     sample.args.size, nullptr));
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module,
+                            LoadModule(sample.args.type_key, sample.args.data, sample.args.size, nullptr));
   HETRT_CHECK_OK_AND_ASSIGN(auto function, module.Function("hetrt_conformance_no_such_function"));
   EXPECT_FALSE(function.has_value());
 }
 
 TEST(Modules, SaveLoadRoundTrip) {
   HETRT_REQUIRE_SAMPLE(sample);
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule first, LoadModule(sample.args.type_key, sample.args.data,
-                                                                    sample.args.size, nullptr));
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule first,
+                            LoadModule(sample.args.type_key, sample.args.data, sample.args.size, nullptr));
   HETRT_CHECK_OK_AND_ASSIGN(std::vector<uint8_t> saved, first.Save());
   ASSERT_FALSE(saved.empty());
   uint64_t consumed = 0;
@@ -191,8 +192,8 @@ TEST(Modules, TruncatedAndCorruptedSamplesAreErrorsOrModules) {
 TEST(Modules, ConcurrentCallsFrom8Threads) {
   HETRT_REQUIRE_SAMPLE(sample);
   HETRT_REQUIRE_DEVICE();
-  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module, LoadModule(sample.args.type_key, sample.args.data,
-                                                                     sample.args.size, nullptr));
+  HETRT_CHECK_OK_AND_ASSIGN(LoadedModule module,
+                            LoadModule(sample.args.type_key, sample.args.data, sample.args.size, nullptr));
   DeviceClient c = Client();
   const bool streams = c.api()->stream_create && c.api()->stream_set_current;
   std::vector<Status> results(8);

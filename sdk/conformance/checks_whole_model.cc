@@ -69,7 +69,8 @@ void GetSample(Sample& s) {
   s.path = args.path ? args.path : "";
   s.device = args.device ? args.device : "";
   for (size_t i = 0; i < args.num_options; ++i)
-    s.options.emplace_back(args.options[i].key ? args.options[i].key : "", args.options[i].value ? args.options[i].value : "");
+    s.options.emplace_back(args.options[i].key ? args.options[i].key : "",
+                           args.options[i].value ? args.options[i].value : "");
   s.inputs.assign(args.inputs, args.inputs + args.num_inputs);
   s.expected.assign(args.expected_outputs, args.expected_outputs + args.num_outputs);
   for (const uint8_t* input : s.inputs)
@@ -132,7 +133,7 @@ Result<Io> IoInfo(hetrt_whole_model_t* model, int32_t kind, int32_t index) {
 }
 
 Status CallTensor(hetrt_error_t* (*call)(hetrt_whole_model_tensor_args_t*), hetrt_whole_model_t* model, int32_t index,
-              void* data, uint64_t nbytes) {
+                  void* data, uint64_t nbytes) {
   auto args = AbiArgs<hetrt_whole_model_tensor_args_t>();
   args.model = model;
   args.index = index;
@@ -177,9 +178,9 @@ TEST(WholeModel, DeclarationsNameDevicesAndFormats) {
   check_list(api->transports, api->num_transports, "transports");
   check_list(api->boards, api->num_boards, "boards");
   check_list(api->formats, api->num_formats, "formats");
-  for (auto call : {(void*)api->accepts, (void*)api->create, (void*)api->destroy, (void*)api->io_count,
-                    (void*)api->io_info, (void*)api->set_input, (void*)api->run, (void*)api->get_output,
-                    (void*)api->report})
+  for (auto call :
+       {(void*)api->accepts, (void*)api->create, (void*)api->destroy, (void*)api->io_count, (void*)api->io_info,
+        (void*)api->set_input, (void*)api->run, (void*)api->get_output, (void*)api->report})
     EXPECT_NE(call, nullptr) << "every call before the optional project hooks is required";
 }
 
@@ -270,7 +271,8 @@ TEST(WholeModel, RunGivesTheSamplesOutputsTwiceAndReports) {
   auto report = AbiArgs<hetrt_whole_model_report_args_t>();
   report.model = model.get();
   HETRT_CHECK_OK(Ctx().plugin->Consume(WholeModelApi()->report(&report)));
-  EXPECT_LE(report.arena_bytes_used, report.arena_bytes_total == 0 ? report.arena_bytes_used : report.arena_bytes_total);
+  EXPECT_LE(report.arena_bytes_used,
+            report.arena_bytes_total == 0 ? report.arena_bytes_used : report.arena_bytes_total);
 }
 
 TEST(WholeModel, ManyModelsCreatedAndDestroyed) {

@@ -125,16 +125,14 @@ int Setup(const std::string& path, const std::string& device_text) {
   } else if (auto count = ctx.plugin->CountDevices(ctx.device.device_type); !count.ok()) {
     ctx.no_device_reason = "device_count failed: " + count.status().message();
   } else if (ctx.device.device_id < 0 || ctx.device.device_id >= count->count) {
-    ctx.no_device_reason = count->count == 0 ? "no " + DeviceTypeName(ctx.device.device_type) + " device: " +
-                                                   count->unavailable_reason
-                                             : "no device " + DeviceToString(ctx.device) + " (" +
-                                                   std::to_string(count->count) + " found)";
+    ctx.no_device_reason =
+        count->count == 0 ? "no " + DeviceTypeName(ctx.device.device_type) + " device: " + count->unavailable_reason
+                          : "no device " + DeviceToString(ctx.device) + " (" + std::to_string(count->count) + " found)";
   } else {
     ctx.has_device = true;
   }
   std::printf("plugin %s %s (%s), ABI %d.%d; device under test: %s\n", ctx.plugin->name().c_str(),
-              ctx.plugin->version().c_str(), path.c_str(), ctx.plugin->api()->abi_major,
-              ctx.plugin->api()->abi_minor,
+              ctx.plugin->version().c_str(), path.c_str(), ctx.plugin->api()->abi_major, ctx.plugin->api()->abi_minor,
               ctx.has_device ? DeviceToString(ctx.device).c_str() : ("none (" + ctx.no_device_reason + ")").c_str());
   return 0;
 }

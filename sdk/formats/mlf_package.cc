@@ -39,8 +39,7 @@ std::string NormalizeEntryPath(std::string path, std::string* why) {
 }
 
 bool Skipped(const std::string& path) {
-  return path.rfind("runtime/", 0) == 0 || path == "runtime" || path.rfind("templates/", 0) == 0 ||
-         path == "templates";
+  return path.rfind("runtime/", 0) == 0 || path == "runtime" || path.rfind("templates/", 0) == 0 || path == "templates";
 }
 
 Result<uint64_t> UInt(const json& j, const char* key, const std::string& where) {
@@ -280,7 +279,8 @@ Result<MlfPackage> MlfPackage::ReadArchive(archive* a, const std::string& path, 
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
       return DataLoss(path + ": corrupt or truncated tar: " + ArchiveError(a));
-    if (++entries > limits.max_entries) return DataLoss(path + ": more than " + std::to_string(limits.max_entries) + " entries");
+    if (++entries > limits.max_entries)
+      return DataLoss(path + ": more than " + std::to_string(limits.max_entries) + " entries");
     const char* raw = archive_entry_pathname(entry);
     const std::string name = raw ? raw : "";
     std::string why;
@@ -297,7 +297,8 @@ Result<MlfPackage> MlfPackage::ReadArchive(archive* a, const std::string& path, 
       return InvalidArgument(path + ": entry '" + name + "' is " + std::to_string(size) + " bytes (limit " +
                              std::to_string(limits.max_entry_bytes) + ")");
     total += static_cast<uint64_t>(size);
-    if (total > limits.max_total_bytes) return InvalidArgument(path + ": contents exceed " + std::to_string(limits.max_total_bytes) + " bytes");
+    if (total > limits.max_total_bytes)
+      return InvalidArgument(path + ": contents exceed " + std::to_string(limits.max_total_bytes) + " bytes");
     std::vector<uint8_t> data(static_cast<size_t>(size));
     size_t got = 0;
     while (got < data.size()) {
@@ -324,16 +325,18 @@ const std::vector<uint8_t>* MlfPackage::Find(const std::string& path) const {
 std::vector<std::string> MlfPackage::HostCode() const {
   std::vector<std::string> code;
   for (const auto& [path, data] : files_) {
-    const bool c = path.rfind("codegen/host/src/", 0) == 0 && path.size() > 2 && path.compare(path.size() - 2, 2, ".c") == 0;
-    const bool o = path.rfind("codegen/host/lib/", 0) == 0 && path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0;
+    const bool c =
+        path.rfind("codegen/host/src/", 0) == 0 && path.size() > 2 && path.compare(path.size() - 2, 2, ".c") == 0;
+    const bool o =
+        path.rfind("codegen/host/lib/", 0) == 0 && path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0;
     if (c || o) code.push_back(path);
   }
   return code;
 }
 
 Result<std::string> MlfPackage::GraphJson() const {
-  for (const std::string& p : {"executor-config/graph/" + metadata_.model_name + ".graph",
-                               std::string("executor-config/graph/graph.json")})
+  for (const std::string& p :
+       {"executor-config/graph/" + metadata_.model_name + ".graph", std::string("executor-config/graph/graph.json")})
     if (const auto* g = Find(p)) return std::string(g->begin(), g->end());
   return NotFound(source_ + ": no graph JSON (executor-config/graph/" + metadata_.model_name + ".graph)");
 }

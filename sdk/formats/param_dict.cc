@@ -55,7 +55,8 @@ Status ReadArray(Cursor& in, ParamEntry* entry) {
   int32_t device[2] = {0, 0};
   uint32_t ndim = 0;
   HETRT_RETURN_IF_ERROR(in.Take(&device, "array device"));
-  if (device[0] != kDLCPU) return in.Corrupt("array device", "saved arrays are on cpu (1), this on " + std::to_string(device[0]));
+  if (device[0] != kDLCPU)
+    return in.Corrupt("array device", "saved arrays are on cpu (1), this on " + std::to_string(device[0]));
   HETRT_RETURN_IF_ERROR(in.Take(&ndim, "array ndim"));
   if (ndim > kMostDims) return in.Corrupt("array ndim", std::to_string(ndim) + " dimensions");
   HETRT_RETURN_IF_ERROR(in.Take(&entry->dtype.code, "array dtype"));
@@ -70,7 +71,8 @@ Status ReadArray(Cursor& in, ParamEntry* entry) {
   int64_t size = 0;
   HETRT_RETURN_IF_ERROR(in.Take(&size, "array data size"));
   if (size < 0 || static_cast<uint64_t>(size) != *expected)
-    return in.Corrupt("array data size", std::to_string(size) + " bytes where the shape makes " + std::to_string(*expected));
+    return in.Corrupt("array data size",
+                      std::to_string(size) + " bytes where the shape makes " + std::to_string(*expected));
   std::span<const uint8_t> data;
   HETRT_RETURN_IF_ERROR(in.TakeBytes(*expected, &data, "array data"));
   entry->bytes.assign(data.begin(), data.end());
@@ -86,7 +88,8 @@ Result<std::vector<ParamEntry>> ReadParamDict(std::span<const uint8_t> file, con
   if (magic != kDictMagic) return in.Corrupt("param dict magic", "not a TVM param dict");
   HETRT_RETURN_IF_ERROR(in.Take(&reserved, "param dict reserved"));
   HETRT_RETURN_IF_ERROR(in.Take(&names, "name count"));
-  if (names > in.left() / kLeastEntryBytes) return in.Corrupt("name count", std::to_string(names) + " names cannot fit");
+  if (names > in.left() / kLeastEntryBytes)
+    return in.Corrupt("name count", std::to_string(names) + " names cannot fit");
   std::vector<ParamEntry> params(static_cast<size_t>(names));
   for (ParamEntry& p : params) {
     uint64_t length = 0;

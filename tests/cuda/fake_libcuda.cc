@@ -93,7 +93,7 @@ struct CUevent_st {
 struct CUfunc_st;
 struct CUmod_st {
   CUctx_st* ctx = nullptr;
-  std::string image;  // the bytes that name the kernels
+  std::string image;                                       // the bytes that name the kernels
   std::vector<std::unique_ptr<CUfunc_st>> functions = {};  // handles die with the module, as in the driver
   ~CUmod_st();
 };
@@ -311,17 +311,39 @@ CUresult CUDAAPI cuDriverGetVersion(int* version) {
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
   switch (error) {
-    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
-    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; break;
-    case CUDA_ERROR_INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; break;
-    case CUDA_ERROR_NO_BINARY_FOR_GPU: *name = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
-    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
-    case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
-    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
-    default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
+    case CUDA_SUCCESS:
+      *name = "CUDA_SUCCESS";
+      break;
+    case CUDA_ERROR_INVALID_VALUE:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      break;
+    case CUDA_ERROR_NO_DEVICE:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      break;
+    case CUDA_ERROR_INVALID_CONTEXT:
+      *name = "CUDA_ERROR_INVALID_CONTEXT";
+      break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+      *name = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+      break;
+    case CUDA_ERROR_INVALID_IMAGE:
+      *name = "CUDA_ERROR_INVALID_IMAGE";
+      break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+      *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+      break;
+    case CUDA_ERROR_INVALID_HANDLE:
+      *name = "CUDA_ERROR_INVALID_HANDLE";
+      break;
+    case CUDA_ERROR_NOT_FOUND:
+      *name = "CUDA_ERROR_NOT_FOUND";
+      break;
+    default:
+      *name = nullptr;
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -350,18 +372,40 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice device) {
 
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = Sm() / 10; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = Sm() % 10; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 4; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 160 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1000000; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 2; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = Sm() / 10;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = Sm() % 10;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 4;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *value = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      *value = 48 * 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *value = 160 * 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *value = 1000000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      *value = 2;
+      break;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED:
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = EnvInt("HETRT_FAKE_CUDA_INTEGRATED", 0); break;
-    default: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+      *value = EnvInt("HETRT_FAKE_CUDA_INTEGRATED", 0);
+      break;
+    default:
+      *value = 0;
+      break;
   }
   return CUDA_SUCCESS;
 }
@@ -479,7 +523,8 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
     std::memmove(to, reinterpret_cast<const void*>(src), n);
   } else if (!DriverMemory(src)) {
     const auto* from = reinterpret_cast<const unsigned char*>(src);
-    Enqueue(stream, [to, bytes = std::vector<unsigned char>(from, from + n)] { std::memcpy(to, bytes.data(), bytes.size()); });
+    Enqueue(stream,
+            [to, bytes = std::vector<unsigned char>(from, from + n)] { std::memcpy(to, bytes.data(), bytes.size()); });
   } else {
     Enqueue(stream, [to, src, n] { std::memmove(to, reinterpret_cast<const void*>(src), n); });
   }
@@ -493,15 +538,17 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
 CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   return cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), src, n, nullptr);
 }
-CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) { return cuMemcpyAsync(dst, src, n, nullptr); }
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return cuMemcpyAsync(dst, src, n, nullptr);
+}
 
 CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
                                    CUstream stream) {
   Lock lock(S().mutex);
   if (dst_ctx == nullptr || src_ctx == nullptr || ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (!RangeOk(dst, n) || !RangeOk(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  Log("peer copy " + std::to_string(n) + " cuda:" + std::to_string(src_ctx->device) + " -> cuda:" +
-      std::to_string(dst_ctx->device) + " stream=" + std::to_string(StreamId(stream)));
+  Log("peer copy " + std::to_string(n) + " cuda:" + std::to_string(src_ctx->device) +
+      " -> cuda:" + std::to_string(dst_ctx->device) + " stream=" + std::to_string(StreamId(stream)));
   Enqueue(stream, [dst, src, n] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); });
   return CUDA_SUCCESS;
 }
@@ -527,8 +574,10 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   Lock lock(S().mutex);
   if (ContextOf(stream) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (stream) Drain(stream);
-  else DrainAll();
+  if (stream)
+    Drain(stream);
+  else
+    DrainAll();
   return CUDA_SUCCESS;
 }
 
@@ -602,7 +651,10 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
   if (magic == 0xBA55ED50) {
     if (!FatbinFits(bytes, Sm())) return CUDA_ERROR_NO_BINARY_FOR_GPU;
     text = FatbinBytes(image);
-  } else if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
+  } else if (std::memcmp(bytes,
+                         "\x7f"
+                         "ELF",
+                         4) == 0) {
     return CUDA_ERROR_INVALID_IMAGE;  // no bare cubins in hetrt's tests
   } else {
     text = static_cast<const char*>(image);
@@ -610,8 +662,9 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
     int version = 0;
     cuDriverGetVersion(&version);
     if (!PtxVersionSupported(text, version)) {
-      WriteLog(n, options, values, "ptxas fatal: Unsupported .version; the fake driver reads PTX up to " +
-                                       std::to_string(version / 1000 - 4) + ".x");
+      WriteLog(n, options, values,
+               "ptxas fatal: Unsupported .version; the fake driver reads PTX up to " +
+                   std::to_string(version / 1000 - 4) + ".x");
       return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     }
   }
@@ -650,7 +703,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
                                 unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
   if (CUresult r = NeedContext()) return r;
   if (f == nullptr || f->module->ctx != t_current || ContextOf(stream) != t_current) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || extra != nullptr)
+    return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   Log("launch " + f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
       " block=" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
@@ -679,7 +733,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
 }
 
 // Every function above by its un-versioned name, as a 12.0+ driver answers.
-CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** fn, int, cuuint64_t, CUdriverProcAddressQueryResult* found) {
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** fn, int, cuuint64_t,
+                                  CUdriverProcAddressQueryResult* found) {
   *fn = nullptr;
   if (found) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (EnvInt("HETRT_FAKE_CUDA_NO_PROC_ADDRESS", 0)) return CUDA_ERROR_NOT_FOUND;

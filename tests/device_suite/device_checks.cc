@@ -30,13 +30,13 @@ void CheckCopiesRoundTrip(PluginRegistry& reg, Plugin* plugin, DLDevice device, 
   struct Case {
     uint64_t src_off, dst_off, n;
   };
-  for (const Case& c : {Case{0, 0, 1}, Case{3, 5, 3}, Case{1, 0, 4097}, Case{7, 11, 1000}, Case{0, 0, 4099},
-                        Case{9, 2, 0}}) {
+  for (const Case& c :
+       {Case{0, 0, 1}, Case{3, 5, 3}, Case{1, 0, 4097}, Case{7, 11, 1000}, Case{0, 0, 4099}, Case{9, 2, 0}}) {
     SCOPED_TRACE(std::to_string(c.src_off) + "->" + std::to_string(c.dst_off) + " x" + std::to_string(c.n));
     std::fill(back.begin(), back.end(), 0);
     std::memset(pinned.data(), 0, kSize);
     HETRT_ASSERT_OK(reg.CopyBytes(host.data(), c.src_off, kHost, a.data(), c.dst_off, device, c.n));  // host -> device
-    HETRT_ASSERT_OK(reg.CopyBytes(a.data(), c.dst_off, device, b.data(), c.src_off, device, c.n));   // device -> device
+    HETRT_ASSERT_OK(reg.CopyBytes(a.data(), c.dst_off, device, b.data(), c.src_off, device, c.n));  // device -> device
     // device -> pinned host memory (labelled with the device it belongs to where the plugin knows it)
     const DLDevice pinned_device = pinned_labelled_as_device ? device : kHost;
     HETRT_ASSERT_OK(reg.CopyBytes(b.data(), c.src_off, device, pinned.data(), c.dst_off, pinned_device, c.n));

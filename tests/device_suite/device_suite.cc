@@ -25,11 +25,7 @@ std::vector<Backend> AllBackends() {
   opencl.guaranteed_alignment = 64;  // PoCL maps pinned memory at 64-byte boundaries
   Backend sim{"template_sim", kDLExtDev, HETRT_SUITE_SIM_PLUGIN};
   sim.copies_to_pinned_labelled_as_device = false;  // its pinned memory is plain host memory
-  return {cpu,
-          opencl,
-          vulkan,
-          sim,
-          cuda};
+  return {cpu, opencl, vulkan, sim, cuda};
 }
 
 std::string BackendName(const ::testing::TestParamInfo<Backend>& info) { return info.param.name; }
@@ -76,7 +72,8 @@ void DeviceSuite::SetUp() {
   auto count = plugin_->CountDevices(backend().device_type);
   ASSERT_TRUE(count.ok()) << backend().name << ": " << count.status().message();
   if (count->count == 0) {
-    if (DeviceMayBeAbsent(backend())) GTEST_SKIP() << "no " << backend().name << " device: " << count->unavailable_reason;
+    if (DeviceMayBeAbsent(backend()))
+      GTEST_SKIP() << "no " << backend().name << " device: " << count->unavailable_reason;
     FAIL() << "no " << backend().name << " device here: " << count->unavailable_reason;
   }
   if (backend().driver_messages) messages_before_ = backend().driver_messages(*plugin_, device());

@@ -26,9 +26,9 @@ using Options = std::vector<std::pair<std::string, std::string>>;
 struct Backend {
   std::string name;  // the test-name suffix
   DLDeviceType device_type;
-  std::string plugin_path;  // "" when the build has none
-  bool has_modules = true;  // declares type_keys
-  uint64_t guaranteed_alignment = 4096;  // larger alignments may be refused
+  std::string plugin_path;                          // "" when the build has none
+  bool has_modules = true;                          // declares type_keys
+  uint64_t guaranteed_alignment = 4096;             // larger alignments may be refused
   bool copies_to_pinned_labelled_as_device = true;  // pinned memory named by its device, not the host
   // Options under which device memory allocated is copied through the
   // device's queue rather than by the host (Vulkan: direct_mapping=0), and

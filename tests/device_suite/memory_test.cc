@@ -11,7 +11,9 @@ namespace {
 using Memory = DeviceSuite;
 INSTANTIATE_TEST_SUITE_P(Backends, Memory, ::testing::ValuesIn(AllBackends()), BackendName);
 
-bool IsAligned(const void* pointer, uint64_t alignment) { return reinterpret_cast<uintptr_t>(pointer) % alignment == 0; }
+bool IsAligned(const void* pointer, uint64_t alignment) {
+  return reinterpret_cast<uintptr_t>(pointer) % alignment == 0;
+}
 
 // Memory the host can address (pinned, host-visible, a host device's) is
 // aligned as asked and writable through its host pointer; device memory holds

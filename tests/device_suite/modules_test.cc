@@ -63,8 +63,8 @@ TEST_P(Modules, TheSampleRunsOnTheCurrentStreamAndGivesItsBytes) {
     values[i] = a.value;
     if (a.type_code != HETRT_TYPE_HANDLE) continue;
     HETRT_ASSERT_OK_AND_ASSIGN(buffers[i], Tensor::Empty({static_cast<int64_t>(a.nbytes)}, kU8, memory()));
-    const std::vector<uint8_t> input = a.input ? std::vector<uint8_t>(a.input, a.input + a.nbytes)
-                                               : std::vector<uint8_t>(a.nbytes, 0);
+    const std::vector<uint8_t> input =
+        a.input ? std::vector<uint8_t>(a.input, a.input + a.nbytes) : std::vector<uint8_t>(a.nbytes, 0);
     HETRT_ASSERT_OK(registry().CopyBytes(input.data(), 0, kHost, buffers[i].data(), 0, device(), a.nbytes));
     values[i].v_handle = buffers[i].data();
   }

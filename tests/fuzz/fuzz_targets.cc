@@ -2,12 +2,12 @@
 
 #include <string_view>
 
-#include "hetrt/formats/elf_symbols.h"
 #include "hetrt/exec/graph_executor.h"
-#include "hetrt/mlf.h"
-#include "hetrt/module/module_loader.h"
+#include "hetrt/formats/elf_symbols.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/mlf.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt::fuzz {
 namespace {
@@ -51,8 +51,8 @@ void GraphJson(const uint8_t* data, size_t size) {
   // for that; a graph whose ops are missing fails in PrepareCalls, cleanly).
   GraphExecutor::Options options;
   options.plugins = &NoPlugins();
-  (void)GraphExecutor::Create(std::make_shared<const Graph>(std::move(graph).value()),
-                              std::make_shared<FuzzLibrary>(), options);
+  (void)GraphExecutor::Create(std::make_shared<const Graph>(std::move(graph).value()), std::make_shared<FuzzLibrary>(),
+                              options);
 }
 
 void Npy(const uint8_t* data, size_t size) { (void)ReadNpy({data, size}, "fuzz"); }

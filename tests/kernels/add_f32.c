@@ -18,7 +18,7 @@ static int fail(const char* message) {
 }
 
 __attribute__((visibility("default"))) int32_t hetrt_test_add_f32(value_t* args, int32_t* codes, int32_t n,
-                                                                value_t* ret, int32_t* ret_code, void* resource) {
+                                                                  value_t* ret, int32_t* ret_code, void* resource) {
   (void)ret, (void)ret_code, (void)resource;
   if (n != 3) return fail("hetrt_test_add_f32: expects 3 arguments");
   for (int i = 0; i < 3; ++i)

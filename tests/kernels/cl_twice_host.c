@@ -19,7 +19,7 @@ static void* s_set_device;
 static void* s_kernel;
 
 __attribute__((visibility("default"))) int32_t hetrt_test_cl_twice(value_t* args, int32_t* codes, int32_t n,
-                                                                 value_t* ret, int32_t* ret_code, void* resource) {
+                                                                   value_t* ret, int32_t* ret_code, void* resource) {
   (void)ret, (void)ret_code, (void)resource;
   if (n != 2 || codes[0] != 7 || codes[1] != 7) {
     if (__TVMAPISetLastError) __TVMAPISetLastError("hetrt_test_cl_twice: expects 2 DLTensors");

@@ -29,8 +29,24 @@ static hetrt_error_t* instance_destroy(hetrt_instance_destroy_args_t* args) {
 }
 
 static const hetrt_plugin_api_t kApi = {
-    offsetof(hetrt_plugin_api_t, whole_model), 2, 0, "abi20", "0.0.1", error_message, error_destroy,
-    instance_create, instance_destroy, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL,
+    offsetof(hetrt_plugin_api_t, whole_model),
+    2,
+    0,
+    "abi20",
+    "0.0.1",
+    error_message,
+    error_destroy,
+    instance_create,
+    instance_destroy,
+    NULL,
+    NULL,
+    NULL,
+    0,
+    NULL,
+    0,
+    NULL,
+    NULL,
+    NULL,
     (const hetrt_whole_model_api_t*)(uintptr_t)0x1, /* past struct_size */
 };
 

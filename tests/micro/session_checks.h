@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "../test_support.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/sdk/param_dict.h"
 #include "hetrt/sdk/tensor_layout.h"
 #include "model_session.h"
-#include "../test_support.h"
 
 namespace hetrt::testing {
 

@@ -40,12 +40,12 @@ static hetrt_error_t* error_destroy(hetrt_error_destroy_args_t* args) {
 
 static int64_t g_live_instances;
 
-static int32_t add_one(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                       int32_t* ret_code, void* resource);
-static int32_t answer(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                      int32_t* ret_code, void* resource);
-static int32_t live_instances(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                              int32_t* ret_code, void* resource);
+static int32_t add_one(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                       void* resource);
+static int32_t answer(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                      void* resource);
+static int32_t live_instances(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                              void* resource);
 static int32_t launches(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
                         void* resource);
 
@@ -91,8 +91,8 @@ struct hetrt_plugin_module {
   uint64_t payload_size;
 };
 
-static int32_t add_one(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                       int32_t* ret_code, void* resource) {
+static int32_t add_one(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                       void* resource) {
   hetrt_plugin_module_t* m = (hetrt_plugin_module_t*)resource;
   if (n != 1 || codes[0] != HETRT_TYPE_INT) {
     m->host->set_last_error("add_one takes one int");
@@ -103,16 +103,16 @@ static int32_t add_one(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_val
   return 0;
 }
 
-static int32_t answer(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                      int32_t* ret_code, void* resource) {
+static int32_t answer(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                      void* resource) {
   (void)args, (void)codes, (void)n, (void)resource;
   ret->v_int64 = 42;
   *ret_code = HETRT_TYPE_INT;
   return 0;
 }
 
-static int32_t live_instances(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret,
-                              int32_t* ret_code, void* resource) {
+static int32_t live_instances(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
+                              void* resource) {
   (void)args, (void)codes, (void)n, (void)resource;
   ret->v_int64 = __atomic_load_n(&g_live_instances, __ATOMIC_SEQ_CST);
   *ret_code = HETRT_TYPE_INT;
@@ -152,8 +152,7 @@ static hetrt_error_t* module_destroy(hetrt_module_destroy_args_t* args) {
 }
 
 static const hetrt_module_api_t kModuleApi = {
-    sizeof(hetrt_module_api_t), module_load, module_get_function, module_list_functions,
-    NULL, module_destroy,
+    sizeof(hetrt_module_api_t), module_load, module_get_function, module_list_functions, NULL, module_destroy,
 };
 
 /* A serial task "pool" that counts its launches, so a test can see that an
@@ -178,7 +177,10 @@ static hetrt_error_t* parallel_num_threads(hetrt_parallel_num_threads_args_t* ar
   return NULL;
 }
 static const hetrt_parallel_api_t kParallelApi = {
-    sizeof(hetrt_parallel_api_t), parallel_launch, parallel_barrier, parallel_num_threads,
+    sizeof(hetrt_parallel_api_t),
+    parallel_launch,
+    parallel_barrier,
+    parallel_num_threads,
 };
 static int32_t launches(hetrt_value_t* args, int32_t* codes, int32_t n, hetrt_value_t* ret, int32_t* ret_code,
                         void* resource) {
@@ -198,9 +200,24 @@ typedef struct {
 
 static const extended_api_t kApi = {
     {
-        sizeof(extended_api_t), TEST_ABI_MAJOR, TEST_ABI_MINOR, "test", "0.0.1",
-        error_message, error_destroy, instance_create, instance_destroy, set_option,
-        global_functions, NULL, 0, kTypeKeys, 1, NULL, &kModuleApi, &kParallelApi,
+        sizeof(extended_api_t),
+        TEST_ABI_MAJOR,
+        TEST_ABI_MINOR,
+        "test",
+        "0.0.1",
+        error_message,
+        error_destroy,
+        instance_create,
+        instance_destroy,
+        set_option,
+        global_functions,
+        NULL,
+        0,
+        kTypeKeys,
+        1,
+        NULL,
+        &kModuleApi,
+        &kParallelApi,
     },
     NULL,
 };

@@ -49,8 +49,7 @@ extern "C" {
 
 /* True when a table or args struct is large enough to hold `field`. */
 #define HETRT_STRUCT_HAS(ptr, type, field) \
-  ((ptr) != NULL &&                        \
-   (ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+  ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 #define HETRT_ARGS_HAS(args, type, field) HETRT_STRUCT_HAS(args, type, field)
 
 /* ---------------------------------------------------------------------------
@@ -100,8 +99,7 @@ typedef enum hetrt_type_code {
 
 /* Returns 0 on success. On failure returns non-zero after reporting the message
  * through hetrt_host_api_t.set_last_error. */
-typedef int32_t (*hetrt_packed_cfunc_t)(hetrt_value_t* args, int32_t* type_codes,
-                                        int32_t num_args, hetrt_value_t* ret,
+typedef int32_t (*hetrt_packed_cfunc_t)(hetrt_value_t* args, int32_t* type_codes, int32_t num_args, hetrt_value_t* ret,
                                         int32_t* ret_type_code, void* resource);
 
 /* A callable: a C function plus the state it was created with. Owned by the
@@ -240,14 +238,14 @@ typedef struct hetrt_device_count_args {
  * attributes fill `value`, string ones `string` (instance-owned). A plugin
  * that does not know an attribute for a device returns NOT_FOUND. */
 typedef enum hetrt_device_attribute {
-  HETRT_DEVICE_ATTR_NAME = 0,               /* string, e.g. "NVIDIA H100 80GB HBM3" */
-  HETRT_DEVICE_ATTR_DRIVER_VERSION = 1,     /* string */
+  HETRT_DEVICE_ATTR_NAME = 0,                /* string, e.g. "NVIDIA H100 80GB HBM3" */
+  HETRT_DEVICE_ATTR_DRIVER_VERSION = 1,      /* string */
   HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY = 2, /* 1: device memory *is* host memory */
-  HETRT_DEVICE_ATTR_TOTAL_MEMORY = 3,       /* bytes */
+  HETRT_DEVICE_ATTR_TOTAL_MEMORY = 3,        /* bytes */
   HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK = 4,
   HETRT_DEVICE_ATTR_WARP_SIZE = 5,
   HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 6, /* bytes */
-  HETRT_DEVICE_ATTR_COMPUTE_VERSION = 7,    /* string, e.g. "9.0" */
+  HETRT_DEVICE_ATTR_COMPUTE_VERSION = 7,             /* string, e.g. "9.0" */
   HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT = 8,
   HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ = 9,
   HETRT_DEVICE_ATTR_COPY_STREAMS = 10, /* 1: separate copy streams overlap compute */
@@ -257,8 +255,8 @@ typedef struct hetrt_device_attribute_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
   DLDevice device;
-  int32_t attribute;  /* a hetrt_device_attribute_t; newer minors add values */
-  int64_t value;      /* out: integer attributes */
+  int32_t attribute; /* a hetrt_device_attribute_t; newer minors add values */
+  int64_t value;     /* out: integer attributes */
   /* out: string attributes, instance-owned, valid until the next set_option
    * or instance_destroy */
   const char* string;
@@ -291,7 +289,7 @@ typedef struct hetrt_allocate_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
   DLDevice device;
-  uint64_t nbytes;  /* 0 is valid and yields a distinct, freeable handle */
+  uint64_t nbytes;    /* 0 is valid and yields a distinct, freeable handle */
   uint64_t alignment; /* a power of two; plugins may raise it (CPU: to at least 64) */
   int32_t kind;       /* a hetrt_memory_kind_t */
   void* data;         /* out */
@@ -394,7 +392,7 @@ typedef struct hetrt_event_create_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
   DLDevice device;
-  uint32_t flags; /* hetrt_event_flags_t */
+  uint32_t flags;       /* hetrt_event_flags_t */
   hetrt_event_t* event; /* out */
 } hetrt_event_create_args_t;
 
@@ -554,21 +552,21 @@ typedef struct hetrt_module_destroy_args {
  * Optional (NULL: no sample). The call runs on the calling thread's current
  * stream of `device`; the caller then synchronizes that stream. */
 typedef struct hetrt_module_sample_argument {
-  int32_t type_code; /* HETRT_TYPE_INT, HETRT_TYPE_FLOAT, or HETRT_TYPE_HANDLE: a device buffer */
-  hetrt_value_t value;  /* INT / FLOAT: the value passed */
-  uint64_t nbytes;      /* HANDLE: the buffer's size; the caller allocates it on `device` */
-  const uint8_t* input; /* HANDLE: bytes copied in before the call (NULL: zeros) */
+  int32_t type_code;       /* HETRT_TYPE_INT, HETRT_TYPE_FLOAT, or HETRT_TYPE_HANDLE: a device buffer */
+  hetrt_value_t value;     /* INT / FLOAT: the value passed */
+  uint64_t nbytes;         /* HANDLE: the buffer's size; the caller allocates it on `device` */
+  const uint8_t* input;    /* HANDLE: bytes copied in before the call (NULL: zeros) */
   const uint8_t* expected; /* HANDLE: the bytes after the call (NULL: not checked) */
 } hetrt_module_sample_argument_t;
 
 typedef struct hetrt_module_sample_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
-  DLDevice device;      /* in: where the sample will run (a device of this plugin) */
-  const char* type_key; /* out: one of the plugin's type_keys */
-  const uint8_t* data;  /* out: a valid blob of that type_key (instance-owned) */
-  uint64_t size;        /* out */
-  const char* function_name; /* out: a function of the loaded module */
+  DLDevice device;                                 /* in: where the sample will run (a device of this plugin) */
+  const char* type_key;                            /* out: one of the plugin's type_keys */
+  const uint8_t* data;                             /* out: a valid blob of that type_key (instance-owned) */
+  uint64_t size;                                   /* out */
+  const char* function_name;                       /* out: a function of the loaded module */
   const hetrt_module_sample_argument_t* arguments; /* out: instance-owned */
   size_t num_arguments;                            /* out */
 } hetrt_module_sample_args_t;
@@ -593,8 +591,7 @@ typedef struct hetrt_parallel_group_env {
   int32_t num_task;
 } hetrt_parallel_group_env_t;
 
-typedef int32_t (*hetrt_parallel_lambda_t)(int32_t task_id,
-                                           hetrt_parallel_group_env_t* env, void* cdata);
+typedef int32_t (*hetrt_parallel_lambda_t)(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata);
 
 /* Runs lambda(task_id, env, cdata) for task_id in [0, num_task), the calling
  * thread taking part; num_task 0 means one task per pool thread. May be called
@@ -693,7 +690,7 @@ typedef enum hetrt_io_kind {
 typedef struct hetrt_whole_model_io_info_args {
   HETRT_ARGS_HEADER;
   hetrt_whole_model_t* model;
-  int32_t kind;  /* a hetrt_io_kind_t */
+  int32_t kind; /* a hetrt_io_kind_t */
   int32_t index;
   const char* name;     /* out */
   DLDataType dtype;     /* out */
@@ -764,25 +761,25 @@ typedef struct hetrt_whole_model_sample_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
   const char* dir;
-  const char* path;                      /* out: the model file */
-  const char* device;                    /* out: one of device_names */
-  const hetrt_option_t* options;         /* out: for create (may be none) */
-  size_t num_options;                    /* out */
-  const uint8_t* const* inputs;          /* out: num_inputs buffers */
-  size_t num_inputs;                     /* out */
+  const char* path;                       /* out: the model file */
+  const char* device;                     /* out: one of device_names */
+  const hetrt_option_t* options;          /* out: for create (may be none) */
+  size_t num_options;                     /* out */
+  const uint8_t* const* inputs;           /* out: num_inputs buffers */
+  size_t num_inputs;                      /* out */
   const uint8_t* const* expected_outputs; /* out: num_outputs buffers or NULLs */
-  size_t num_outputs;                    /* out */
+  size_t num_outputs;                     /* out */
 } hetrt_whole_model_sample_args_t;
 
 typedef struct hetrt_whole_model_api {
   size_t struct_size;
   const char* const* device_names; /* what --device names: "micro" */
   size_t num_device_names;
-  const char* const* transports;   /* how it reaches devices: "pipe", "serial", "tcp", "qemu" */
+  const char* const* transports; /* how it reaches devices: "pipe", "serial", "tcp", "qemu" */
   size_t num_transports;
-  const char* const* boards;       /* what it builds for (may be none) */
+  const char* const* boards; /* what it builds for (may be none) */
   size_t num_boards;
-  const char* const* formats;      /* model files it reads: "mlf" */
+  const char* const* formats; /* model files it reads: "mlf" */
   size_t num_formats;
   hetrt_error_t* (*accepts)(hetrt_whole_model_accepts_args_t* args);
   hetrt_error_t* (*create)(hetrt_whole_model_create_args_t* args);

@@ -20,11 +20,11 @@
 
 #include "hetrt/base/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
-#include "hetrt/graph_builder.h"
 #include "hetrt/exec/graph_model.h"
-#include "hetrt/module_export.h"
-#include "hetrt/module/module_loader.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/graph_builder.h"
+#include "hetrt/module/module_loader.h"
+#include "hetrt/module_export.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace {
@@ -43,7 +43,9 @@ Result<Tensor> HostTensor(const std::vector<float>& values) {
 // The sim module the exported library carries: the kernels the host code launches.
 std::vector<uint8_t> SimModuleBlob() {
   std::vector<uint8_t> blob = {'S', 'I', 'M', 'M', 'O', 'D', '0', '1'};
-  auto u32 = [&](uint32_t v) { blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); };
+  auto u32 = [&](uint32_t v) {
+    blob.insert(blob.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4);
+  };
   const char* names[] = {"sim_add_kernel", "sim_relu_kernel"};
   u32(2);
   for (const char* name : names) {
@@ -80,8 +82,8 @@ Status Build(const std::string& dir) {
   factory->Import(host);
   host->Import(sim_module);
   const std::string deploy = dir + "/deploy.so";
-  HETRT_RETURN_IF_ERROR(ExportLibrary(*factory, {SIM_MODEL_HOST_SOURCE}, deploy,
-                                      {.flags = {"-I" SIM_DLPACK_INCLUDE_DIR}}));
+  HETRT_RETURN_IF_ERROR(
+      ExportLibrary(*factory, {SIM_MODEL_HOST_SOURCE}, deploy, {.flags = {"-I" SIM_DLPACK_INCLUDE_DIR}}));
 
   HETRT_ASSIGN_OR_RETURN(Tensor x_tensor, HostTensor(x));
   HETRT_ASSIGN_OR_RETURN(Tensor expected_tensor, HostTensor(expected));
@@ -125,9 +127,10 @@ Status Compare(const std::string& a, const std::string& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Status status = argc == 3 && std::string(argv[1]) == "build"     ? Build(argv[2])
-                  : argc == 4 && std::string(argv[1]) == "compare" ? Compare(argv[2], argv[3])
-                                                                   : InvalidArgument("usage: sim_model build DIR | sim_model compare A.params B.params");
+  Status status = argc == 3 && std::string(argv[1]) == "build" ? Build(argv[2])
+                  : argc == 4 && std::string(argv[1]) == "compare"
+                      ? Compare(argv[2], argv[3])
+                      : InvalidArgument("usage: sim_model build DIR | sim_model compare A.params B.params");
   if (!status.ok()) {
     std::fprintf(stderr, "sim_model: %s\n", status.message().c_str());
     return 1;

@@ -74,19 +74,22 @@ static int launch(const char* kernel, value_t* args, int num_tensors, void** cac
 /* On the simulated device (ext_dev = 12): y = a + b, y = relu(x). */
 PACKED(sim_model_add) {
   static void* kernel;
-  if (check(args, codes, num_args, 3, kDLExtDev, "sim_model_add: expects 3 float32 ext_dev tensors of one size")) return -1;
+  if (check(args, codes, num_args, 3, kDLExtDev, "sim_model_add: expects 3 float32 ext_dev tensors of one size"))
+    return -1;
   return launch("sim_add_kernel", args, 3, &kernel);
 }
 
 PACKED(sim_model_relu) {
   static void* kernel;
-  if (check(args, codes, num_args, 2, kDLExtDev, "sim_model_relu: expects 2 float32 ext_dev tensors of one size")) return -1;
+  if (check(args, codes, num_args, 2, kDLExtDev, "sim_model_relu: expects 2 float32 ext_dev tensors of one size"))
+    return -1;
   return launch("sim_relu_kernel", args, 2, &kernel);
 }
 
 /* On the CPU: y = 2 x. */
 PACKED(sim_model_double_on_cpu) {
-  if (check(args, codes, num_args, 2, kDLCPU, "sim_model_double_on_cpu: expects 2 float32 CPU tensors of one size")) return -1;
+  if (check(args, codes, num_args, 2, kDLCPU, "sim_model_double_on_cpu: expects 2 float32 CPU tensors of one size"))
+    return -1;
   const DLTensor* x = (const DLTensor*)args[0].v_handle;
   const DLTensor* y = (const DLTensor*)args[1].v_handle;
   const float* in = (const float*)((const char*)x->data + x->byte_offset);

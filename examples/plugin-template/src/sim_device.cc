@@ -12,8 +12,9 @@ namespace sim {
 
 hetrt_error_t* CheckDevice(DLDevice device) {
   if (device.device_type != kDeviceType)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     "not a simulated device (type " + std::to_string(device.device_type) + "; this plugin serves ext_dev)");
+    return MakeError(
+        HETRT_STATUS_INVALID_ARGUMENT,
+        "not a simulated device (type " + std::to_string(device.device_type) + "; this plugin serves ext_dev)");
   if (device.device_id < 0 || device.device_id >= kNumDevices)
     return MakeError(HETRT_STATUS_NOT_FOUND, "no simulated device " + std::to_string(device.device_id) + " (" +
                                                  std::to_string(kNumDevices) + " exist)");
@@ -61,7 +62,8 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       args->value = static_cast<int64_t>(args->self->memory.capacity());
       return nullptr;
     default:
-      return MakeError(HETRT_STATUS_NOT_FOUND, "the simulated device has no attribute " + std::to_string(args->attribute));
+      return MakeError(HETRT_STATUS_NOT_FOUND,
+                       "the simulated device has no attribute " + std::to_string(args->attribute));
   }
 }
 
@@ -78,7 +80,8 @@ hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   if (args->alignment != 0 && (args->alignment & (args->alignment - 1)) != 0)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "alignment " + std::to_string(args->alignment) + " is not a power of two");
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
+                     "alignment " + std::to_string(args->alignment) + " is not a power of two");
   switch (args->kind) {
     case HETRT_MEMORY_DEVICE: {
       // Blocks start at offset 0 of their own allocation: any alignment holds.
@@ -89,7 +92,8 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
     }
     case HETRT_MEMORY_HOST_PINNED: {  // plain host memory: nothing to pin on a simulator
       const size_t alignment = std::max<uint64_t>(args->alignment, 64);
-      void* host = std::aligned_alloc(alignment, (std::max<uint64_t>(args->nbytes, 1) + alignment - 1) / alignment * alignment);
+      void* host =
+          std::aligned_alloc(alignment, (std::max<uint64_t>(args->nbytes, 1) + alignment - 1) / alignment * alignment);
       if (host == nullptr) return MakeError(HETRT_STATUS_RESOURCE_EXHAUSTED, "no host memory for a pinned buffer");
       args->data = args->host_pointer = host;
       return nullptr;
@@ -121,8 +125,8 @@ hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) {
 }
 
 // The host bytes of one side of a copy: host memory as is, device memory resolved.
-hetrt_error_t* CopySide(const hetrt_instance* self, const void* base, uint64_t offset, DLDevice device,
-                        uint64_t nbytes, const char* side, std::byte** out) {
+hetrt_error_t* CopySide(const hetrt_instance* self, const void* base, uint64_t offset, DLDevice device, uint64_t nbytes,
+                        const char* side, std::byte** out) {
   if (IsHost(device)) {
     *out = static_cast<std::byte*>(const_cast<void*>(base)) + offset;
     return nullptr;
@@ -140,9 +144,11 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* args) {
   if (IsHost(args->src_device) && IsHost(args->dst_device))
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "host to host copies are the CPU plugin's");
   std::byte *src = nullptr, *dst = nullptr;
-  if (hetrt_error_t* e = CopySide(args->self, args->src, args->src_offset, args->src_device, args->nbytes, "source", &src))
+  if (hetrt_error_t* e =
+          CopySide(args->self, args->src, args->src_offset, args->src_device, args->nbytes, "source", &src))
     return e;
-  if (hetrt_error_t* e = CopySide(args->self, args->dst, args->dst_offset, args->dst_device, args->nbytes, "destination", &dst))
+  if (hetrt_error_t* e =
+          CopySide(args->self, args->dst, args->dst_offset, args->dst_device, args->nbytes, "destination", &dst))
     return e;
   if (args->nbytes > 0) std::memmove(dst, src, args->nbytes);
   return nullptr;
@@ -161,7 +167,9 @@ hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) { return CheckStream(args->device, args->stream); }
+hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
+  return CheckStream(args->device, args->stream);
+}
 
 hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
@@ -224,7 +232,9 @@ hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) { return RecordedAt(args->event, &args->device_ns); }
+hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) {
+  return RecordedAt(args->event, &args->device_ns);
+}
 
 hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;

@@ -22,7 +22,7 @@ struct hetrt_event {
 
 struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
-  hetrt::sdk::InstanceSerial serial;  // keys the per-thread current device/stream
+  hetrt::sdk::InstanceSerial serial;            // keys the per-thread current device/stream
   sim::AddressSpace memory{uint64_t{1} << 30};  // 1 GiB of simulated device memory
 };
 

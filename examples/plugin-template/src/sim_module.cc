@@ -52,7 +52,8 @@ int32_t CallKernel(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_
 
 hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   const std::string type_key = args->type_key ? args->type_key : "";
-  if (type_key != "sim") return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the sim plugin loads type_key 'sim', not '" + type_key + "'");
+  if (type_key != "sim")
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the sim plugin loads type_key 'sim', not '" + type_key + "'");
   const uint8_t* p = args->data;
   uint64_t left = args->data ? args->size : 0;
   auto bad = [&](const std::string& why) {
@@ -68,15 +69,19 @@ hetrt_error_t* Load(hetrt_module_load_args_t* args) {
   if (!take(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0) return bad("no SIMMOD01 header");
   uint32_t count = 0;
   if (!take(&count, sizeof count)) return bad("truncated function count");
-  if (count > left / sizeof(uint32_t)) return bad(std::to_string(count) + " functions announced, the blob is too short");
+  if (count > left / sizeof(uint32_t))
+    return bad(std::to_string(count) + " functions announced, the blob is too short");
   auto module = std::make_unique<hetrt_plugin_module>();
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t length = 0;
-    if (!take(&length, sizeof length) || length > left) return bad("function " + std::to_string(i) + ": truncated name");
+    if (!take(&length, sizeof length) || length > left)
+      return bad("function " + std::to_string(i) + ": truncated name");
     std::string name(reinterpret_cast<const char*>(p), length);
     p += length, left -= length;
     KernelFn fn = FindKernel(name);
-    if (fn == nullptr) return MakeError(HETRT_STATUS_NOT_FOUND, "sim module names kernel '" + name + "', which this plugin does not have");
+    if (fn == nullptr)
+      return MakeError(HETRT_STATUS_NOT_FOUND,
+                       "sim module names kernel '" + name + "', which this plugin does not have");
     module->all.push_back({fn, args->self});
     if (!module->functions.Add(name, &module->all.back())) return bad("kernel '" + name + "' listed twice");
   }
@@ -95,7 +100,8 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
     hetrt_module_sample_argument_t arguments[4];
     SampleData() {
       blob = ModuleBlob({"sim_add_kernel"});
-      for (int i = 0; i < 16; ++i) a[i] = static_cast<float>(i) - 4.5f, b[i] = 0.25f * static_cast<float>(i * i), sum[i] = a[i] + b[i];
+      for (int i = 0; i < 16; ++i)
+        a[i] = static_cast<float>(i) - 4.5f, b[i] = 0.25f * static_cast<float>(i * i), sum[i] = a[i] + b[i];
       arguments[0] = hetrt::sdk::SampleBuffer(sizeof a, a, a);
       arguments[1] = hetrt::sdk::SampleBuffer(sizeof b, b, b);
       arguments[2] = hetrt::sdk::SampleBuffer(sizeof sum, nullptr, sum);
@@ -108,7 +114,6 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
 
 }  // namespace
 
-const hetrt_module_api_t kModuleApi =
-    hetrt::sdk::ModuleTable<hetrt_plugin_module, CallKernel, kLabel, Load, Sample>();
+const hetrt_module_api_t kModuleApi = hetrt::sdk::ModuleTable<hetrt_plugin_module, CallKernel, kLabel, Load, Sample>();
 
 }  // namespace sim

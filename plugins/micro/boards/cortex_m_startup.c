@@ -64,8 +64,20 @@ void Reset_Handler(void) {
 
 typedef void (*vector_t)(void);
 __attribute__((section(".isr_vector"), used)) const vector_t g_vectors[16] = {
-    (vector_t)(uintptr_t)&_estack, Reset_Handler, Default_Handler, HardFault_Handler,
-    MemManage_Handler, BusFault_Handler, UsageFault_Handler, 0, 0, 0, 0,
-    Default_Handler /* SVCall */, Default_Handler /* DebugMon */, 0,
-    Default_Handler /* PendSV */, SysTick_Handler,
+    (vector_t)(uintptr_t)&_estack,
+    Reset_Handler,
+    Default_Handler,
+    HardFault_Handler,
+    MemManage_Handler,
+    BusFault_Handler,
+    UsageFault_Handler,
+    0,
+    0,
+    0,
+    0,
+    Default_Handler /* SVCall */,
+    Default_Handler /* DebugMon */,
+    0,
+    Default_Handler /* PendSV */,
+    SysTick_Handler,
 };

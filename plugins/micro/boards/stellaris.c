@@ -52,10 +52,10 @@ void board_init(void) {
   /* Timer 0, periodic every 65536 cycles, no interrupt, measures nothing:
    * under QEMU -icount its deadline bounds how long the emulated CPU runs
    * before QEMU looks at its sockets, so UART bytes arrive promptly. */
-  GPTM0_CFG = 0;       /* 32-bit */
-  GPTM0_TAMR = 2u;     /* periodic */
+  GPTM0_CFG = 0;   /* 32-bit */
+  GPTM0_TAMR = 2u; /* periodic */
   GPTM0_TAILR = 0xFFFFu;
-  GPTM0_CTL = 1u;      /* timer A on */
+  GPTM0_CTL = 1u; /* timer A on */
 }
 
 void board_uart_write(const void* data, size_t n) {

@@ -26,8 +26,8 @@ int main(void) {
   static hetrt_crt_arena_t arena, executor;
   hetrt_crt_arena_init(&arena, g_arena, sizeof g_arena);
   hetrt_crt_arena_init(&executor, g_executor, sizeof g_executor);
-  hetrt_server_t server = {uart_read, uart_write, NULL, g_rx, sizeof g_rx, board_ticks, board_tick_hz,
-                           board_name, &arena, NULL, 0};
+  hetrt_server_t server = {uart_read,  uart_write, NULL, g_rx, sizeof g_rx, board_ticks, board_tick_hz,
+                           board_name, &arena,     NULL, 0};
   if (hetrt_model_init(&arena, &executor) != 0) server.init_error = hetrt_model_last_error();
   hetrt_server_announce_boot(&server);
   for (;;) hetrt_server_serve_one(&server);

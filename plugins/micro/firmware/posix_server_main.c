@@ -51,7 +51,7 @@ int main(void) {
   hetrt_crt_arena_init(&arena, g_arena, sizeof g_arena);
   hetrt_crt_arena_init(&executor, g_executor, sizeof g_executor);
   hetrt_server_t server = {stdin_read, stdout_write, NULL, g_rx, sizeof g_rx, monotonic_ns, 1000000000u,
-                           "host", &arena, NULL, 0};
+                           "host",     &arena,       NULL, 0};
   if (hetrt_model_init(&arena, &executor) != 0) server.init_error = hetrt_model_last_error();
   hetrt_server_announce_boot(&server);
   while (hetrt_server_serve_one(&server) == 0) {

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < hetrt_model_num_inputs() && i < hetrt_num_embedded_inputs; ++i) {
     size_t bytes = 0;
     unsigned char* dst = (unsigned char*)hetrt_model_input(i, &bytes);
-    if (hetrt_embedded_input_bytes[i] == bytes) memcpy(dst, hetrt_embedded_inputs[i], bytes);
+    if (hetrt_embedded_input_bytes[i] == bytes)
+      memcpy(dst, hetrt_embedded_inputs[i], bytes);
     else if (hetrt_embedded_input_bytes[i] != 0) {
       fprintf(stderr, "input %d: embedded size mismatch\n", i);
       return 1;

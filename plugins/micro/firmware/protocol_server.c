@@ -17,8 +17,8 @@ static uint32_t get32(const uint8_t* p) {
  * the CRC computed as it goes. */
 static void reply2(hetrt_server_t* s, uint16_t seq, uint8_t type, const void* a, uint32_t a_len, const void* b,
                    uint32_t b_len) {
-  uint8_t header[HETRT_FRAME_HEADER] = {HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, (uint8_t)seq, (uint8_t)(seq >> 8),
-                                        type, 0};
+  uint8_t header[HETRT_FRAME_HEADER] = {
+      HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, (uint8_t)seq, (uint8_t)(seq >> 8), type, 0};
   put32(header + 6, a_len + b_len);
   uint32_t crc = hetrt_crc32(0, header, sizeof header);
   s->write(s->io, header, sizeof header);
@@ -55,15 +55,15 @@ static void hello(hetrt_server_t* s, uint16_t seq, const uint8_t* p, uint32_t le
   uint32_t total = 8 + 6 + (uint32_t)strlen(s->board);
   for (int k = 0; k < ni + no; ++k)
     total += 6 + (uint32_t)strlen(k < ni ? hetrt_model_input_name(k) : hetrt_model_output_name(k - ni));
-  uint8_t header[HETRT_FRAME_HEADER] = {HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, (uint8_t)seq, (uint8_t)(seq >> 8),
-                                        HETRT_MSG_HELLO | HETRT_MSG_REPLY, 0};
+  uint8_t header[HETRT_FRAME_HEADER] = {
+      HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, (uint8_t)seq, (uint8_t)(seq >> 8), HETRT_MSG_HELLO | HETRT_MSG_REPLY, 0};
   put32(header + 6, total);
   uint32_t crc = hetrt_crc32(0, header, sizeof header);
   s->write(s->io, header, sizeof header);
-#define EMIT(ptr, n)                                         \
-  do {                                                       \
-    crc = hetrt_crc32(crc, (const uint8_t*)(ptr), (n));      \
-    s->write(s->io, (ptr), (n));                             \
+#define EMIT(ptr, n)                                    \
+  do {                                                  \
+    crc = hetrt_crc32(crc, (const uint8_t*)(ptr), (n)); \
+    s->write(s->io, (ptr), (n));                        \
   } while (0)
   uint8_t b[8];
   put32(b, (uint32_t)ni);
@@ -72,8 +72,10 @@ static void hello(hetrt_server_t* s, uint16_t seq, const uint8_t* p, uint32_t le
   for (int k = 0; k < ni + no; ++k) {
     size_t bytes = 0;
     const char* name = k < ni ? hetrt_model_input_name(k) : hetrt_model_output_name(k - ni);
-    if (k < ni) hetrt_model_input(k, &bytes);
-    else hetrt_model_output(k - ni, &bytes);
+    if (k < ni)
+      hetrt_model_input(k, &bytes);
+    else
+      hetrt_model_output(k - ni, &bytes);
     const size_t l = strlen(name);
     put32(b, (uint32_t)bytes);
     b[4] = (uint8_t)l, b[5] = (uint8_t)(l >> 8);

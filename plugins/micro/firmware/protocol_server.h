@@ -15,11 +15,11 @@ typedef struct {
   int (*read_byte)(void* io, uint8_t* byte);
   void (*write)(void* io, const void* data, size_t n);
   void* io;
-  uint8_t* rx;        /* one frame: HETRT_FRAME_OVERHEAD + the largest payload */
+  uint8_t* rx; /* one frame: HETRT_FRAME_OVERHEAD + the largest payload */
   size_t rx_capacity;
   uint64_t (*ticks)(void); /* NULL: runs report 0 ticks */
   uint32_t tick_hz;
-  const char* board;       /* named in HELLO and BOOT */
+  const char* board; /* named in HELLO and BOOT */
   hetrt_crt_arena_t* arena;
   /* Non-NULL when hetrt_model_init failed: every command gets this error. */
   const char* init_error;

@@ -12,7 +12,7 @@
 namespace hetrt::micro {
 
 struct BoardSpec {
-  std::string name;           // "mps2-an386"
+  std::string name;  // "mps2-an386"
   std::string description;
   std::string qemu_machine;   // qemu-system-arm -M ...
   std::string cpu_flags;      // -mcpu=... -mthumb ...

@@ -39,7 +39,8 @@ Result<size_t> FdTransport::Read(uint8_t* data, size_t capacity, int timeout_ms)
   if (ready == 0) return size_t{0};
   const ssize_t n = read(read_fd_, data, capacity);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return size_t{0};
-  if (n <= 0) return Unavailable(Describe() + ": the stream ended" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+  if (n <= 0)
+    return Unavailable(Describe() + ": the stream ended" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
   return static_cast<size_t>(n);
 }
 

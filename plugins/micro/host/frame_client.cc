@@ -11,8 +11,8 @@ namespace hetrt::micro {
 namespace {
 
 std::vector<uint8_t> Frame(uint16_t seq, uint8_t type, const std::vector<uint8_t>& payload) {
-  std::vector<uint8_t> f{HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, static_cast<uint8_t>(seq),
-                         static_cast<uint8_t>(seq >> 8), type, 0};
+  std::vector<uint8_t> f{
+      HETRT_FRAME_MAGIC0, HETRT_FRAME_MAGIC1, static_cast<uint8_t>(seq), static_cast<uint8_t>(seq >> 8), type, 0};
   Put32(f, static_cast<uint32_t>(payload.size()));
   f.insert(f.end(), payload.begin(), payload.end());
   Put32(f, hetrt_crc32(0, f.data(), f.size()));
@@ -26,8 +26,8 @@ constexpr uint32_t kMaxReply = 64u << 20;
 bool FrameClient::NextFrame(uint16_t& seq, uint8_t& type, std::vector<uint8_t>& body) {
   for (;;) {
     size_t skip = 0;  // up to the next magic (or a lone first magic byte at the end)
-    while (skip < rx_.size() && !(rx_[skip] == HETRT_FRAME_MAGIC0 &&
-                                  (skip + 1 == rx_.size() || rx_[skip + 1] == HETRT_FRAME_MAGIC1)))
+    while (skip < rx_.size() &&
+           !(rx_[skip] == HETRT_FRAME_MAGIC0 && (skip + 1 == rx_.size() || rx_[skip + 1] == HETRT_FRAME_MAGIC1)))
       ++skip;
     rx_.erase(rx_.begin(), rx_.begin() + static_cast<long>(skip));
     if (rx_.size() < HETRT_FRAME_OVERHEAD) return false;
@@ -66,7 +66,8 @@ Result<std::vector<uint8_t>> FrameClient::Exchange(uint8_t type, const std::vect
   if (!transport_->IsOpen()) return Lost(transport_->Describe() + " is not connected");
   if (options_.bytes_per_second > 0)
     timeout_ms += static_cast<int>(std::min<uint64_t>(
-        (uint64_t{payload.size()} + reply_bytes + 2 * HETRT_FRAME_OVERHEAD) * 1000 / options_.bytes_per_second, 3600000));
+        (uint64_t{payload.size()} + reply_bytes + 2 * HETRT_FRAME_OVERHEAD) * 1000 / options_.bytes_per_second,
+        3600000));
   const uint16_t seq = ++seq_ == 0 ? ++seq_ : seq_;  // seq 0 is the device's BOOT frame
   const std::vector<uint8_t> frame = Frame(seq, type, payload);
   std::mt19937 rng(seq);

@@ -13,9 +13,9 @@
 namespace hetrt::micro {
 
 struct LinkOptions {
-  int timeout_ms = 2000;       // per reply, before the request is sent again ...
+  int timeout_ms = 2000;         // per reply, before the request is sent again ...
   int bytes_per_second = 10000;  // ... plus the time the bytes need on the link (a 115200-baud UART: ~11500)
-  int run_timeout_ms = 60000;  // RUN: a model may take long on a slow board
+  int run_timeout_ms = 60000;    // RUN: a model may take long on a slow board
   int retries = 3;
   // Fault injection, for tests: garbage bytes before every Nth frame sent, and
   // the first transmission of every Nth frame dropped.

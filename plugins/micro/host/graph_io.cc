@@ -22,9 +22,8 @@ const json* AttrList(const json& graph, const char* key) {
 Result<GraphIo> ReadGraphIo(const std::string& graph_json, const std::string& source) {
   constexpr int kDeepestGraph = 32;  // a graph is a handful of levels deep
   bool too_deep = false;
-  json graph = json::parse(graph_json, [&](int depth, json::parse_event_t, json&) {
-    return !(too_deep |= depth > kDeepestGraph);
-  }, false);
+  json graph = json::parse(
+      graph_json, [&](int depth, json::parse_event_t, json&) { return !(too_deep |= depth > kDeepestGraph); }, false);
   if (too_deep || graph.is_discarded() || !graph.is_object()) return DataLoss(source + ": not a graph JSON object");
   const json* dtypes = AttrList(graph, "dltype");
   const json* shapes = AttrList(graph, "shape");
@@ -40,7 +39,8 @@ Result<GraphIo> ReadGraphIo(const std::string& graph_json, const std::string& so
     const json& first = row_ptr[node_id.get<size_t>()];
     if (!first.is_number_unsigned()) return DataLoss(source + ": node_row_ptr holds a non-index");
     const size_t entry = first.get<size_t>() + output.get<size_t>();
-    if (entry >= dtypes->size() || entry >= shapes->size()) return DataLoss(source + ": entry " + std::to_string(entry) + " has no dtype or shape");
+    if (entry >= dtypes->size() || entry >= shapes->size())
+      return DataLoss(source + ": entry " + std::to_string(entry) + " has no dtype or shape");
     const json& dtype = (*dtypes)[entry];
     const auto type = dtype.is_string() ? sdk::DtypeFromName(dtype.get<std::string>()) : std::nullopt;
     if (!type) return DataLoss(source + ": entry " + std::to_string(entry) + " has a bad dtype");
@@ -54,8 +54,8 @@ Result<GraphIo> ReadGraphIo(const std::string& graph_json, const std::string& so
   };
   GraphIo io;
   for (const json& id : graph["arg_nodes"]) {
-    const bool named = id.is_number_unsigned() && id.get<size_t>() < nodes.size() && nodes[id.get<size_t>()].is_object() &&
-                       nodes[id.get<size_t>()].value("name", json()).is_string();
+    const bool named = id.is_number_unsigned() && id.get<size_t>() < nodes.size() &&
+                       nodes[id.get<size_t>()].is_object() && nodes[id.get<size_t>()].value("name", json()).is_string();
     if (!named) return DataLoss(source + ": an arg node without a name");
     HETRT_ASSIGN_OR_RETURN(TensorSpec t, spec(id, json(0u), nodes[id.get<size_t>()]["name"].get<std::string>()));
     io.inputs.push_back(std::move(t));

@@ -60,7 +60,8 @@ Result<std::unique_ptr<InProcessModel>> InProcessModel::Build(const MlfPackage& 
                                                               size_t arena_bytes) {
   std::unique_ptr<InProcessModel> m(new InProcessModel());
   static int counter = 0;
-  m->dir_ = (fs::temp_directory_path() / ("hetrt-micro-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
+  m->dir_ = (fs::temp_directory_path() / ("hetrt-micro-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+                .string();
   HETRT_ASSIGN_OR_RETURN(auto sources, WriteModelSources(mlf, m->dir_));
   std::vector<std::string> inputs;
   for (const auto& s : sources) inputs.push_back((fs::path(m->dir_) / s).string());

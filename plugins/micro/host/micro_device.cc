@@ -97,8 +97,10 @@ class RemoteMicroModel final : public MicroModel {
     text << "device " << model_->Describe() << (model_->board().empty() ? "" : " [" + model_->board() + "]") << ": "
          << arena;
     if (r.metadata_budget) text << "; MLF metadata budget " << r.metadata_budget;
-    if (emulated_ && ticks) text << "; last run " << r.instructions << " instructions (QEMU -icount)";
-    else if (hz && ticks) text << "; last run " << r.device_ns / 1000 << " us on the device clock";
+    if (emulated_ && ticks)
+      text << "; last run " << r.instructions << " instructions (QEMU -icount)";
+    else if (hz && ticks)
+      text << "; last run " << r.device_ns / 1000 << " us on the device clock";
     if (!build_note_.empty()) text << "; " << build_note_;
     r.text = text.str();
     return r;
@@ -139,8 +141,9 @@ Result<std::unique_ptr<MicroModel>> OpenRemote(const MlfPackage& mlf, const std:
     // The device program: the host build of the project's `device` target, in the cache.
     HETRT_ASSIGN_OR_RETURN(plan, PlanModel(mlf));
     std::random_device rd;
-    const std::string dir = (fs::temp_directory_path() / ("hetrt-micro-device-" + std::to_string(getpid()) + "-" +
-                                                          std::to_string(rd()))).string();
+    const std::string dir =
+        (fs::temp_directory_path() / ("hetrt-micro-device-" + std::to_string(getpid()) + "-" + std::to_string(rd())))
+            .string();
     HETRT_RETURN_IF_ERROR(WriteProject(mlf, dir, {}).status());
     Status made = RunMake(dir, "device");
     if (!made.ok()) {
@@ -186,11 +189,12 @@ Result<std::unique_ptr<MicroModel>> OpenMicroModel(const std::string& path, cons
                                   "device"));
   HETRT_ASSIGN_OR_RETURN(MlfPackage mlf, MlfPackage::Read(path));
   const bool has_board = options.count("board") > 0;
-  const std::string transport =
-      Option(options, "transport", device == "cpu" ? "inproc" : has_board ? "qemu" : "pipe");
+  const std::string transport = Option(options, "transport", device == "cpu" ? "inproc" : has_board ? "qemu" : "pipe");
   if (device == "cpu" && transport != "inproc")
-    return InvalidArgument("micro: device 'cpu' runs the model in this process (transport inproc); use --device "
-                           "micro for transport '" + transport + "'");
+    return InvalidArgument(
+        "micro: device 'cpu' runs the model in this process (transport inproc); use --device "
+        "micro for transport '" +
+        transport + "'");
   if (has_board && transport != "qemu")
     return InvalidArgument("micro: --board builds firmware for an emulated board (transport qemu), not for '" +
                            transport + "'");

@@ -57,8 +57,10 @@ hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
 }
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  return hetrt::sdk::MakeErrorf(HETRT_STATUS_NOT_FOUND, "micro plugin: no instance option '%s' (options go with "
-                                "each model: %s)", args->key ? args->key : "", hetrt::micro::kModelOptionKeys);
+  return hetrt::sdk::MakeErrorf(HETRT_STATUS_NOT_FOUND,
+                                "micro plugin: no instance option '%s' (options go with "
+                                "each model: %s)",
+                                args->key ? args->key : "", hetrt::micro::kModelOptionKeys);
 }
 
 hetrt_error_t* Accepts(hetrt_whole_model_accepts_args_t* args) {
@@ -110,7 +112,8 @@ hetrt_error_t* IoInfo(hetrt_whole_model_io_info_args_t* args) {
 
 hetrt_error_t* SetInput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: set_input without data");
+  if (args->data == nullptr && args->nbytes != 0)
+    return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: set_input without data");
   const auto* data = static_cast<const uint8_t*>(args->data);
   return ToError(args->model->model->session().SetInput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
@@ -122,7 +125,8 @@ hetrt_error_t* Run(hetrt_whole_model_args_t* args) {
 
 hetrt_error_t* GetOutput(hetrt_whole_model_tensor_args_t* args) {
   if (!args->model) return NoModel();
-  if (args->data == nullptr && args->nbytes != 0) return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: get_output without a buffer");
+  if (args->data == nullptr && args->nbytes != 0)
+    return hetrt::sdk::MakeError(HETRT_STATUS_INVALID_ARGUMENT, "micro: get_output without a buffer");
   auto* data = static_cast<uint8_t*>(args->data);
   return ToError(args->model->model->session().GetOutput(args->index, {data, static_cast<size_t>(args->nbytes)}));
 }
@@ -196,10 +200,26 @@ const char* const* BoardNames() {
 const hetrt_whole_model_api_t* WholeModelTable() {
   static const hetrt_whole_model_api_t table = {
       sizeof(hetrt_whole_model_api_t),
-      kDevices, 2, kTransports, 5, BoardNames(), hetrt::micro::Boards().size(), kFormats, 1,
-      Entry<Accepts>::Call, Entry<Create>::Call, Entry<Destroy>::Call, Entry<IoCount>::Call, Entry<IoInfo>::Call,
-      Entry<SetInput>::Call, Entry<Run>::Call, Entry<GetOutput>::Call, Entry<Report>::Call,
-      Entry<ProjectGenerate>::Call, Entry<ProjectRun>::Call, Entry<Sample>::Call,
+      kDevices,
+      2,
+      kTransports,
+      5,
+      BoardNames(),
+      hetrt::micro::Boards().size(),
+      kFormats,
+      1,
+      Entry<Accepts>::Call,
+      Entry<Create>::Call,
+      Entry<Destroy>::Call,
+      Entry<IoCount>::Call,
+      Entry<IoInfo>::Call,
+      Entry<SetInput>::Call,
+      Entry<Run>::Call,
+      Entry<GetOutput>::Call,
+      Entry<Report>::Call,
+      Entry<ProjectGenerate>::Call,
+      Entry<ProjectRun>::Call,
+      Entry<Sample>::Call,
   };
   return &table;
 }

@@ -53,10 +53,14 @@ Result<ModelPlan> PlanFromText(const std::string& text, const MlfPackage& mlf) {
   std::string key;
   size_t value = 0, seen = 0;
   while (in >> key >> value) {
-    if (key == "arena_peak") plan.arena_peak = value, ++seen;
-    else if (key == "executor_peak") plan.executor_peak = value, ++seen;
-    else if (key == "arena_bytes") plan.arena_bytes = value, ++seen;
-    else if (key == "executor_bytes") plan.executor_bytes = value, ++seen;
+    if (key == "arena_peak")
+      plan.arena_peak = value, ++seen;
+    else if (key == "executor_peak")
+      plan.executor_peak = value, ++seen;
+    else if (key == "arena_bytes")
+      plan.arena_bytes = value, ++seen;
+    else if (key == "executor_bytes")
+      plan.executor_bytes = value, ++seen;
   }
   if (seen != 4) return DataLoss("a firmware plan file lacks some of its four numbers");
   HETRT_RETURN_IF_ERROR(DescribeModelIo(mlf, plan.inputs, plan.outputs));

@@ -17,7 +17,7 @@ struct ModelPlan {
   std::string model_name;
   size_t arena_peak = 0, executor_peak = 0;    // measured
   size_t arena_bytes = 0, executor_bytes = 0;  // the static buffers of a device build
-  uint64_t metadata_budget = 0;  // main's workspace + io + constants in metadata.json (0: not given)
+  uint64_t metadata_budget = 0;                // main's workspace + io + constants in metadata.json (0: not given)
   std::vector<TensorSpec> inputs, outputs;
   // The largest request payload a device must receive (SET_INPUT: index + bytes).
   size_t LargestRequest() const;

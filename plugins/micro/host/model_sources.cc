@@ -36,8 +36,9 @@ Result<std::vector<std::string>> WriteModelSources(const MlfPackage& mlf, const 
   if (!ec) fs::copy(src + "/crt/src", dir / "crt" / "src", copy, ec);
   if (!ec) fs::copy(src + "/firmware", dir / "firmware", copy, ec);
   if (!ec) fs::copy(GeneratedCodeIncludeDir(), dir / "crt" / "include", copy, ec);
-  if (!ec) fs::copy(GeneratedCodeIncludeDir() + "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
-                    fs::copy_options::overwrite_existing, ec);
+  if (!ec)
+    fs::copy(GeneratedCodeIncludeDir() + "/dlpack/dlpack.h", dir / "crt" / "include" / "dlpack" / "dlpack.h",
+             fs::copy_options::overwrite_existing, ec);
   if (ec) return Unavailable("copying the C runtime into " + dir.string() + ": " + ec.message());
   std::vector<std::string> sources{"model_glue.c"};
   for (const auto& e : fs::directory_iterator(dir / "crt" / "src"))

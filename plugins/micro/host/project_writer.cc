@@ -22,8 +22,8 @@ std::string InputsSource(const ModelPlan& plan, const std::vector<sdk::ParamEntr
     << "#include \"model_inputs.h\"\n\n";
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const sdk::ParamEntry* given = sdk::FindParamEntry(inputs, plan.inputs[i].name);
-    c << "static const unsigned char kInput" << i << "[] = "
-      << (given ? CBytesLiteral(given->bytes) : std::string("\"\"")) << ";\n";
+    c << "static const unsigned char kInput" << i
+      << "[] = " << (given ? CBytesLiteral(given->bytes) : std::string("\"\"")) << ";\n";
   }
   c << "const unsigned char* const hetrt_embedded_inputs[] = {";
   for (size_t i = 0; i < plan.inputs.size(); ++i) c << (i ? ", " : "") << "kInput" << i;
@@ -83,7 +83,8 @@ std::string Makefile(const ModelPlan& plan, const std::vector<std::string>& sour
     << "device: firmware/posix_server_main.c firmware/protocol_server.c $(MODEL_SRCS)\n"
     << "\t$(CC) $(CFLAGS) $(INCLUDES) -o $@ $^ -lm\n\n"
     << "ARM_CC ?= arm-none-eabi-gcc\nARM_SIZE ?= arm-none-eabi-size\n"
-    << "ARM_FLAGS ?= " << board.cpu_flags << " -O2 -std=c99 -ffunction-sections -fdata-sections -DHETRT_BOARD_NAME='\"" << board.name << "\"'\n"
+    << "ARM_FLAGS ?= " << board.cpu_flags << " -O2 -std=c99 -ffunction-sections -fdata-sections -DHETRT_BOARD_NAME='\""
+    << board.name << "\"'\n"
     << "ARM_LDFLAGS = -nostartfiles -Wl,--gc-sections -specs=nano.specs -specs=nosys.specs -Lboard -Tboard/"
     << board.linker_script << "\n"
     << "BOARD_SRCS = board/cortex_m_startup.c board/" << board.driver << "\n"
@@ -135,9 +136,10 @@ Result<uint64_t> CheckFitsBoard(const ModelPlan& plan, const MlfMetadata& metada
   for (const auto& m : metadata.memory)
     if (m.name == "main") constants = m.constants_bytes;
   if (constants > board.flash_bytes)
-    return ResourceExhausted("model '" + plan.model_name + "' does not fit " + board.name + "'s flash: its constants (" +
-                             std::to_string(constants) + " bytes in the MLF metadata) exceed " +
-                             std::to_string(board.flash_bytes) + " bytes of flash");
+    return ResourceExhausted("model '" + plan.model_name + "' does not fit " + board.name +
+                             "'s flash: its constants (" + std::to_string(constants) +
+                             " bytes in the MLF metadata) exceed " + std::to_string(board.flash_bytes) +
+                             " bytes of flash");
   return ram;
 }
 
@@ -157,9 +159,9 @@ Result<ProjectSummary> WriteProject(const MlfPackage& mlf, const std::string& di
   std::error_code ec;
   fs::create_directories(root / "board", ec);
   const std::string boards = MicroSourceDir() + "/boards/";
-  for (const std::string& file : {std::string("board.h"), std::string("cortex_m_startup.c"),
-                                  std::string("cortex_m_sections.ld"), summary.board->driver,
-                                  summary.board->linker_script})
+  for (const std::string& file :
+       {std::string("board.h"), std::string("cortex_m_startup.c"), std::string("cortex_m_sections.ld"),
+        summary.board->driver, summary.board->linker_script})
     if (!ec) fs::copy_file(boards + file, root / "board" / file, fs::copy_options::overwrite_existing, ec);
   if (ec) return Unavailable("copying the board files into " + dir + ": " + ec.message());
   HETRT_RETURN_IF_ERROR(WriteTextFile((root / "hetrt_firmware_config.h").string(), ConfigHeader(summary.plan)));

@@ -16,7 +16,7 @@ namespace hetrt::micro {
 
 struct ProjectOptions {
   std::vector<sdk::ParamEntry> inputs;  // embedded; zeros for inputs not given
-  size_t arena_bytes = 0;           // 0: measured with an in-process run
+  size_t arena_bytes = 0;               // 0: measured with an in-process run
   // "" : `make` builds the host program; the firmware targets are there for
   // the default board (mps2-an386). A board: `make` builds its firmware, and
   // a model that cannot fit the board's RAM or flash is refused here.

@@ -32,9 +32,20 @@ int MillisecondsLeft(Clock::time_point deadline) {
 }
 
 std::vector<std::string> QemuArgs(const BoardSpec& board, const std::string& elf) {
-  return {"qemu-system-arm", "-M", board.qemu_machine, "-display", "none", "-monitor", "none", "-nodefaults",
-          "-semihosting-config", "enable=on,target=native", "-icount",
-          "shift=" + std::to_string(kQemuIcountShift) + ",align=off,sleep=off", "-kernel", elf};
+  return {"qemu-system-arm",
+          "-M",
+          board.qemu_machine,
+          "-display",
+          "none",
+          "-monitor",
+          "none",
+          "-nodefaults",
+          "-semihosting-config",
+          "enable=on,target=native",
+          "-icount",
+          "shift=" + std::to_string(kQemuIcountShift) + ",align=off,sleep=off",
+          "-kernel",
+          elf};
 }
 
 // Starts QEMU with stdin from /dev/null, stdout to `out_fd` and stderr to
@@ -52,8 +63,10 @@ Result<pid_t> Spawn(const std::vector<std::string>& args, int out_fd, const std:
     const int null_fd = open("/dev/null", O_RDONLY);
     const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (null_fd >= 0) dup2(null_fd, 0);
-    if (out_fd >= 0) dup2(out_fd, 1);
-    else if (log_fd >= 0) dup2(log_fd, 1);
+    if (out_fd >= 0)
+      dup2(out_fd, 1);
+    else if (log_fd >= 0)
+      dup2(log_fd, 1);
     if (log_fd >= 0) dup2(log_fd, 2);
     execvp(argv[0], argv.data());
     _exit(127);

@@ -45,8 +45,8 @@ Status RemoteModel::StartSession() const {
     at += 6 + len;
     const TensorSpec& expected = k < ni ? input_specs_[k] : outputs_[k - ni];
     if (bytes != expected.bytes)
-      return DataLoss(transport.Describe() + ": the device's " + (k < ni ? "input" : "output") + " '" + name + "' has " +
-                      std::to_string(bytes) + " bytes; the model's '" + expected.name + "' has " +
+      return DataLoss(transport.Describe() + ": the device's " + (k < ni ? "input" : "output") + " '" + name +
+                      "' has " + std::to_string(bytes) + " bytes; the model's '" + expected.name + "' has " +
                       std::to_string(expected.bytes));
   }
   if (at + 6 <= hello.size()) {  // the board and its clock (older devices stop before)
@@ -75,8 +75,10 @@ Result<std::vector<uint8_t>> RemoteModel::Call(uint8_t type, const std::vector<u
   if (!reply.ok() && client_->device_lost()) {
     in_session_ = false;
     static const char* const kNames[] = {"", "HELLO", "SET_INPUT", "RUN", "GET_OUTPUT", "ARENA"};
-    return Unavailable("micro device lost during " + std::string(type <= 5 ? kNames[type] : "a request") + ": " +
-                       reply.status().message() + "; the next call starts a new session (restarting the device where it is gone) and replays the inputs");
+    return Unavailable(
+        "micro device lost during " + std::string(type <= 5 ? kNames[type] : "a request") + ": " +
+        reply.status().message() +
+        "; the next call starts a new session (restarting the device where it is gone) and replays the inputs");
   }
   return reply;
 }

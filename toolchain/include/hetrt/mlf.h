@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/module_export.h"
-#include "hetrt/formats/params.h"
-#include "hetrt/sdk/mlf_package.h"
 #include "hetrt/base/status.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/module_export.h"
+#include "hetrt/sdk/mlf_package.h"
 
 namespace hetrt {
 

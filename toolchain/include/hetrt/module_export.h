@@ -34,17 +34,16 @@ Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root);
 std::string EmitDevcC(std::span<const uint8_t> blob_symbol);
 
 struct LinkOptions {
-  std::string compiler = "cc";       // or a cross compiler
+  std::string compiler = "cc";          // or a cross compiler
   std::vector<std::string> flags = {};  // extra flags, e.g. --target/-march
 };
 // `cc -shared -fPIC -o output inputs...`; the error carries the compiler's output.
-Status LinkSharedLibrary(const std::vector<std::string>& inputs, const std::string& output,
-                         const LinkOptions& options);
+Status LinkSharedLibrary(const std::vector<std::string>& inputs, const std::string& output, const LinkOptions& options);
 
 // Exports: host objects/C sources + the tree's blob as devc.c -> `output`
 // (.so, or .tar holding the inputs and devc.c). The root's host library, if
 // any, is not re-linked: pass its objects in `host_inputs`.
-Status ExportLibrary(const Module& root, const std::vector<std::string>& host_inputs,
-                     const std::string& output, const LinkOptions& options);
+Status ExportLibrary(const Module& root, const std::vector<std::string>& host_inputs, const std::string& output,
+                     const LinkOptions& options);
 
 }  // namespace hetrt

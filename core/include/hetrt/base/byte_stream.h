@@ -17,8 +17,7 @@ namespace hetrt {
 class ByteReader {
  public:
   // `source` names the input in error messages ("deploy.so: __tvm_dev_mblob").
-  ByteReader(std::span<const uint8_t> data, std::string source)
-      : data_(data), source_(std::move(source)) {}
+  ByteReader(std::span<const uint8_t> data, std::string source) : data_(data), source_(std::move(source)) {}
 
   size_t offset() const { return pos_; }
   size_t remaining() const { return data_.size() - pos_; }
@@ -58,8 +57,8 @@ class ByteReader {
   template <typename T>
   Status ReadPod(T* out, std::string_view field) {
     if (remaining() < sizeof(T))
-      return Error(field, "truncated: need " + std::to_string(sizeof(T)) + " bytes, " +
-                              std::to_string(remaining()) + " left");
+      return Error(field,
+                   "truncated: need " + std::to_string(sizeof(T)) + " bytes, " + std::to_string(remaining()) + " left");
     // Little-endian hosts only (x86-64, AArch64): the format is little-endian.
     std::memcpy(out, data_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);

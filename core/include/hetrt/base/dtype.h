@@ -23,9 +23,7 @@ Result<DLDataType> ParseDataType(std::string_view text);
 std::string DataTypeToString(DLDataType type);
 
 // Bytes per element, lanes included, rounded up to whole bytes.
-inline uint64_t DataTypeBytes(DLDataType type) {
-  return (static_cast<uint64_t>(type.bits) * type.lanes + 7) / 8;
-}
+inline uint64_t DataTypeBytes(DLDataType type) { return (static_cast<uint64_t>(type.bits) * type.lanes + 7) / 8; }
 
 // True for the type codes hetrt knows (int, uint, float, handle, bfloat, complex, bool).
 bool IsKnownDataTypeCode(uint8_t code);

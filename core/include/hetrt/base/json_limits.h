@@ -12,8 +12,8 @@
 namespace hetrt {
 
 struct JsonLimits {
-  size_t max_depth = 64;           // real graph JSON nests 6 deep
-  size_t max_bytes = 256u << 20;   // real graph JSON is well under 10 MB
+  size_t max_depth = 64;          // real graph JSON nests 6 deep
+  size_t max_bytes = 256u << 20;  // real graph JSON is well under 10 MB
 };
 
 // DATA_LOSS naming `source` and the byte offset when `text` nests deeper or is

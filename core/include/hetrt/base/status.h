@@ -59,7 +59,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).ok() && "Result needs a value or an error");
   }
@@ -86,9 +86,9 @@ class [[nodiscard]] Result {
 #define HETRT_CONCAT_INNER(a, b) a##b
 #define HETRT_CONCAT(a, b) HETRT_CONCAT_INNER(a, b)
 
-#define HETRT_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::hetrt::Status hetrt_status_ = (expr);    \
+#define HETRT_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::hetrt::Status hetrt_status_ = (expr);        \
     if (!hetrt_status_.ok()) return hetrt_status_; \
   } while (0)
 
@@ -98,5 +98,4 @@ class [[nodiscard]] Result {
   lhs = std::move(tmp).value()
 
 // HETRT_ASSIGN_OR_RETURN(auto x, ComputeX());
-#define HETRT_ASSIGN_OR_RETURN(lhs, expr) \
-  HETRT_ASSIGN_OR_RETURN_IMPL(HETRT_CONCAT(hetrt_result_, __LINE__), lhs, expr)
+#define HETRT_ASSIGN_OR_RETURN(lhs, expr) HETRT_ASSIGN_OR_RETURN_IMPL(HETRT_CONCAT(hetrt_result_, __LINE__), lhs, expr)

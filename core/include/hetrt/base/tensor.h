@@ -23,7 +23,10 @@ class Allocator {
   virtual void Free(void* data) = 0;
   // The host address of memory this allocator handed out, when the host can
   // address it (host memory, host-visible device memory); NULL otherwise.
-  virtual void* HostPointer(void* data) const { (void)data; return nullptr; }
+  virtual void* HostPointer(void* data) const {
+    (void)data;
+    return nullptr;
+  }
   // What must outlive memory this allocator handed out (its plugin), held by
   // every tensor buffer from it; NULL when the allocator lives for the process.
   virtual std::shared_ptr<void> Owner() const { return nullptr; }
@@ -63,7 +66,9 @@ class Tensor {
   const DLTensor* dl() const { return &dl_; }
   void* data() const { return dl_.data; }
   template <typename T>
-  T* data_as() const { return static_cast<T*>(dl_.data); }
+  T* data_as() const {
+    return static_cast<T*>(dl_.data);
+  }
   const std::vector<int64_t>& shape() const { return shape_; }
   DLDataType dtype() const { return dl_.dtype; }
   DLDevice device() const { return dl_.device; }

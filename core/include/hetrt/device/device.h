@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <string>
 
-#include "hetrt/device/plugin.h"
 #include "hetrt/base/last_error.h"
 #include "hetrt/base/status.h"
+#include "hetrt/device/plugin.h"
 
 namespace hetrt {
 
@@ -45,9 +45,7 @@ class Device {
   // ---- queries
   std::string Name() const { return plugin_->DeviceName(device_); }
   Result<int64_t> AttributeInt(int32_t attribute) const { return plugin_->AttributeInt(device_, attribute); }
-  Result<std::string> AttributeString(int32_t attribute) const {
-    return plugin_->AttributeString(device_, attribute);
-  }
+  Result<std::string> AttributeString(int32_t attribute) const { return plugin_->AttributeString(device_, attribute); }
   bool SharesHostMemory() const { return plugin_->SharesHostMemory(device_); }
   // Whether the plugin gives copies streams of their own that overlap compute.
   bool HasCopyStreams() const;

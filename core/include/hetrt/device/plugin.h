@@ -13,10 +13,10 @@
 #include <tuple>
 #include <vector>
 
-#include "hetrt/device/abi_args.h"
-#include "hetrt/plugin_abi.h"
 #include "hetrt/base/status.h"
 #include "hetrt/base/tensor.h"
+#include "hetrt/device/abi_args.h"
+#include "hetrt/plugin_abi.h"
 
 namespace hetrt {
 

@@ -3,8 +3,8 @@
 // error. On the hot path of every parallel CPU kernel, so inline.
 #pragma once
 
-#include "hetrt/device/plugin.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/device/plugin.h"
 
 namespace hetrt {
 

@@ -32,8 +32,7 @@ class WholeModel {
  public:
   // Whether `plugin` runs the model file at `path` on `device`; when not,
   // `reason` says why (the plugin's words).
-  static Result<bool> Accepts(Plugin& plugin, const std::string& path, const std::string& device,
-                              std::string* reason);
+  static Result<bool> Accepts(Plugin& plugin, const std::string& path, const std::string& device, std::string* reason);
   // Opens the model and reads its inputs and outputs.
   static Result<WholeModel> Create(Plugin& plugin, const std::string& path, const std::string& device,
                                    const PluginOptions& options);
@@ -63,8 +62,7 @@ class WholeModel {
   static Result<ProjectRun> RunProject(Plugin& plugin, const std::string& project_dir, const PluginOptions& options);
 
  private:
-  WholeModel(std::shared_ptr<Plugin> plugin, hetrt_whole_model_t* model)
-      : plugin_(std::move(plugin)), model_(model) {}
+  WholeModel(std::shared_ptr<Plugin> plugin, hetrt_whole_model_t* model) : plugin_(std::move(plugin)), model_(model) {}
   Status ReadIo();
   void Reset();
   std::shared_ptr<Plugin> plugin_;

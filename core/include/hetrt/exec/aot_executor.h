@@ -15,8 +15,7 @@ class AotExecutor final : public Executor {
  public:
   // `root` is an AotExecutorFactory (or any module whose imports define
   // get_c_metadata and the entry function). AOT runs on one CPU device.
-  static Result<std::unique_ptr<AotExecutor>> Create(std::shared_ptr<Module> root,
-                                                     std::vector<DLDevice> devices,
+  static Result<std::unique_ptr<AotExecutor>> Create(std::shared_ptr<Module> root, std::vector<DLDevice> devices,
                                                      PluginRegistry* plugins = nullptr);
 
   int NumInputs() const override { return static_cast<int>(inputs_.size()); }

@@ -9,8 +9,8 @@
 
 #include "hetrt/base/byte_stream.h"
 #include "hetrt/exec/graph_executor.h"
-#include "hetrt/module/module.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/module/module.h"
 
 namespace hetrt {
 
@@ -18,8 +18,7 @@ namespace hetrt {
 // import is the host library that holds the operator functions.
 class GraphExecutorFactoryModule final : public Module {
  public:
-  GraphExecutorFactoryModule(std::string graph_json, std::vector<NamedTensor> params,
-                             std::string module_name)
+  GraphExecutorFactoryModule(std::string graph_json, std::vector<NamedTensor> params, std::string module_name)
       : Module("GraphExecutorFactory"),
         graph_json_(std::move(graph_json)),
         params_(std::make_shared<const std::vector<NamedTensor>>(std::move(params))),

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "hetrt/exec/executor.h"
-#include "hetrt/formats/graph.h"
 #include "hetrt/exec/graph_plan.h"
 #include "hetrt/exec/graph_steps.h"
-#include "hetrt/module/module.h"
+#include "hetrt/formats/graph.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/module/module.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
@@ -46,10 +46,10 @@ class GraphExecutor final : public Executor {
   };
 
   // `lib` provides the operator functions (looked up with its imports).
-  static Result<std::unique_ptr<GraphExecutor>> Create(std::shared_ptr<const Graph> graph,
-                                                       std::shared_ptr<Module> lib, Options options);
-  static Result<std::unique_ptr<GraphExecutor>> Create(std::string_view graph_json,
-                                                       std::shared_ptr<Module> lib, Options options);
+  static Result<std::unique_ptr<GraphExecutor>> Create(std::shared_ptr<const Graph> graph, std::shared_ptr<Module> lib,
+                                                       Options options);
+  static Result<std::unique_ptr<GraphExecutor>> Create(std::string_view graph_json, std::shared_ptr<Module> lib,
+                                                       Options options);
   ~GraphExecutor() override;
 
   // Graph inputs (user inputs and params), in arg_nodes order.
@@ -83,16 +83,16 @@ class GraphExecutor final : public Executor {
     uint64_t submit_ns = 0;      // when the host began issuing it
     uint64_t start_ns = 0;       // when it ran (device times mapped onto the host clock)
     uint64_t end_ns = 0;
-    uint64_t wait_ns = 0;        // time its lane sat blocked on another lane first
-    uint64_t bytes = 0;          // copies: bytes moved
+    uint64_t wait_ns = 0;              // time its lane sat blocked on another lane first
+    uint64_t bytes = 0;                // copies: bytes moved
     std::vector<uint32_t> waited_for;  // node ids in other lanes it had to follow
     double ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }
   };
   struct RunProfile {
-    std::vector<std::string> lanes;  // "host", "opencl:0 compute", "opencl:0 copy", ...
-    std::vector<NodeTrace> nodes;    // in issue order
+    std::vector<std::string> lanes;             // "host", "opencl:0 compute", "opencl:0 copy", ...
+    std::vector<NodeTrace> nodes;               // in issue order
     uint64_t run_start_ns = 0, run_end_ns = 0;  // Run() entry to the end of the last work
-    uint64_t clock_uncertainty_ns = 0;  // worst device-clock mapping error
+    uint64_t clock_uncertainty_ns = 0;          // worst device-clock mapping error
   };
   // Run() with every node timed at its true place in time: host nodes by the
   // host clock, device nodes by timing events around them on their stream,
@@ -143,10 +143,10 @@ class GraphExecutor final : public Executor {
   Options options_;
   PluginRegistry* plugins_ = nullptr;
   GraphPlan plan_;
-  std::vector<Tensor> storage_;          // per storage id (undefined when unused or borrowed)
-  std::vector<bool> storage_borrowed_;   // sid points at memory the executor must not write
-  std::vector<void*> storage_host_;      // per sid: host address of device storage, or NULL
-  std::vector<Tensor> entries_;          // per eid, views of storage_ or bound memory
+  std::vector<Tensor> storage_;                        // per storage id (undefined when unused or borrowed)
+  std::vector<bool> storage_borrowed_;                 // sid points at memory the executor must not write
+  std::vector<void*> storage_host_;                    // per sid: host address of device storage, or NULL
+  std::vector<Tensor> entries_;                        // per eid, views of storage_ or bound memory
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
   std::vector<hetrt_value_t> arg_values_;
   std::vector<int32_t> arg_codes_;
@@ -155,8 +155,8 @@ class GraphExecutor final : public Executor {
   std::vector<std::pair<uint32_t, Tensor>> output_copies_;  // outputs that alias an input
   // Declared before steps_: their events go before the lanes' streams.
   std::vector<Lane> lanes_;
-  std::vector<Step> steps_;          // same index as plan_.steps
-  struct HostCall {  // the CPU-only run loop's record (one per step then)
+  std::vector<Step> steps_;  // same index as plan_.steps
+  struct HostCall {          // the CPU-only run loop's record (one per step then)
     hetrt_packed_cfunc_t fn;
     void* resource;
     hetrt_value_t* args;
@@ -165,7 +165,7 @@ class GraphExecutor final : public Executor {
   };
   std::vector<HostCall> host_calls_;
   std::vector<hetrt_stream_t*> saved_streams_;  // per lane: the stream that was current before a run
-  mutable std::atomic<bool> pending_{false};  // device work of the last run may still be running
+  mutable std::atomic<bool> pending_{false};    // device work of the last run may still be running
   mutable std::mutex pending_mutex_;
 };
 

@@ -11,7 +11,7 @@
 namespace hetrt {
 
 struct GraphModelFiles {
-  std::string library;     // deploy.so, or lib.so of a triple
+  std::string library;          // deploy.so, or lib.so of a triple
   std::string graph_json = {};  // set for a triple
   std::string params = {};      // optional, for a triple
 };

@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
-#include "hetrt/formats/graph.h"
 #include "hetrt/base/status.h"
+#include "hetrt/formats/graph.h"
 
 namespace hetrt {
 
@@ -40,9 +40,9 @@ struct GraphPlanOptions {
 
 struct StoragePlan {
   DLDevice device{kDLCPU, 0};
-  uint64_t bytes = 0;              // its largest entry
-  std::vector<uint32_t> entries;   // the eids viewing it (empty: unused)
-  bool host_visible = false;       // ask the plugin for host-addressable memory
+  uint64_t bytes = 0;             // its largest entry
+  std::vector<uint32_t> entries;  // the eids viewing it (empty: unused)
+  bool host_visible = false;      // ask the plugin for host-addressable memory
 };
 
 // Lane 0 is the host thread; the others are streams of one device.
@@ -67,7 +67,7 @@ struct PlannedStep {
   uint64_t nbytes = 0;
   std::optional<DLDevice> copier;
   uint32_t src_lane = 0, dst_lane = 0;  // kStagedCopy: each side's compute lane
-  int32_t sync_lane = -1;  // sequential runs: finish this lane's work first
+  int32_t sync_lane = -1;               // sequential runs: finish this lane's work first
   // Earlier steps on other lanes it must follow; the host's waits for them
   // and its stream's (asynchronous runs only).
   std::vector<uint32_t> deps, host_waits, stream_waits;
@@ -78,10 +78,10 @@ struct GraphPlan {
   std::vector<DLDevice> entry_devices;  // per eid
   std::vector<StoragePlan> storage;     // per storage id
   std::vector<PlannedLane> lanes;
-  std::vector<PlannedStep> steps;       // one per op node that does something, in node order
-  std::vector<uint32_t> order;          // issue order of steps
-  std::vector<uint32_t> final_waits;    // steps a run waits for before it returns (host memory final)
-  bool host_only = true;                // every step is a CPU kernel
+  std::vector<PlannedStep> steps;     // one per op node that does something, in node order
+  std::vector<uint32_t> order;        // issue order of steps
+  std::vector<uint32_t> final_waits;  // steps a run waits for before it returns (host memory final)
+  bool host_only = true;              // every step is a CPU kernel
 };
 
 // Each entry's device: the first listed device of the entry's device_index

@@ -37,8 +37,8 @@ struct GraphStep {
   PlannedStep::Kind kind = PlannedStep::Kind::kKernel;
   uint32_t node_id = 0;
   uint32_t lane = 0;
-  KernelCall call;                      // kernels
-  Event event;                      // recorded after the step when another lane waits for it
+  KernelCall call;                                       // kernels
+  Event event;                                           // recorded after the step when another lane waits for it
   std::vector<uint32_t> host_waits, stream_waits, deps;  // step indices
   // Copies.
   DLTensor* src = nullptr;

@@ -19,7 +19,6 @@ struct ElfSymbol {
   uint64_t size = 0;
 };
 
-Result<std::vector<ElfSymbol>> ReadElfDynamicSymbols(std::span<const uint8_t> file,
-                                                     const std::string& source);
+Result<std::vector<ElfSymbol>> ReadElfDynamicSymbols(std::span<const uint8_t> file, const std::string& source);
 
 }  // namespace hetrt

@@ -37,14 +37,14 @@ struct GraphNode {
 
 struct Graph {
   std::vector<GraphNode> nodes;
-  std::vector<uint32_t> arg_nodes;  // input index i = arg_nodes[i]
+  std::vector<uint32_t> arg_nodes;   // input index i = arg_nodes[i]
   std::vector<GraphEntryRef> heads;  // output i = heads[i]
   std::vector<uint32_t> node_row_ptr;
   // Indexed by entry id (eid).
   std::vector<std::vector<int64_t>> shapes;
   std::vector<DLDataType> dtypes;
   std::vector<uint32_t> storage_ids;
-  std::vector<int32_t> device_types;  // empty when the graph has no device_index
+  std::vector<int32_t> device_types;        // empty when the graph has no device_index
   std::vector<std::string> storage_scopes;  // empty when absent
 
   uint32_t num_entries() const { return static_cast<uint32_t>(shapes.size()); }

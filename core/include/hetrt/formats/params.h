@@ -27,8 +27,7 @@ Result<Tensor> ReadNDArray(ByteReader& reader);
 Status WriteNDArray(const Tensor& tensor, ByteWriter& writer);
 
 // A param dict, in file order (names are unique).
-Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes,
-                                               const std::string& source);
+Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes, const std::string& source);
 Result<std::vector<NamedTensor>> LoadParamDictFile(const std::string& path);
 Result<std::vector<uint8_t>> WriteParamDict(const std::vector<NamedTensor>& params);
 

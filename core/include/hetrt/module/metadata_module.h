@@ -13,7 +13,9 @@ namespace hetrt {
 class MetadataModule final : public Module {
  public:
   MetadataModule() : Module("metadata_module") {}
-  static Result<std::shared_ptr<Module>> Load(ByteReader&) { return std::shared_ptr<Module>(std::make_shared<MetadataModule>()); }
+  static Result<std::shared_ptr<Module>> Load(ByteReader&) {
+    return std::shared_ptr<Module>(std::make_shared<MetadataModule>());
+  }
   Result<std::vector<uint8_t>> SaveToBinary() const override { return std::vector<uint8_t>{}; }
   Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
     return static_cast<const PackedFunc*>(nullptr);

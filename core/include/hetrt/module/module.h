@@ -9,18 +9,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/base/status.h"
+#include "hetrt/plugin_abi.h"
 #include "hetrt/tvm_abi/function_environment.h"
 #include "hetrt/tvm_abi/global_functions.h"
-#include "hetrt/plugin_abi.h"
-#include "hetrt/base/status.h"
 
 namespace hetrt {
 
 // Calls a packed function; a non-zero return becomes a Status carrying the
 // message the callee reported through the last-error channel.
-Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes,
-                      int32_t num_args, hetrt_value_t* ret = nullptr,
-                      int32_t* ret_type_code = nullptr);
+Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes, int32_t num_args,
+                      hetrt_value_t* ret = nullptr, int32_t* ret_type_code = nullptr);
 
 class Module : public FunctionEnvironment {
  public:

@@ -28,21 +28,18 @@ struct LoadOptions {
 
 // Loads a .so (with or without a blob). The root is module 0 of the blob, or
 // the library module itself when the file has no blob.
-Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path,
-                                               const LoadOptions& options = {});
+Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const LoadOptions& options = {});
 
 // Builds a module tree from a blob payload (the bytes after the u64 length
 // prefix). `library` fills the "_lib" slot; it may be null when the blob has
 // none. Exposed for tests and fuzzing.
 Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> payload,
-                                                       std::shared_ptr<Module> library,
-                                                       const std::string& source,
+                                                       std::shared_ptr<Module> library, const std::string& source,
                                                        const LoadOptions& options = {});
 
 // Splits a symbol's bytes (u64 LE length prefix + payload) into the payload,
 // checking the prefix against the bytes that are really there.
-Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes,
-                                             const std::string& source);
+Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes, const std::string& source);
 
 // Loaders for blobs of core module types, keyed by type_key.
 using BlobLoader = std::function<Result<std::shared_ptr<Module>>(ByteReader& reader)>;
@@ -52,8 +49,7 @@ void RegisterCoreLoader(const std::string& type_key, BlobLoader loader);
 class PluginModule final : public Module {
  public:
   // Loads from the start of `reader`'s remaining bytes and advances it.
-  static Result<std::shared_ptr<Module>> Load(Plugin* plugin, const std::string& type_key,
-                                              ByteReader& reader);
+  static Result<std::shared_ptr<Module>> Load(Plugin* plugin, const std::string& type_key, ByteReader& reader);
   Result<const PackedFunc*> GetOwnFunction(std::string_view name) override;
   std::vector<std::string> ListFunctionNames() const override;
   std::string Describe() const override;

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrt/device/device.h"
 #include "hetrt/base/status.h"
 #include "hetrt/base/tensor.h"
+#include "hetrt/device/device.h"
 
 namespace hetrt {
 
@@ -81,8 +81,8 @@ class PluginRegistry {
   Plugin* CopyProvider(DLDevice src, DLDevice dst) const;
   // Copies nbytes between two tensors' memory (any devices), blocking, through
   // the plugins' copy functions; staged through host memory between two plugins.
-  Status CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device, void* dst,
-                   uint64_t dst_offset, DLDevice dst_device, uint64_t nbytes) const;
+  Status CopyBytes(const void* src, uint64_t src_offset, DLDevice src_device, void* dst, uint64_t dst_offset,
+                   DLDevice dst_device, uint64_t nbytes) const;
   // Whole-tensor copy; shapes may differ, byte sizes must match.
   Status CopyTensor(const Tensor& src, Tensor& dst) const;
   // A host copy of any tensor.

@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hetrt/plugin_abi.h"
 #include "hetrt/base/status.h"
+#include "hetrt/plugin_abi.h"
 
 namespace hetrt {
 

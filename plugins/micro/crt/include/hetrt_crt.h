@@ -25,9 +25,9 @@ typedef enum {
 
 /* Where the bytes of the arena went. */
 typedef enum {
-  HETRT_CRT_POOL_EXECUTOR = 0, /* graph structures, call frames */
-  HETRT_CRT_POOL_TENSORS = 1,  /* activations, inputs and outputs */
-  HETRT_CRT_POOL_PARAMS = 2,   /* weights copied from a param dict */
+  HETRT_CRT_POOL_EXECUTOR = 0,  /* graph structures, call frames */
+  HETRT_CRT_POOL_TENSORS = 1,   /* activations, inputs and outputs */
+  HETRT_CRT_POOL_PARAMS = 2,    /* weights copied from a param dict */
   HETRT_CRT_POOL_WORKSPACE = 3, /* TVMBackendAllocWorkspace, peak */
   HETRT_CRT_NUM_POOLS = 4
 } hetrt_crt_pool_t;
@@ -35,10 +35,10 @@ typedef enum {
 typedef struct {
   uint8_t* base;
   size_t size;
-  size_t head;       /* persistent allocations grow up from base */
-  size_t tail;       /* workspace (LIFO) grows down from base + size */
-  size_t peak_tail;  /* largest workspace use */
-  size_t peak;       /* largest head + tail at any moment */
+  size_t head;                            /* persistent allocations grow up from base */
+  size_t tail;                            /* workspace (LIFO) grows down from base + size */
+  size_t peak_tail;                       /* largest workspace use */
+  size_t peak;                            /* largest head + tail at any moment */
   size_t pool_bytes[HETRT_CRT_NUM_POOLS]; /* bytes requested per pool */
 } hetrt_crt_arena_t;
 

@@ -38,7 +38,7 @@ void* hetrt_crt_arena_alloc(hetrt_crt_arena_t* arena, size_t bytes, hetrt_crt_po
   }
   void* p = arena->base + arena->head;
   arena->head += rounded;
-  arena->pool_bytes[pool] += bytes;  /* requested bytes; alignment padding shows in the peak */
+  arena->pool_bytes[pool] += bytes; /* requested bytes; alignment padding shows in the peak */
   if (arena->head + arena->tail > arena->peak) arena->peak = arena->head + arena->tail;
   return p;
 }

@@ -22,8 +22,7 @@ void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, 
   hetrt_crt_arena_t* a = g_workspace_arena;
   const uint64_t rounded = ((nbytes + 15u) & ~(uint64_t)15u) + 16u;
   if (a == NULL || rounded < nbytes || a->head + a->tail + rounded > a->size) {
-    hetrt_crt_fail(HETRT_CRT_ERR_NO_MEMORY, "arena full: a workspace of %lu bytes does not fit",
-                   (unsigned long)nbytes);
+    hetrt_crt_fail(HETRT_CRT_ERR_NO_MEMORY, "arena full: a workspace of %lu bytes does not fit", (unsigned long)nbytes);
     return NULL;
   }
   a->tail += (size_t)rounded;

@@ -36,11 +36,16 @@ static int parse_dtype(const char* s, DLDataType* out) {
     out->code = kDLUInt, out->bits = 1, out->lanes = 1;
     return 0;
   }
-  if (strncmp(p, "float", 5) == 0) out->code = kDLFloat, p += 5;
-  else if (strncmp(p, "uint", 4) == 0) out->code = kDLUInt, p += 4;
-  else if (strncmp(p, "int", 3) == 0) out->code = kDLInt, p += 3;
-  else if (strncmp(p, "bfloat", 6) == 0) out->code = kDLBfloat, p += 6;
-  else return -1;
+  if (strncmp(p, "float", 5) == 0)
+    out->code = kDLFloat, p += 5;
+  else if (strncmp(p, "uint", 4) == 0)
+    out->code = kDLUInt, p += 4;
+  else if (strncmp(p, "int", 3) == 0)
+    out->code = kDLInt, p += 3;
+  else if (strncmp(p, "bfloat", 6) == 0)
+    out->code = kDLBfloat, p += 6;
+  else
+    return -1;
   while (*p >= '0' && *p <= '9') bits = bits * 10 + (*p++ - '0');
   if (*p == 'x') {
     lanes = 0;
@@ -92,11 +97,12 @@ static int attr_list(const char* json, const hk_json_token_t* t, int attrs, cons
 /* Reads a param dict and copies each array named like an input into it. */
 static hetrt_crt_status_t load_params(hetrt_crt_graph_t* g, const uint8_t* p, size_t len) {
   size_t pos = 0;
-#define READ(dst, n)                                                                                   \
-  do {                                                                                                 \
-    if (len - pos < (size_t)(n)) return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: truncated at %lu", (unsigned long)pos); \
-    memcpy((dst), p + pos, (size_t)(n));                                                              \
-    pos += (size_t)(n);                                                                                \
+#define READ(dst, n)                                                                                \
+  do {                                                                                              \
+    if (len - pos < (size_t)(n))                                                                    \
+      return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: truncated at %lu", (unsigned long)pos); \
+    memcpy((dst), p + pos, (size_t)(n));                                                            \
+    pos += (size_t)(n);                                                                             \
   } while (0)
   uint64_t magic, reserved, count, count2;
   READ(&magic, 8);
@@ -138,13 +144,14 @@ static hetrt_crt_status_t load_params(hetrt_crt_graph_t* g, const uint8_t* p, si
     pos += (size_t)ndim * 8;
     if (pos > len) return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: truncated shape");
     READ(&data_size, 8);
-    if (data_size < 0 || (uint64_t)data_size > len - pos) return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: truncated data");
+    if (data_size < 0 || (uint64_t)data_size > len - pos)
+      return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: truncated data");
     for (int k = 0; k < g->num_inputs; ++k) {
       if (strlen(g->input_names[k]) != name_len || memcmp(g->input_names[k], name, (size_t)name_len) != 0) continue;
       DLTensor* t = &g->entries[g->input_eids[k]];
       if ((uint64_t)data_size != entry_bytes(t))
-        return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: '%s' has %ld bytes, the graph wants %lu", g->input_names[k],
-                              (long)data_size, (unsigned long)entry_bytes(t));
+        return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "params: '%s' has %ld bytes, the graph wants %lu",
+                              g->input_names[k], (long)data_size, (unsigned long)entry_bytes(t));
       memcpy(t->data, p + pos, (size_t)data_size);
     }
     pos += (size_t)data_size;
@@ -153,12 +160,12 @@ static hetrt_crt_status_t load_params(hetrt_crt_graph_t* g, const uint8_t* p, si
 #undef READ
 }
 
-hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt_crt_arena_t* arena,
-                                          const char* json, size_t json_len, const uint8_t* params, size_t params_len,
+hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt_crt_arena_t* arena, const char* json,
+                                          size_t json_len, const uint8_t* params, size_t params_len,
                                           hetrt_crt_graph_t** out) {
   /* Below, `arena` is the executor's memory; tensors go to `tensor_arena`. */
   if (arena == NULL) arena = tensor_arena;
-  hetrt_crt_set_workspace_arena(arena);  /* parse-time temporaries */
+  hetrt_crt_set_workspace_arena(arena); /* parse-time temporaries */
   hetrt_crt_graph_t* g = (hetrt_crt_graph_t*)hetrt_crt_arena_alloc(arena, sizeof *g, HETRT_CRT_POOL_EXECUTOR);
   if (g == NULL) return HETRT_CRT_ERR_NO_MEMORY;
   memset(g, 0, sizeof *g);
@@ -186,15 +193,25 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
       hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: node_row_ptr needs nodes + 1 values");
       break;
     }
-    int32_t* rows = (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(num_nodes + 1), HETRT_CRT_POOL_EXECUTOR);
-    if (rows == NULL) { status = HETRT_CRT_ERR_NO_MEMORY; break; }
+    int32_t* rows =
+        (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(num_nodes + 1), HETRT_CRT_POOL_EXECUTOR);
+    if (rows == NULL) {
+      status = HETRT_CRT_ERR_NO_MEMORY;
+      break;
+    }
     int ok = 1;
     for (int i = 0, tok = row_ptr + 1; i <= num_nodes; ++i, tok = t[tok].next) {
       int64_t v;
-      if (hk_json_int(json, t, tok, &v) || v < 0 || v > 1000000 || (i > 0 && v < rows[i - 1])) { ok = 0; break; }
+      if (hk_json_int(json, t, tok, &v) || v < 0 || v > 1000000 || (i > 0 && v < rows[i - 1])) {
+        ok = 0;
+        break;
+      }
       rows[i] = (int32_t)v;
     }
-    if (!ok || rows[0] != 0) { hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad node_row_ptr"); break; }
+    if (!ok || rows[0] != 0) {
+      hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad node_row_ptr");
+      break;
+    }
     const int n = rows[num_nodes];
     g->num_entries = n;
     const int dltype = attr_list(json, t, attrs, "dltype", n);
@@ -208,9 +225,14 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
     for (int e = 0, sh = shape + 1; e < n; ++e, sh = t[sh].next)
       total_dims += t[sh].type == HK_JSON_ARRAY ? t[sh].size : 0;
     g->entries = (DLTensor*)hetrt_crt_arena_alloc(arena, sizeof(DLTensor) * (size_t)n, HETRT_CRT_POOL_EXECUTOR);
-    int64_t* dims = (int64_t*)hetrt_crt_arena_alloc(arena, sizeof(int64_t) * (size_t)(total_dims + 1), HETRT_CRT_POOL_EXECUTOR);
-    int32_t* sids = g->sids = (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)n, HETRT_CRT_POOL_EXECUTOR);
-    if (!g->entries || !dims || !sids) { status = HETRT_CRT_ERR_NO_MEMORY; break; }
+    int64_t* dims =
+        (int64_t*)hetrt_crt_arena_alloc(arena, sizeof(int64_t) * (size_t)(total_dims + 1), HETRT_CRT_POOL_EXECUTOR);
+    int32_t* sids = g->sids =
+        (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)n, HETRT_CRT_POOL_EXECUTOR);
+    if (!g->entries || !dims || !sids) {
+      status = HETRT_CRT_ERR_NO_MEMORY;
+      break;
+    }
     for (int e = 0, dt = dltype + 1, sh = shape + 1, si = sid + 1; e < n && ok;
          ++e, dt = t[dt].next, sh = t[sh].next, si = t[si].next) {
       DLTensor* d = &g->entries[e];
@@ -229,35 +251,57 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
       d->ndim = t[sh].size;
       for (int k = 0, dim = sh + 1; k < d->ndim; ++k, dim = t[dim].next) {
         int64_t v;
-        if (hk_json_int(json, t, dim, &v) || v < 0 || v > (1 << 30)) { ok = 0; break; }
+        if (hk_json_int(json, t, dim, &v) || v < 0 || v > (1 << 30)) {
+          ok = 0;
+          break;
+        }
         d->shape[k] = v;
       }
       dims += d->ndim;
       sids[e] = (int32_t)s;
     }
-    if (!ok) { hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad entry attributes"); break; }
+    if (!ok) {
+      hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad entry attributes");
+      break;
+    }
     /* Inputs and outputs. */
     g->num_inputs = t[arg_nodes].size;
     g->num_outputs = t[heads].size;
-    g->input_names = (const char**)hetrt_crt_arena_alloc(arena, sizeof(char*) * (size_t)(g->num_inputs + 1), HETRT_CRT_POOL_EXECUTOR);
-    g->input_eids = (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(g->num_inputs + 1), HETRT_CRT_POOL_EXECUTOR);
-    g->output_eids = (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(g->num_outputs + 1), HETRT_CRT_POOL_EXECUTOR);
-    if (!g->input_names || !g->input_eids || !g->output_eids) { status = HETRT_CRT_ERR_NO_MEMORY; break; }
+    g->input_names = (const char**)hetrt_crt_arena_alloc(arena, sizeof(char*) * (size_t)(g->num_inputs + 1),
+                                                         HETRT_CRT_POOL_EXECUTOR);
+    g->input_eids =
+        (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(g->num_inputs + 1), HETRT_CRT_POOL_EXECUTOR);
+    g->output_eids =
+        (int32_t*)hetrt_crt_arena_alloc(arena, sizeof(int32_t) * (size_t)(g->num_outputs + 1), HETRT_CRT_POOL_EXECUTOR);
+    if (!g->input_names || !g->input_eids || !g->output_eids) {
+      status = HETRT_CRT_ERR_NO_MEMORY;
+      break;
+    }
     for (int i = 0, tok = arg_nodes + 1; i < g->num_inputs && ok; ++i, tok = t[tok].next) {
       int64_t nid;
-      const int node = hk_json_int(json, t, tok, &nid) || nid < 0 || nid >= num_nodes ? -1 : hk_json_at(t, nodes, (int)nid);
+      const int node =
+          hk_json_int(json, t, tok, &nid) || nid < 0 || nid >= num_nodes ? -1 : hk_json_at(t, nodes, (int)nid);
       const int name = hk_json_get(json, t, node, "name");
-      if (name < 0 || t[name].type != HK_JSON_STRING || !(g->input_names[i] = tok_dup(arena, json, t, name))) { ok = 0; break; }
+      if (name < 0 || t[name].type != HK_JSON_STRING || !(g->input_names[i] = tok_dup(arena, json, t, name))) {
+        ok = 0;
+        break;
+      }
       g->input_eids[i] = rows[nid];
     }
     for (int i = 0, tok = heads + 1; i < g->num_outputs && ok; ++i, tok = t[tok].next) {
       int64_t nid, idx;
       if (t[tok].type != HK_JSON_ARRAY || t[tok].size < 2 || hk_json_int(json, t, tok + 1, &nid) ||
           hk_json_int(json, t, t[tok + 1].next, &idx) || nid < 0 || nid >= num_nodes || idx < 0 ||
-          rows[nid] + idx >= rows[nid + 1]) { ok = 0; break; }
+          rows[nid] + idx >= rows[nid + 1]) {
+        ok = 0;
+        break;
+      }
       g->output_eids[i] = rows[nid] + (int32_t)idx;
     }
-    if (!ok) { hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad arg_nodes or heads"); break; }
+    if (!ok) {
+      hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: bad arg_nodes or heads");
+      break;
+    }
     /* Operator calls: count, then fill. */
     int num_ops = 0, num_args = 0;
     for (int i = 0, node = nodes + 1; i < num_nodes; ++i, node = t[node].next) {
@@ -268,9 +312,13 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
       }
     }
     g->ops = (op_t*)hetrt_crt_arena_alloc(arena, sizeof(op_t) * (size_t)(num_ops + 1), HETRT_CRT_POOL_EXECUTOR);
-    g->args = (TVMValue*)hetrt_crt_arena_alloc(arena, sizeof(TVMValue) * (size_t)(num_args + 1), HETRT_CRT_POOL_EXECUTOR);
+    g->args =
+        (TVMValue*)hetrt_crt_arena_alloc(arena, sizeof(TVMValue) * (size_t)(num_args + 1), HETRT_CRT_POOL_EXECUTOR);
     g->codes = (int*)hetrt_crt_arena_alloc(arena, sizeof(int) * (size_t)(num_args + 1), HETRT_CRT_POOL_EXECUTOR);
-    if (!g->ops || !g->args || !g->codes) { status = HETRT_CRT_ERR_NO_MEMORY; break; }
+    if (!g->ops || !g->args || !g->codes) {
+      status = HETRT_CRT_ERR_NO_MEMORY;
+      break;
+    }
     int arg = 0;
     for (int i = 0, node = nodes + 1; i < num_nodes && ok; ++i, node = t[node].next) {
       if (!hk_json_streq(json, t, hk_json_get(json, t, node, "op"), "tvm_op")) continue;
@@ -278,7 +326,10 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
       if (attr < 0) attr = hk_json_get(json, t, node, "attr");
       const int func = hk_json_get(json, t, attr, "func_name");
       const int inputs = hk_json_get(json, t, node, "inputs");
-      if (func < 0 || t[func].type != HK_JSON_STRING || inputs < 0 || t[inputs].type != HK_JSON_ARRAY) { ok = 0; break; }
+      if (func < 0 || t[func].type != HK_JSON_STRING || inputs < 0 || t[inputs].type != HK_JSON_ARRAY) {
+        ok = 0;
+        break;
+      }
       char name_buf[128];
       const char* name = tok_str(json, t, func, name_buf, sizeof name_buf);
       if (name == NULL) {
@@ -326,7 +377,7 @@ hetrt_crt_status_t hetrt_crt_graph_create(hetrt_crt_arena_t* tensor_arena, hetrt
     if (!ok) break;
     status = HETRT_CRT_OK;
   } while (0);
-  TVMBackendFreeWorkspace(1, 0, t);  /* the tokens' space becomes free for tensors */
+  TVMBackendFreeWorkspace(1, 0, t); /* the tokens' space becomes free for tensors */
   if (status != HETRT_CRT_OK) return status;
   /* One buffer per storage id (sized by its largest entry); entries view them. */
   const int n = g->num_entries;

@@ -13,8 +13,8 @@ typedef struct {
 } parser_t;
 
 static void skip_space(parser_t* p) {
-  while (p->pos < p->len && (p->text[p->pos] == ' ' || p->text[p->pos] == '\n' || p->text[p->pos] == '\t' ||
-                             p->text[p->pos] == '\r'))
+  while (p->pos < p->len &&
+         (p->text[p->pos] == ' ' || p->text[p->pos] == '\n' || p->text[p->pos] == '\t' || p->text[p->pos] == '\r'))
     ++p->pos;
 }
 
@@ -63,11 +63,13 @@ static int parse_container(parser_t* p, int object) {
       if (object) {
         if (p->pos >= p->len || p->text[p->pos] != '"')
           return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: object key expected at byte %lu",
-                                (unsigned long)p->pos), -1;
+                                (unsigned long)p->pos),
+                 -1;
         if (parse_string(p) < 0) return -1;
         skip_space(p);
         if (p->pos >= p->len || p->text[p->pos] != ':')
-          return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: ':' expected at byte %lu", (unsigned long)p->pos), -1;
+          return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: ':' expected at byte %lu", (unsigned long)p->pos),
+                 -1;
         ++p->pos;
         ++size;
       }
@@ -83,7 +85,8 @@ static int parse_container(parser_t* p, int object) {
         break;
       }
       return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: ',' or closing bracket expected at byte %lu",
-                            (unsigned long)p->pos), -1;
+                            (unsigned long)p->pos),
+             -1;
     }
   }
   if (p->tokens) {
@@ -104,8 +107,8 @@ static int parse_value(parser_t* p) {
   if (c == '"') return parse_string(p);
   const size_t start = p->pos;
   while (p->pos < p->len && strchr(",]} \n\r\t", p->text[p->pos]) == NULL) ++p->pos;
-  if (p->pos == start) return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: value expected at byte %lu",
-                                             (unsigned long)start), -1;
+  if (p->pos == start)
+    return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: value expected at byte %lu", (unsigned long)start), -1;
   const int number = (c == '-' || (c >= '0' && c <= '9'));
   const int index = add_token(p, number ? HK_JSON_NUMBER : HK_JSON_LITERAL, start);
   if (index >= 0 && p->tokens) p->tokens[index].end = (int32_t)p->pos;
@@ -117,7 +120,8 @@ int hk_json_parse(const char* text, size_t len, hk_json_token_t* tokens, int cap
   parser_t p = {text, len, 0, tokens, capacity, 0, 0};
   if (parse_value(&p) < 0) return -1;
   skip_space(&p);
-  if (p.pos != len) return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: trailing bytes at %lu", (unsigned long)p.pos), -1;
+  if (p.pos != len)
+    return hetrt_crt_fail(HETRT_CRT_ERR_INVALID, "graph JSON: trailing bytes at %lu", (unsigned long)p.pos), -1;
   return p.count;
 }
 

@@ -22,9 +22,9 @@ struct ArgsIntroduced {
 };
 
 // Declares that `type` ended with `last_field` in the minor that introduced it.
-#define HETRT_SDK_ARGS_INTRODUCED_WITH(type, last_field)                                \
-  template <>                                                                           \
-  struct ArgsIntroduced<type> {                                                         \
+#define HETRT_SDK_ARGS_INTRODUCED_WITH(type, last_field)                                   \
+  template <>                                                                              \
+  struct ArgsIntroduced<type> {                                                            \
     static constexpr size_t kSize = offsetof(type, last_field) + sizeof(type::last_field); \
   }
 

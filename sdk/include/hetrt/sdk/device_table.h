@@ -68,8 +68,7 @@ class DeviceList {
   // The device_count entry.
   hetrt_error_t* Count(hetrt_device_count_args_t* args) {
     if (args->device_type != device_type_)
-      return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "the %s plugin serves device type %d only", kind_,
-                        device_type_);
+      return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "the %s plugin serves device type %d only", kind_, device_type_);
     args->count = count();
     args->unavailable_reason = args->count == 0 ? reason_.c_str() : nullptr;
     return nullptr;
@@ -102,31 +101,31 @@ class DeviceList {
 // Declares the entries of the device table that differ between plugins as
 // static members; CommonDeviceEntries (or HETRT_SDK_COMMON_DEVICE_ENTRIES,
 // for a plugin that writes them too) gives the other five.
-#define HETRT_SDK_DEVICE_ENTRIES \
-  static hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args); \
-  static hetrt_error_t* Allocate(hetrt_allocate_args_t* args); \
-  static hetrt_error_t* Free(hetrt_free_args_t* args); \
-  static hetrt_error_t* Copy(hetrt_copy_args_t* args); \
-  static hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args); \
-  static hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args); \
-  static hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args); \
+#define HETRT_SDK_DEVICE_ENTRIES                                               \
+  static hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args);  \
+  static hetrt_error_t* Allocate(hetrt_allocate_args_t* args);                 \
+  static hetrt_error_t* Free(hetrt_free_args_t* args);                         \
+  static hetrt_error_t* Copy(hetrt_copy_args_t* args);                         \
+  static hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args);        \
+  static hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args);              \
+  static hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args);          \
   static hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args); \
-  static hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args); \
-  static hetrt_error_t* EventCreate(hetrt_event_create_args_t* args); \
-  static hetrt_error_t* EventDestroy(hetrt_event_args_t* args); \
-  static hetrt_error_t* EventRecord(hetrt_event_record_args_t* args); \
-  static hetrt_error_t* EventQuery(hetrt_event_args_t* args); \
-  static hetrt_error_t* EventSynchronize(hetrt_event_args_t* args); \
-  static hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args); \
-  static hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args); \
-  static hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args); \
-  static hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args); \
+  static hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args);   \
+  static hetrt_error_t* EventCreate(hetrt_event_create_args_t* args);          \
+  static hetrt_error_t* EventDestroy(hetrt_event_args_t* args);                \
+  static hetrt_error_t* EventRecord(hetrt_event_record_args_t* args);          \
+  static hetrt_error_t* EventQuery(hetrt_event_args_t* args);                  \
+  static hetrt_error_t* EventSynchronize(hetrt_event_args_t* args);            \
+  static hetrt_error_t* EventElapsed(hetrt_event_elapsed_args_t* args);        \
+  static hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args);    \
+  static hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args);          \
+  static hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args);          \
   static hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args);
 
-#define HETRT_SDK_COMMON_DEVICE_ENTRIES \
-  static hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args); \
-  static hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args); \
-  static hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args); \
+#define HETRT_SDK_COMMON_DEVICE_ENTRIES                                      \
+  static hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args);        \
+  static hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args);        \
+  static hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args);                \
   static hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args); \
   static hetrt_error_t* SetDevice(hetrt_set_device_args_t* args);
 

@@ -18,7 +18,7 @@ struct archive;
 namespace hetrt {
 
 struct MlfFunctionMemory {
-  std::string name;            // "main" or an operator function
+  std::string name;  // "main" or an operator function
   int32_t device = 1;
   uint64_t workspace_bytes = 0;
   uint64_t constants_bytes = 0;  // main only

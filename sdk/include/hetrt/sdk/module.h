@@ -112,8 +112,7 @@ hetrt_error_t* CheckLoadArgs(const hetrt_module_load_args_t* args, const char* t
 // Launch(kernel, args, codes, num_args) with no exception leaving it (one is
 // reported through the host's set_last_error, reached as kernel->module->inst->host).
 template <class Kernel, int32_t (*Launch)(Kernel*, hetrt_value_t*, int32_t*, int32_t), const char* Label>
-int32_t GuardedLaunch(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*,
-                      void* resource) {
+int32_t GuardedLaunch(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t*, int32_t*, void* resource) {
   auto* k = static_cast<Kernel*>(resource);
   try {
     return Launch(k, args, codes, num_args);

@@ -2,8 +2,8 @@
 // integer options with a range, 0/1 options, and the NOT_FOUND error that
 // lists the known keys.
 //
-//   constexpr hetrt::sdk::IntOption<hetrt_instance> kInts[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000}};
-//   hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
+//   constexpr hetrt::sdk::IntOption<hetrt_instance> kInts[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0,
+//   1000000}}; hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
 //     return hetrt::sdk::SetOption<kLabel>(args->self, args, kInts, {});
 //   }
 #pragma once

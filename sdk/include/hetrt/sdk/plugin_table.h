@@ -84,8 +84,8 @@ struct OneDeviceLists {
   static constexpr int32_t kDeviceTypes[] = {DeviceType};
   static constexpr const char* kTypeKeys[] = {TypeKey};
 };
-template <class Instance, hetrt_error_t* (*SetOption)(hetrt_set_option_args_t*), const char* Label,
-          int32_t DeviceType, const char* TypeKey>
+template <class Instance, hetrt_error_t* (*SetOption)(hetrt_set_option_args_t*), const char* Label, int32_t DeviceType,
+          const char* TypeKey>
 constexpr hetrt_plugin_api_t OneDevicePluginTable(const char* name, const char* version,
                                                   const hetrt_device_api_t* device, const hetrt_module_api_t* module) {
   using Lists = OneDeviceLists<DeviceType, TypeKey>;

@@ -41,10 +41,10 @@ inline std::optional<DLDataType> DtypeFromName(std::string_view name) {
 
 inline std::string DtypeName(DLDataType type) {
   if (type.code == kDLUInt && type.bits == 1 && type.lanes == 1) return "bool";
-  const char* family = type.code == kDLInt      ? "int"
-                       : type.code == kDLUInt   ? "uint"
-                       : type.code == kDLFloat  ? "float"
-                       : type.code == kDLBfloat ? "bfloat"
+  const char* family = type.code == kDLInt       ? "int"
+                       : type.code == kDLUInt    ? "uint"
+                       : type.code == kDLFloat   ? "float"
+                       : type.code == kDLBfloat  ? "bfloat"
                        : type.code == kDLComplex ? "complex"
                                                  : "code?";
   std::string name = family + std::to_string(type.bits);

@@ -68,9 +68,9 @@ class ThreadCurrent {
   // The error for a full table; `device_kind` names the plugin's devices.
   static hetrt_error_t* TableFull(const char* device_kind) noexcept {
     return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED,
-                  "this thread has a current %s device/stream set for %d (instance, device) pairs already; "
-                  "reset some to the default first",
-                  device_kind, kSlots);
+                      "this thread has a current %s device/stream set for %d (instance, device) pairs already; "
+                      "reset some to the default first",
+                      device_kind, kSlots);
   }
 
  private:

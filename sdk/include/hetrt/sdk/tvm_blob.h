@@ -5,8 +5,8 @@
 // or over-allocates.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
