@@ -146,21 +146,11 @@ TEST(Micro, CRuntimeParsersSurviveMutatedInputs) {
     for (int k = 0, n = 1 + static_cast<int>(rng() % 4); k < n && !m.empty(); ++k) {
       const size_t pos = rng() % m.size();
       switch (rng() % 5) {
-        case 0:
-          m[pos] = static_cast<char>(rng());
-          break;
-        case 1:
-          m.resize(pos);
-          break;
-        case 2:
-          m.insert(pos, std::string(1 + rng() % 40, "[{\"\":,9]-"[rng() % 10]));
-          break;
-        case 3:
-          m.erase(pos, 1 + rng() % 8);
-          break;
-        case 4:
-          m.insert(pos, "99999999999");
-          break;
+        case 0: m[pos] = static_cast<char>(rng()); break;
+        case 1: m.resize(pos); break;
+        case 2: m.insert(pos, std::string(1 + rng() % 40, "[{\"\":,9]-"[rng() % 10])); break;
+        case 3: m.erase(pos, 1 + rng() % 8); break;
+        case 4: m.insert(pos, "99999999999"); break;
       }
     }
     std::ofstream(dir + "/inputs/" + std::to_string(i), std::ios::binary) << m;

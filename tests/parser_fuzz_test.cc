@@ -26,24 +26,16 @@ std::vector<uint8_t> Mutate(const std::vector<uint8_t>& seed, std::mt19937_64& r
     if (m.empty()) m.push_back(0);
     const size_t pos = rng() % m.size();
     switch (rng() % 6) {
-      case 0:
-        m[pos] ^= static_cast<uint8_t>(1u << (rng() % 8));
-        break;
-      case 1:
-        m.resize(pos);
-        break;
-      case 2:
-        m[pos] = static_cast<uint8_t>(rng());
-        break;
+      case 0: m[pos] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
+      case 1: m.resize(pos); break;
+      case 2: m[pos] = static_cast<uint8_t>(rng()); break;
       case 3: {  // an 8-byte integer set to an extreme value
         const uint64_t extremes[] = {0, 1, 0x7FFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL, 1ULL << 32, 0x80000000ULL};
         const uint64_t v = extremes[rng() % 6];
         for (size_t k = 0; k < 8 && pos + k < m.size(); ++k) m[pos + k] = static_cast<uint8_t>(v >> (8 * k));
         break;
       }
-      case 4:
-        m.insert(m.begin() + static_cast<long>(pos), static_cast<uint8_t>(rng()));
-        break;
+      case 4: m.insert(m.begin() + static_cast<long>(pos), static_cast<uint8_t>(rng())); break;
       case 5: {  // duplicate a slice
         const size_t len = std::min<size_t>(m.size() - pos, 1 + rng() % 32);
         std::vector<uint8_t> slice(m.begin() + static_cast<long>(pos), m.begin() + static_cast<long>(pos + len));

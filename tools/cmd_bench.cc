@@ -147,9 +147,9 @@ int Bench(const BenchArgs& args) {
 }  // namespace
 
 Command AddBenchCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Per-node and per-device timings of a graph model, and a Chrome trace");
   auto args = std::make_shared<BenchArgs>();
-  AddModelOptions(cmd, *args, "deploy.so, or lib.so with --graph");
+  auto* cmd = AddModelCommand(app, "bench", "Per-node and per-device timings of a graph model, and a Chrome trace",
+                              *args, "deploy.so, or lib.so with --graph");
   cmd->add_option("--repeat", args->repeat, "timed runs")->check(IntInRange("--repeat", 1, 100000000));
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(IntInRange("--warmup", 0, 100000000));
   cmd->add_option("--trace", args->trace, "write a Chrome trace JSON of one run");

@@ -188,9 +188,9 @@ int Run(const RunArgs& args) {
 }  // namespace
 
 Command AddRunCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a graph model and print its outputs");
   auto args = std::make_shared<RunArgs>();
-  AddModelOptions(cmd, *args, "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)");
+  auto* cmd = AddModelCommand(app, "run", "Run a graph model and print its outputs", *args,
+                              "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)");
   cmd->add_option("--input", args->input_files, "NAME=FILE.npy, repeatable");
   cmd->add_option("--transport", args->transport,
                   "whole-model device (micro): pipe, qemu, tcp:HOST:PORT, serial:PATH[,BAUD]");

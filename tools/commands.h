@@ -38,8 +38,10 @@ struct ModelArgs {
   std::vector<std::string> devices{"cpu"};
   bool sequential = false, staged_copies = false;
 };
-// Registers MODEL, --graph, --params, --inputs, --device, --sequential and --staged-copies.
-void AddModelOptions(CLI::App* cmd, ModelArgs& args, const std::string& model_help);
+// A sub-command running a model: registers MODEL, --graph, --params, --inputs,
+// --device, --sequential and --staged-copies into `args`.
+CLI::App* AddModelCommand(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& args,
+                          const std::string& model_help);
 
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -7,7 +7,9 @@
 
 namespace hetrt::cli {
 
-void AddModelOptions(CLI::App* cmd, ModelArgs& args, const std::string& model_help) {
+CLI::App* AddModelCommand(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& args,
+                          const std::string& model_help) {
+  CLI::App* cmd = app.add_subcommand(name, description);
   cmd->add_option("MODEL", args.model, model_help)->required();
   cmd->add_option("--graph", args.graph, "graph.json (with a lib.so)");
   cmd->add_option("--params", args.params, "params file (with --graph)");
@@ -16,6 +18,7 @@ void AddModelOptions(CLI::App* cmd, ModelArgs& args, const std::string& model_he
   cmd->add_flag("--sequential", args.sequential, "one node at a time, every copy blocking (TVM's order)");
   cmd->add_flag("--staged-copies", args.staged_copies,
                 "copies through the plugin even where a device shares host memory");
+  return cmd;
 }
 
 int Fail(const std::string& message) {

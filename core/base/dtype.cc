@@ -61,27 +61,13 @@ std::string DataTypeToString(DLDataType type) {
   if (type.code == kDLOpaqueHandle) return "handle";
   std::string base;
   switch (type.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case kDLComplex:
-      base = "complex";
-      break;
-    case kBoolCode:
-      base = "bool";
-      break;
-    default:
-      base = "code" + std::to_string(type.code) + "_";
-      break;
+    case kDLInt: base = "int"; break;
+    case kDLUInt: base = "uint"; break;
+    case kDLFloat: base = "float"; break;
+    case kDLBfloat: base = "bfloat"; break;
+    case kDLComplex: base = "complex"; break;
+    case kBoolCode: base = "bool"; break;
+    default: base = "code" + std::to_string(type.code) + "_"; break;
   }
   base += std::to_string(type.bits);
   if (type.lanes != 1) base += "x" + std::to_string(type.lanes);

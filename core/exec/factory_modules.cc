@@ -1,7 +1,5 @@
 #include "hetrt/exec/factory_modules.h"
 
-#include <unordered_set>
-
 #include "hetrt/module/module_loader.h"
 
 namespace hetrt {
@@ -23,14 +21,7 @@ Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
   if (names_count != count)
     return r.Error("factory param names",
                    std::to_string(names_count) + " names for " + std::to_string(count) + " params");
-  std::vector<NamedTensor> params;
-  std::unordered_set<std::string> seen;
-  for (uint64_t i = 0; i < count; ++i) {
-    NamedTensor p;
-    HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "factory param name"));
-    if (!seen.insert(p.name).second) return r.Error("factory param name", "duplicate name '" + p.name + "'");
-    params.push_back(std::move(p));
-  }
+  HETRT_ASSIGN_OR_RETURN(std::vector<NamedTensor> params, ReadParamNames(r, count, "factory param name"));
   for (auto& p : params) {
     auto t = ReadNDArray(r);
     if (!t.ok()) return t.status().WithContext("factory param '" + p.name + "'");

@@ -59,8 +59,7 @@ Status GraphExecutor::BuildCopy(uint32_t index, Step& step, const PlannedStep& p
     return Device(plugin, side);
   };
   switch (planned.kind) {
-    case PlannedStep::Kind::kKernel:
-      break;
+    case PlannedStep::Kind::kKernel: break;
     case PlannedStep::Kind::kHostCopy:
       // Used if zero-copy binding later takes a side's host address away.
       if (planned.copier) {

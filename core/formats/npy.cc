@@ -43,16 +43,11 @@ Result<DLDataType> DescrToDataType(const std::string& descr) {
   if (bytes <= 0 || bytes > 16) return InvalidArgument("bad element size in descr " + descr);
   const uint8_t bits = static_cast<uint8_t>(bytes * 8);
   switch (kind) {
-    case 'f':
-      return DLDataType{kDLFloat, bits, 1};
-    case 'i':
-      return DLDataType{kDLInt, bits, 1};
-    case 'u':
-      return DLDataType{kDLUInt, bits, 1};
-    case 'b':
-      return DLDataType{kDLUInt, 1, 1};  // numpy bool: one byte per element
-    default:
-      return Unimplemented("unsupported numpy dtype " + descr);
+    case 'f': return DLDataType{kDLFloat, bits, 1};
+    case 'i': return DLDataType{kDLInt, bits, 1};
+    case 'u': return DLDataType{kDLUInt, bits, 1};
+    case 'b': return DLDataType{kDLUInt, 1, 1};  // numpy bool: one byte per element
+    default: return Unimplemented("unsupported numpy dtype " + descr);
   }
 }
 

@@ -79,6 +79,18 @@ Status WriteNDArray(const Tensor& t, ByteWriter& w) {
   return OkStatus();
 }
 
+Result<std::vector<NamedTensor>> ReadParamNames(ByteReader& r, uint64_t count, const std::string& field) {
+  std::vector<NamedTensor> params;
+  std::unordered_set<std::string> seen;
+  for (uint64_t i = 0; i < count; ++i) {
+    NamedTensor p;
+    HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, field));
+    if (!seen.insert(p.name).second) return r.Error(field, "duplicate name '" + p.name + "'");
+    params.push_back(std::move(p));
+  }
+  return params;
+}
+
 Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes, const std::string& source) {
   ByteReader r(bytes, source);
   uint64_t magic = 0, reserved = 0;
@@ -88,14 +100,7 @@ Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes, c
   HETRT_RETURN_IF_ERROR(r.ReadU64(&reserved, "param dict reserved"));
   uint64_t name_count = 0;
   HETRT_RETURN_IF_ERROR(r.ReadCount(&name_count, kMinParamBytes, "param dict name count"));
-  std::vector<NamedTensor> params;
-  std::unordered_set<std::string> seen;
-  for (uint64_t i = 0; i < name_count; ++i) {
-    NamedTensor p;
-    HETRT_RETURN_IF_ERROR(r.ReadString(&p.name, "param name"));
-    if (!seen.insert(p.name).second) return r.Error("param name", "duplicate name '" + p.name + "'");
-    params.push_back(std::move(p));
-  }
+  HETRT_ASSIGN_OR_RETURN(std::vector<NamedTensor> params, ReadParamNames(r, name_count, "param name"));
   uint64_t array_count = 0;
   HETRT_RETURN_IF_ERROR(r.ReadU64(&array_count, "param dict array count"));
   if (array_count != name_count)

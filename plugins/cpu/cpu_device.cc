@@ -95,9 +95,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
       args->string = args->self->name.c_str();
       return nullptr;
     }
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
-      args->value = 1;
-      return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = 1; return nullptr;
     case HETRT_DEVICE_ATTR_TOTAL_MEMORY: {
       const long pages = sysconf(_SC_PHYS_PAGES);
       const long page_size = sysconf(_SC_PAGESIZE);
@@ -105,14 +103,9 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
       args->value = static_cast<int64_t>(pages) * page_size;
       return nullptr;
     }
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
-      args->value = AvailableCoreCount();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS:
-      args->value = 0;
-      return nullptr;
-    default:
-      break;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = AvailableCoreCount(); return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 0; return nullptr;
+    default: break;
   }
   return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",
                     static_cast<int>(attribute));

@@ -48,39 +48,17 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME:
-      args->string = d->display_name.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
-      args->string = d->driver_version.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
-      args->string = d->compute_version.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
-      args->value = d->integrated && d->can_map_host;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
-      args->value = static_cast<int64_t>(d->total_memory);
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
-      args->value = d->max_threads_per_block;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE:
-      args->value = d->warp_size;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
-      args->value = d->shared_per_block;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
-      args->value = d->multiprocessors;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ:
-      args->value = d->clock_khz;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS:
-      args->value = d->async_engines > 0;
-      return nullptr;
+    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->compute_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->integrated && d->can_map_host; return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = d->max_threads_per_block; return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->warp_size; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = d->shared_per_block; return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->multiprocessors; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = d->clock_khz; return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->async_engines > 0; return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the CUDA plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));

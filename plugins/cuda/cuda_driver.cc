@@ -91,11 +91,8 @@ DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
     return probe;
   }
   switch (const CUresult init = driver->cuInit(0)) {
-    case CUDA_SUCCESS:
-      break;
-    case CUDA_ERROR_STUB_LIBRARY:
-      probe.reason = stub;
-      return probe;
+    case CUDA_SUCCESS: break;
+    case CUDA_ERROR_STUB_LIBRARY: probe.reason = stub; return probe;
     case CUDA_ERROR_NO_DEVICE:
       probe.reason = "no CUDA-capable device (the driver " + VersionString(driver->version) + " found none)";
       return probe;
@@ -103,9 +100,7 @@ DriverProbe Probe(const std::string& library, std::unique_ptr<Driver>& owner) {
       probe.reason = "the CUDA driver library (version " + VersionString(driver->version) +
                      ") does not match the NVIDIA kernel module (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)";
       return probe;
-    default:
-      probe.reason = "cuInit failed: " + ResultText(driver.get(), init);
-      return probe;
+    default: probe.reason = "cuInit failed: " + ResultText(driver.get(), init); return probe;
   }
   int count = 0;
   if (const CUresult r = driver->cuDeviceGetCount(&count); r != CUDA_SUCCESS) {

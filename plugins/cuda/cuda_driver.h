@@ -18,16 +18,16 @@ inline constexpr int kMinDriverVersion = 12000;
 // Every driver function the plugin calls. X(name): `name` is cuda.h's
 // un-versioned name; the pointer type is that of the version cuda.h maps it
 // to (cuMemAlloc -> cuMemAlloc_v2).
-#define HETRT_CUDA_DRIVER_FUNCTIONS(X)                                                                              \
-  X(cuInit)                                                                                                         \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) \
-      X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain)              \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxEnablePeerAccess) X(cuMemAlloc) \
-              X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemGetInfo)          \
-                  X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
-                      X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)      \
-                          X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadDataEx) X(cuModuleUnload)       \
-                              X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernel)
+// clang-format off
+#define HETRT_CUDA_DRIVER_FUNCTIONS(X)                                                                      \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceCanAccessPeer)                   \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent)            \
+  X(cuCtxEnablePeerAccess) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)                    \
+  X(cuMemHostGetDevicePointer) X(cuMemGetInfo) X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuStreamCreate)      \
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy)         \
+  X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadDataEx)        \
+  X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernel)  // clang-format on
 
 struct Driver {
 #define HETRT_CUDA_DRIVER_POINTER(name) decltype(&::name) name = nullptr;

@@ -78,14 +78,10 @@ ImageKind DetectImage(std::span<const uint8_t> data) {
 
 const char* ImageKindName(ImageKind kind) {
   switch (kind) {
-    case ImageKind::kPtx:
-      return "PTX";
-    case ImageKind::kCubin:
-      return "cubin";
-    case ImageKind::kFatbin:
-      return "fatbin";
-    default:
-      return "unknown";
+    case ImageKind::kPtx: return "PTX";
+    case ImageKind::kCubin: return "cubin";
+    case ImageKind::kFatbin: return "fatbin";
+    default: return "unknown";
   }
 }
 
@@ -112,12 +108,9 @@ std::string DescribeImage(std::span<const uint8_t> data) {
       const std::string target = PtxDirective(AsText(data), ".target");
       return "PTX " + PtxDirective(AsText(data), ".version") + (target.empty() ? "" : " for " + target);
     }
-    case ImageKind::kCubin:
-      return "cubin";
-    case ImageKind::kFatbin:
-      return DescribeFatbin(data);
-    default:
-      return "unknown (first bytes " + HexPrefix(data) + ")";
+    case ImageKind::kCubin: return "cubin";
+    case ImageKind::kFatbin: return DescribeFatbin(data);
+    default: return "unknown (first bytes " + HexPrefix(data) + ")";
   }
 }
 

@@ -87,36 +87,20 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME:
-      args->string = d->display_name.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
-      args->string = d->version.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
-      args->string = d->device_version.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
-      args->value = d->host_unified;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
-      args->value = static_cast<int64_t>(d->total_memory);
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
-      args->value = static_cast<int64_t>(d->max_work_group);
-      return nullptr;
+    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
     case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
       args->value = static_cast<int64_t>(d->local_mem);
       return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
-      args->value = d->compute_units;
-      return nullptr;
+    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
     case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ:
       args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000;
       return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS:
-      args->value = 1;
-      return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));

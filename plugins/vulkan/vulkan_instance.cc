@@ -24,42 +24,20 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   const VkPhysicalDeviceLimits& limits = d->props.limits;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME:
-      args->string = d->display_name.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
-      args->string = d->driver.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION:
-      args->string = d->api_version.c_str();
-      return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
-      args->value = d->host_unified;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
-      args->value = static_cast<int64_t>(d->total_memory);
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
-      args->value = limits.maxComputeWorkGroupInvocations;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
-      args->value = limits.maxComputeSharedMemorySize;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE:
-      args->value = d->subgroup_size;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS:
-      args->value = d->num_queues > 1;
-      return nullptr;
+    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->api_version.c_str(); return nullptr;
+    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
+    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = limits.maxComputeWorkGroupInvocations; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = limits.maxComputeSharedMemorySize; return nullptr;
+    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->subgroup_size; return nullptr;
+    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->num_queues > 1; return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_MESSAGES:
       args->value = static_cast<int64_t>(args->self->validation_messages.load());
       return nullptr;
-    case HETRT_VULKAN_ATTR_VALIDATION_ENABLED:
-      args->value = args->self->validation;
-      return nullptr;
-    case HETRT_VULKAN_ATTR_SUBMISSIONS:
-      args->value = static_cast<int64_t>(d->submissions.load());
-      return nullptr;
+    case HETRT_VULKAN_ATTR_VALIDATION_ENABLED: args->value = args->self->validation; return nullptr;
+    case HETRT_VULKAN_ATTR_SUBMISSIONS: args->value = static_cast<int64_t>(d->submissions.load()); return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -128,16 +106,11 @@ VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(VkDebugUtilsMessageSeverityFl
 
 const char* DeviceTypeName(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
-      return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-      return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
-      return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU:
-      return "cpu";
-    default:
-      return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
   }
 }
 

@@ -47,6 +47,13 @@ struct PyTensor {
 };
 
 // The bytes of a Python bytes object (valid while it lives).
+// A dict from (key, value) pairs: C++ records handed to Python as plain data.
+inline py::dict Dict(std::initializer_list<std::pair<const char*, py::object>> items) {
+  py::dict d;
+  for (const auto& [key, value] : items) d[key] = value;
+  return d;
+}
+
 inline std::span<const uint8_t> BytesOf(const py::bytes& bytes) {
   const std::string_view view = bytes;
   return {reinterpret_cast<const uint8_t*>(view.data()), view.size()};

@@ -235,19 +235,16 @@ class PyExecutor {
     GraphExecutor::RunProfile profile;
     Locked([&] { Check(s_->graph->RunProfiled(&profile)); });
     py::list nodes;
-    for (const auto& n : profile.nodes) {
-      py::dict node;
-      node["node_id"] = n.node_id;
-      node["device"] = DeviceTuple(n.device);
-      node["lane"] = n.lane;
-      node["submit_ns"] = n.submit_ns;
-      node["start_ns"] = n.start_ns;
-      node["end_ns"] = n.end_ns;
-      node["wait_ns"] = n.wait_ns;
-      node["bytes"] = n.bytes;
-      node["waited_for"] = n.waited_for;
-      nodes.append(std::move(node));
-    }
+    for (const auto& n : profile.nodes)
+      nodes.append(Dict({{"node_id", py::cast(n.node_id)},
+                         {"device", DeviceTuple(n.device)},
+                         {"lane", py::cast(n.lane)},
+                         {"submit_ns", py::cast(n.submit_ns)},
+                         {"start_ns", py::cast(n.start_ns)},
+                         {"end_ns", py::cast(n.end_ns)},
+                         {"wait_ns", py::cast(n.wait_ns)},
+                         {"bytes", py::cast(n.bytes)},
+                         {"waited_for", py::cast(n.waited_for)}}));
     py::dict out;
     out["lanes"] = profile.lanes;
     out["nodes"] = std::move(nodes);

@@ -58,15 +58,12 @@ py::dict MlfMetadataDict(const MlfMetadata& md) {
     return out;
   };
   py::list memory;
-  for (const auto& f : md.memory) {
-    py::dict d;
-    d["name"] = f.name;
-    d["device"] = f.device;
-    d["workspace_bytes"] = f.workspace_bytes;
-    d["constants_bytes"] = f.constants_bytes;
-    d["io_bytes"] = f.io_bytes;
-    memory.append(std::move(d));
-  }
+  for (const auto& f : md.memory)
+    memory.append(Dict({{"name", py::cast(f.name)},
+                        {"device", py::cast(f.device)},
+                        {"workspace_bytes", py::cast(f.workspace_bytes)},
+                        {"constants_bytes", py::cast(f.constants_bytes)},
+                        {"io_bytes", py::cast(f.io_bytes)}}));
   py::dict d;
   d["version"] = md.version;
   d["model_name"] = md.model_name;

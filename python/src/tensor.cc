@@ -29,16 +29,11 @@ DLDataType DtypeOf(const py::array& array) {
   const py::dtype dtype = array.dtype();
   const auto bits = static_cast<uint8_t>(dtype.itemsize() * 8);
   switch (dtype.kind()) {
-    case 'f':
-      return {kDLFloat, bits, 1};
-    case 'i':
-      return {kDLInt, bits, 1};
-    case 'u':
-      return {kDLUInt, bits, 1};
-    case 'b':
-      return {kDLUInt, 1, 1};  // TVM's bool
-    default:
-      return Unwrap(ParseDataType(py::str(dtype.attr("name")).cast<std::string>()));
+    case 'f': return {kDLFloat, bits, 1};
+    case 'i': return {kDLInt, bits, 1};
+    case 'u': return {kDLUInt, bits, 1};
+    case 'b': return {kDLUInt, 1, 1};  // TVM's bool
+    default: return Unwrap(ParseDataType(py::str(dtype.attr("name")).cast<std::string>()));
   }
 }
 

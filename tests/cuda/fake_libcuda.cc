@@ -311,39 +311,17 @@ CUresult CUDAAPI cuDriverGetVersion(int* version) {
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
   switch (error) {
-    case CUDA_SUCCESS:
-      *name = "CUDA_SUCCESS";
-      break;
-    case CUDA_ERROR_INVALID_VALUE:
-      *name = "CUDA_ERROR_INVALID_VALUE";
-      break;
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      *name = "CUDA_ERROR_OUT_OF_MEMORY";
-      break;
-    case CUDA_ERROR_NO_DEVICE:
-      *name = "CUDA_ERROR_NO_DEVICE";
-      break;
-    case CUDA_ERROR_INVALID_CONTEXT:
-      *name = "CUDA_ERROR_INVALID_CONTEXT";
-      break;
-    case CUDA_ERROR_NO_BINARY_FOR_GPU:
-      *name = "CUDA_ERROR_NO_BINARY_FOR_GPU";
-      break;
-    case CUDA_ERROR_INVALID_IMAGE:
-      *name = "CUDA_ERROR_INVALID_IMAGE";
-      break;
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-      *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
-      break;
-    case CUDA_ERROR_INVALID_HANDLE:
-      *name = "CUDA_ERROR_INVALID_HANDLE";
-      break;
-    case CUDA_ERROR_NOT_FOUND:
-      *name = "CUDA_ERROR_NOT_FOUND";
-      break;
-    default:
-      *name = nullptr;
-      return CUDA_ERROR_INVALID_VALUE;
+    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *name = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -372,40 +350,18 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice device) {
 
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *value = Sm() / 10;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *value = Sm() % 10;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *value = 4;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *value = 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-      *value = 32;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-      *value = 48 * 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-      *value = 160 * 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-      *value = 1000000;
-      break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
-      *value = 2;
-      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = Sm() / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = Sm() % 10; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 4; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 160 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1000000; break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 2; break;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED:
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
-      *value = EnvInt("HETRT_FAKE_CUDA_INTEGRATED", 0);
-      break;
-    default:
-      *value = 0;
-      break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = EnvInt("HETRT_FAKE_CUDA_INTEGRATED", 0); break;
+    default: *value = 0; break;
   }
   return CUDA_SUCCESS;
 }

@@ -64,50 +64,21 @@ REFUSE(report, hetrt_whole_model_report_args_t)
 
 static const char* const kDevices[] = {"abi21"};
 static const char* const kFormats[] = {"none"};
+/* One table, laid out as the ABI lists it. */
+/* clang-format off */
 static const hetrt_whole_model_api_t kWholeModel = {
-    offsetof(hetrt_whole_model_api_t, sample),
-    kDevices,
-    1,
-    NULL,
-    0,
-    NULL,
-    0,
-    kFormats,
-    1,
-    accepts,
-    create,
-    destroy,
-    io_count,
-    io_info,
-    set_input,
-    run,
-    get_output,
-    report,
-    NULL,
-    NULL,
+    offsetof(hetrt_whole_model_api_t, sample), kDevices, 1, NULL, 0, NULL, 0, kFormats, 1,
+    accepts, create, destroy, io_count, io_info, set_input, run, get_output, report, NULL, NULL,
     (hetrt_error_t * (*)(hetrt_whole_model_sample_args_t*))(uintptr_t)0x1, /* past struct_size */
 };
+/* clang-format on */
 
+/* One table, laid out as the ABI lists it. */
+/* clang-format off */
 static const hetrt_plugin_api_t kApi = {
-    sizeof(hetrt_plugin_api_t),
-    2,
-    1,
-    "abi21",
-    "0.0.1",
-    error_message,
-    error_destroy,
-    instance_create,
-    instance_destroy,
-    set_option,
-    NULL,
-    NULL,
-    0,
-    NULL,
-    0,
-    NULL,
-    NULL,
-    NULL,
-    &kWholeModel,
+    sizeof(hetrt_plugin_api_t), 2, 1, "abi21", "0.0.1", error_message, error_destroy,
+    instance_create, instance_destroy, set_option, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, &kWholeModel,
 };
+/* clang-format on */
 
 HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &kApi; }

@@ -198,29 +198,17 @@ typedef struct {
   void* field_from_the_future;
 } extended_api_t;
 
+/* One table, laid out as the ABI lists it. */
+/* clang-format off */
 static const extended_api_t kApi = {
     {
-        sizeof(extended_api_t),
-        TEST_ABI_MAJOR,
-        TEST_ABI_MINOR,
-        "test",
-        "0.0.1",
-        error_message,
-        error_destroy,
-        instance_create,
-        instance_destroy,
-        set_option,
-        global_functions,
-        NULL,
-        0,
-        kTypeKeys,
-        1,
-        NULL,
-        &kModuleApi,
-        &kParallelApi,
+        sizeof(extended_api_t), TEST_ABI_MAJOR, TEST_ABI_MINOR, "test", "0.0.1",
+        error_message, error_destroy, instance_create, instance_destroy, set_option,
+        global_functions, NULL, 0, kTypeKeys, 1, NULL, &kModuleApi, &kParallelApi,
     },
     NULL,
 };
+/* clang-format on */
 
 #ifndef TEST_NO_ENTRY
 HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(void) { return &kApi.v2; }

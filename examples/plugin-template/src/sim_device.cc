@@ -49,12 +49,8 @@ hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   if (hetrt_error_t* e = CheckDevice(args->device)) return e;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME:
-      args->string = "hetrt simulated accelerator (plugin template)";
-      return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION:
-      args->string = "sim 0.1.0";
-      return nullptr;
+    case HETRT_DEVICE_ATTR_NAME: args->string = "hetrt simulated accelerator (plugin template)"; return nullptr;
+    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = "sim 0.1.0"; return nullptr;
     case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY:
       args->value = 0;  // its own address space: copies are needed
       return nullptr;
@@ -100,8 +96,7 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
     }
     case HETRT_MEMORY_HOST_VISIBLE:
       return MakeError(HETRT_STATUS_UNIMPLEMENTED, "the simulated device's memory is not host-visible");
-    default:
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "unknown memory kind " + std::to_string(args->kind));
+    default: return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "unknown memory kind " + std::to_string(args->kind));
   }
 }
 

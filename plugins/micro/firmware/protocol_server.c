@@ -126,8 +126,7 @@ static void handle(hetrt_server_t* s, uint16_t seq, uint8_t type, const uint8_t*
       hetrt_model_arena_report(s->arena, text, sizeof text);
       return reply(s, seq, HETRT_MSG_ARENA | HETRT_MSG_REPLY, text, (uint32_t)strlen(text));
     }
-    default:
-      return error(s, seq, "unknown message type");
+    default: return error(s, seq, "unknown message type");
   }
 }
 

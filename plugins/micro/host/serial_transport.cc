@@ -13,22 +13,14 @@ namespace {
 
 Result<speed_t> BaudConstant(int baud) {
   switch (baud) {
-    case 9600:
-      return B9600;
-    case 19200:
-      return B19200;
-    case 38400:
-      return B38400;
-    case 57600:
-      return B57600;
-    case 115200:
-      return B115200;
-    case 230400:
-      return B230400;
-    case 460800:
-      return B460800;
-    case 921600:
-      return B921600;
+    case 9600: return B9600;
+    case 19200: return B19200;
+    case 38400: return B38400;
+    case 57600: return B57600;
+    case 115200: return B115200;
+    case 230400: return B230400;
+    case 460800: return B460800;
+    case 921600: return B921600;
     default:
       return InvalidArgument("serial: baud rate " + std::to_string(baud) +
                              " is not one of 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600");

@@ -23,6 +23,10 @@ struct NamedTensor {
 
 // One NDArray (magic, reserved, device, ndim, dtype, shape, bytes) into host memory.
 Result<Tensor> ReadNDArray(ByteReader& reader);
+// `count` names (u64 length + bytes each), no name twice: the name list of a
+// param dict and of the executor factories' param sections. `field` names
+// them in errors ("param name").
+Result<std::vector<NamedTensor>> ReadParamNames(ByteReader& reader, uint64_t count, const std::string& field);
 // Writes a host tensor; the device field is always written as cpu:0, like TVM.
 Status WriteNDArray(const Tensor& tensor, ByteWriter& writer);
 
