@@ -18,6 +18,15 @@ template <auto F>
 using Entry = sdk::Entry<F, kLabel>;
 using sdk::MakeError;
 
+// A Vulkan info struct with its sType set and every other member zero, the
+// state the Vulkan spec expects before the caller fills what matters.
+template <typename T>
+T VkStruct(VkStructureType type) {
+  T info{};
+  info.sType = type;
+  return info;
+}
+
 // "vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (-2)"
 hetrt_error_t* VkError(const std::string& call, VkResult result);
 const char* VkResultName(VkResult result);

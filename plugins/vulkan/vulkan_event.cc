@@ -16,11 +16,11 @@ uint64_t MonotonicNs() {
 // One command buffer submitted and waited for with a fence, outside any
 // stream (device_clock's fallback).
 hetrt_error_t* SubmitAndWait(Device* d, VkCommandBuffer cb, uint64_t* host_before, uint64_t* host_after) {
-  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  auto fence_info = VkStruct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
   VkFence fence = VK_NULL_HANDLE;
   VkResult r = vkCreateFence(d->handle, &fence_info, nullptr, &fence);
   if (r != VK_SUCCESS) return VkError("vkCreateFence", r);
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  auto submit = VkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cb;
   {
@@ -46,7 +46,7 @@ hetrt_error_t* DeviceEntries::EventCreate(hetrt_event_create_args_t* args) {
   event->device = d;
   event->flags = args->flags;
   if ((args->flags & HETRT_EVENT_TIMING) && d->timestamp_mask != 0) {
-    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    auto info = VkStruct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = 1;
     const VkResult r = vkCreateQueryPool(d->handle, &info, nullptr, &event->query);
@@ -178,20 +178,20 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
     }
     return nullptr;
   }
-  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  auto pool_info = VkStruct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pool_info.queueFamilyIndex = d->family;
   VkCommandPool pool = VK_NULL_HANDLE;
   VkQueryPool query = VK_NULL_HANDLE;
   VkResult r = vkCreateCommandPool(d->handle, &pool_info, nullptr, &pool);
   if (r != VK_SUCCESS) return VkError("vkCreateCommandPool", r);
-  VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  auto query_info = VkStruct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
   query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   query_info.queryCount = 1;
   hetrt_error_t* error = nullptr;
   r = vkCreateQueryPool(d->handle, &query_info, nullptr, &query);
   if (r != VK_SUCCESS) error = VkError("vkCreateQueryPool", r);
   for (int i = 0; i < 5 && error == nullptr; ++i) {
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    auto alloc = VkStruct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     alloc.commandPool = pool;
     alloc.commandBufferCount = 1;
     VkCommandBuffer cb = VK_NULL_HANDLE;
@@ -199,7 +199,7 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
       error = VkError("vkAllocateCommandBuffers", r);
       break;
     }
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    auto begin = VkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     vkBeginCommandBuffer(cb, &begin);
     vkCmdResetQueryPool(cb, query, 0, 1);
     vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query, 0);

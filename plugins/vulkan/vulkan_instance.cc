@@ -80,6 +80,7 @@ const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 namespace {
 
 using hetrt::vulkan::Device;
+using hetrt::vulkan::VkStruct;
 
 bool HasExtension(const std::vector<VkExtensionProperties>& all, const char* name) {
   for (const auto& e : all)
@@ -159,14 +160,15 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
   std::vector<VkExtensionProperties> extensions(n);
   vkEnumerateInstanceExtensionProperties(nullptr, &n, extensions.data());
   std::vector<const char*> enabled, layers;
-  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  auto info = VkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   if (HasExtension(extensions, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
     enabled.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
     info.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
   }
   // HETRT_VULKAN_VALIDATION=1: the Khronos validation layer, its messages
   // counted (device attribute HETRT_VULKAN_ATTR_VALIDATION_MESSAGES) and logged.
-  VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  auto messenger =
+      VkStruct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
   messenger.messageSeverity =
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
@@ -174,7 +176,7 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
   messenger.pfnUserCallback = OnValidationMessage;
   messenger.pUserData = this;
   const VkValidationFeatureEnableEXT sync_validation = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
-  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  auto features = VkStruct<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
   const char* wanted = std::getenv("HETRT_VULKAN_VALIDATION");
   if (wanted != nullptr && *wanted != '\0' && std::strcmp(wanted, "0") != 0) {
     vkEnumerateInstanceLayerProperties(&n, nullptr);
@@ -198,7 +200,7 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
       info.pNext = &features;
     }
   }
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  auto app = VkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
   app.pApplicationName = "hetrt";
   app.pEngineName = "hetrt";
   app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
@@ -245,10 +247,11 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     auto d = std::make_unique<Device>();
     d->inst = this;
     d->physical = physical;
-    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-    VkPhysicalDevicePushDescriptorPropertiesKHR push{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
-    VkPhysicalDeviceVulkan11Properties v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
-    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    auto driver = VkStruct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+    auto push = VkStruct<VkPhysicalDevicePushDescriptorPropertiesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
+    auto v11 = VkStruct<VkPhysicalDeviceVulkan11Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES);
+    auto props2 = VkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props2.pNext = &driver;
     driver.pNext = &push;
     push.pNext = &v11;
@@ -271,9 +274,9 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     std::vector<VkExtensionProperties> extensions(count);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
     // Features TVM-made shaders may use, enabled where supported.
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    auto f12 = VkStruct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f11 = VkStruct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    auto supported = VkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     supported.pNext = &f11;
     f11.pNext = &f12;
     vkGetPhysicalDeviceFeatures2(physical, &supported);
@@ -281,9 +284,9 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
       skip(d->name + ": no timeline semaphores");
       continue;
     }
-    VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    auto e12 = VkStruct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto e11 = VkStruct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    auto features = VkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     features.pNext = &e11;
     e11.pNext = &e12;
     features.features.shaderInt64 = supported.features.shaderInt64;
@@ -326,7 +329,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
                                                       : (uint64_t{1} << qf.timestampValidBits) - 1;
     d->timestamp_period = d->props.limits.timestampPeriod;
     const float priorities[2] = {1.f, 1.f};
-    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    auto queue = VkStruct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     queue.queueFamilyIndex = d->family;
     queue.queueCount = static_cast<uint32_t>(d->num_queues);
     queue.pQueuePriorities = priorities;
@@ -336,7 +339,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     if (has_push) device_extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     if (has_calibrated) device_extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
     if (HasExtension(extensions, "VK_KHR_portability_subset")) device_extensions.push_back("VK_KHR_portability_subset");
-    VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    auto info = VkStruct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
     info.pNext = &features;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
@@ -370,7 +373,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     }
     // Memory types: the memory types a storage buffer may use, best first.
     vkGetPhysicalDeviceMemoryProperties(physical, &d->memory);
-    VkBufferCreateInfo probe_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    auto probe_info = VkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
     probe_info.size = 256;
     probe_info.usage = kBufferUsage | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;
     VkBuffer probe = VK_NULL_HANDLE;
@@ -397,7 +400,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     // Pipeline cache, seeded from disk when HETRT_VULKAN_CACHE_DIR holds one for this driver.
     d->cache_file = CacheFile(d->props);
     const std::vector<char> cached = d->cache_file.empty() ? std::vector<char>{} : ReadCache(d->cache_file, d->props);
-    VkPipelineCacheCreateInfo cache{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    auto cache = VkStruct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
     cache.initialDataSize = cached.size();
     cache.pInitialData = cached.empty() ? nullptr : cached.data();
     if (vkCreatePipelineCache(d->handle, &cache, nullptr, &d->pipeline_cache) != VK_SUCCESS) {

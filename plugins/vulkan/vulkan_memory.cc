@@ -63,7 +63,7 @@ int FindMemoryType(const Device& d, uint32_t allowed, VkMemoryPropertyFlags requ
 
 // A buffer with its own memory of `type`, mapped for its lifetime when `map`.
 hetrt_error_t* CreateBuffer(Device* d, uint64_t nbytes, VkBufferUsageFlags usage, int type, bool map, Buffer* out) {
-  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  auto info = VkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   info.size = std::max<uint64_t>(nbytes, 4);  // Vulkan refuses empty buffers
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
@@ -80,7 +80,7 @@ hetrt_error_t* CreateBuffer(Device* d, uint64_t nbytes, VkBufferUsageFlags usage
   };
   if (type < 0 || !(req.memoryTypeBits & (1u << type)))
     return fail(MakeError(HETRT_STATUS_INTERNAL, "no memory type of " + d->name + " holds this buffer"));
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  auto alloc = VkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = static_cast<uint32_t>(type);
   r = vkAllocateMemory(d->handle, &alloc, nullptr, &out->memory);

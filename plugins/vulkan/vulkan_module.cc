@@ -185,7 +185,7 @@ hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
     return MakeError(HETRT_STATUS_INTERNAL, "Vulkan kernel '" + f->name + "' on " + d->name + ": " + call +
                                                 " failed: " + VkResultName(r) + " (" + std::to_string(r) + ")");
   };
-  VkShaderModuleCreateInfo shader{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  auto shader = VkStruct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   shader.codeSize = f->shader->words.size() * 4;
   shader.pCode = f->shader->words.data();
   VkResult r = vkCreateShaderModule(dev, &shader, nullptr, &p->shader);
@@ -194,22 +194,22 @@ hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
   for (uint32_t i = 0; i < bindings; ++i)
     layout_bindings[i] = {i, i < f->num_buffers ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
                           1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-  VkDescriptorSetLayoutCreateInfo set{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  auto set = VkStruct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
   set.flags = p->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
   set.bindingCount = bindings;
   set.pBindings = layout_bindings.data();
   if ((r = vkCreateDescriptorSetLayout(dev, &set, nullptr, &p->set_layout)) != VK_SUCCESS)
     return fail("vkCreateDescriptorSetLayout", r);
   const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, scalar_bytes};
-  VkPipelineLayoutCreateInfo layout{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  auto layout = VkStruct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   layout.setLayoutCount = 1;
   layout.pSetLayouts = &p->set_layout;
   layout.pushConstantRangeCount = !f->ubo && scalar_bytes > 0 ? 1 : 0;
   layout.pPushConstantRanges = &range;
   if ((r = vkCreatePipelineLayout(dev, &layout, nullptr, &p->layout)) != VK_SUCCESS)
     return fail("vkCreatePipelineLayout", r);
-  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  auto info = VkStruct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  info.stage = VkStruct<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = p->shader;
   info.stage.pName = f->name.c_str();
@@ -331,7 +331,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
   if (bindings > 0) {
     SmallArray<VkWriteDescriptorSet, 16> writes(bindings);
     for (uint32_t i = 0; i < bindings; ++i) {
-      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i] = VkStruct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
       writes[i].dstBinding = i;
       writes[i].descriptorCount = 1;
       writes[i].descriptorType =

@@ -11,7 +11,7 @@ namespace hetrt::vulkan {
 namespace {
 
 void MemoryBarrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  auto barrier = VkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = dst_access;
   vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1,
@@ -73,7 +73,7 @@ hetrt_error_t* WaitValue(StreamCore* s, uint64_t value, int64_t poll_us) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(poll_us);
   while (poll_us > 0 && Completed(s) < value && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  auto info = VkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   info.semaphoreCount = 1;
   info.pSemaphores = &s->timeline;
   info.pValues = &value;
@@ -99,14 +99,14 @@ hetrt_error_t* OpenBatch(StreamCore* s) {
     cb = s->free_commands.back();
     s->free_commands.pop_back();
   } else {
-    VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    auto info = VkStruct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     info.commandPool = s->pool;
     info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     info.commandBufferCount = 1;
     const VkResult r = vkAllocateCommandBuffers(s->device->handle, &info, &cb);
     if (r != VK_SUCCESS) return VkError("vkAllocateCommandBuffers", r);
   }
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  auto begin = VkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   const VkResult r = vkBeginCommandBuffer(cb, &begin);  // resets it (pool made with RESET_COMMAND_BUFFER)
   if (r != VK_SUCCESS) {
@@ -168,12 +168,12 @@ hetrt_error_t* Flush(StreamCore* s) {
     values.push_back(v);
   }
   stages.assign(semaphores.size(), VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
-  VkTimelineSemaphoreSubmitInfo timeline{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  auto timeline = VkStruct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
   timeline.waitSemaphoreValueCount = static_cast<uint32_t>(values.size());
   timeline.pWaitSemaphoreValues = values.data();
   timeline.signalSemaphoreValueCount = 1;
   timeline.pSignalSemaphoreValues = &value;
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  auto submit = VkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   submit.pNext = &timeline;
   submit.waitSemaphoreCount = static_cast<uint32_t>(semaphores.size());
   submit.pWaitSemaphores = semaphores.data();
@@ -200,7 +200,7 @@ hetrt_error_t* Flush(StreamCore* s) {
       s->error = std::string("vkQueueSubmit failed: ") + VkResultName(r) + " (" + std::to_string(r) + ")";
       s->error_value = value;
     }
-    VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    auto signal = VkStruct<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
     signal.semaphore = s->timeline;
     signal.value = value;
     vkSignalSemaphore(d->handle, &signal);
@@ -220,7 +220,7 @@ hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout
         constexpr uint32_t kSets = 256;
         const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * 8},
                                                {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSets}};
-        VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        auto info = VkStruct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
         info.maxSets = kSets;
         info.poolSizeCount = 2;
         info.pPoolSizes = sizes;
@@ -230,7 +230,7 @@ hetrt_error_t* AllocateDescriptorSet(StreamCore* s, VkDescriptorSetLayout layout
         s->descriptors = pool.release();
       }
     }
-    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    auto alloc = VkStruct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
     alloc.descriptorPool = s->descriptors->handle;
     alloc.descriptorSetCount = 1;
     alloc.pSetLayouts = &layout;
@@ -251,7 +251,7 @@ StreamCore::~StreamCore() {
   if (device == nullptr) return;
   VkDevice dev = device->handle;
   if (timeline != VK_NULL_HANDLE && submitted > 0 && error_value == UINT64_MAX) {
-    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    auto info = VkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
     info.semaphoreCount = 1;
     info.pSemaphores = &timeline;
     info.pValues = &submitted;
@@ -299,14 +299,14 @@ hetrt_error_t* NewStreamCore(Device* d, Queue* queue, std::shared_ptr<StreamCore
   auto s = std::make_shared<StreamCore>();
   s->device = d;
   s->queue = queue;
-  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  auto pool = VkStruct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool.queueFamilyIndex = d->family;
   VkResult r = vkCreateCommandPool(d->handle, &pool, nullptr, &s->pool);
   if (r != VK_SUCCESS) return VkError("vkCreateCommandPool", r);
-  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  auto type = VkStruct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-  VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  auto info = VkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
   info.pNext = &type;
   r = vkCreateSemaphore(d->handle, &info, nullptr, &s->timeline);
   if (r != VK_SUCCESS) return VkError("vkCreateSemaphore (timeline)", r);  // ~StreamCore frees the pool
