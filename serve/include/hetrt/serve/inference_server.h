@@ -1,0 +1,67 @@
+// The serving core: a model repository, each model's instances and request
+// queue, and the metrics; what every frontend (REST, gRPC) calls. Thread-safe:
+// frontends call it from their own threads. Knows nothing of HTTP or gRPC.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hetrt/serve/inference.h"
+
+namespace hetrt::serve {
+
+struct ServerOptions {
+  std::string model_repository;
+  // Models loaded at start: all those in the repository when empty.
+  std::vector<std::string> initial_models;
+  // Largest request a frontend accepts, in bytes (HTTP body, gRPC message).
+  size_t max_request_bytes = size_t{256} << 20;
+};
+
+class InferenceServer final {
+ public:
+  // Scans and loads the repository; a model that fails to load is reported in
+  // its state and does not stop the others.
+  static Result<std::unique_ptr<InferenceServer>> Create(const ServerOptions& options);
+  ~InferenceServer();
+
+  const ServerOptions& options() const { return options_; }
+
+  bool Live() const;
+  // Ready: not shutting down and every model asked to be loaded is ready.
+  bool Ready() const;
+  std::string Name() const { return "hetrt"; }
+  std::string Version() const;
+  std::vector<std::string> Extensions() const;
+
+  // `version` "" means the served (highest loaded) version.
+  Result<ModelMetadata> Metadata(const std::string& model, const std::string& version) const;
+  // NotFound for an unknown model or version; false while loading or failed.
+  Result<bool> ModelReady(const std::string& model, const std::string& version) const;
+  // Runs one request, blocking the calling thread until its response is ready.
+  // Errors: NotFound (model/version/input/output names), InvalidArgument (dtype,
+  // shape, size; the message names what was expected), Unavailable (queue
+  // full, model not ready or being unloaded, server shutting down).
+  Result<InferResponse> Infer(InferRequest request);
+
+  // The repository extension.
+  std::vector<RepositoryEntry> Index(bool ready_only) const;
+  Status Load(const std::string& model);
+  Status Unload(const std::string& model);
+
+  // Prometheus text exposition of every metric.
+  std::string MetricsText() const;
+
+  // Stops taking new requests (Infer answers Unavailable) and waits for those
+  // in flight; frontends stop accepting before this is called.
+  void Drain();
+
+ private:
+  explicit InferenceServer(ServerOptions options);
+  struct State;
+  ServerOptions options_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace hetrt::serve
