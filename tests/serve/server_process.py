@@ -1,0 +1,111 @@
+"""Starts `hetrt serve` for a test and reads the ports it listens on.
+
+Used by every serving test (Python clients, and as a launcher for curl and
+Node clients): `python3 server_process.py HETRT REPO -- CMD...` starts the
+server on free ports, runs CMD with HETRT_HTTP/HETRT_GRPC/HETRT_METRICS set to
+HOST:PORT, then sends SIGTERM and requires a clean exit (status 0).
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+LISTENING = re.compile(r"^hetrt serve: (http|grpc|metrics) listening on (\S+):(\d+)$")
+
+
+class Server:
+    def __init__(self, hetrt, repository, extra_args=(), timeout=60.0, env=None):
+        self.args = [hetrt, "serve", "--model-repository", repository,
+                     "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", *extra_args]
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, env=env)
+        self.address = {}
+        self.log = []
+        deadline = time.monotonic() + timeout
+        while len(self.address) < 3:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("hetrt serve exited before listening:\n" + "".join(self.log))
+            self.log.append(line)
+            m = LISTENING.match(line.strip())
+            if m:
+                self.address[m.group(1)] = f"{m.group(2)}:{m.group(3)}"
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError("hetrt serve did not listen within %.0f s" % timeout)
+        # Keep draining its output so the server never blocks on a full pipe.
+        import threading
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+
+    @property
+    def http(self):
+        return self.address["http"]
+
+    @property
+    def grpc(self):
+        return self.address["grpc"]
+
+    @property
+    def metrics(self):
+        return self.address["metrics"]
+
+    def stop(self, timeout=60.0):
+        """SIGTERM, then the exit status (0 expected)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise RuntimeError("hetrt serve did not exit within %.0f s of SIGTERM" % timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        status = self.stop()
+        if exc[0] is None and status != 0:
+            raise RuntimeError("hetrt serve exited with %d:\n%s" % (status, "".join(self.log)))
+
+
+def fixture_repository(fixtures, layout):
+    """A temporary Triton-layout repository: {model: (fixture_dir, files, config or None)}.
+
+    files: names inside the fixture folder linked into <model>/1/.
+    """
+    root = tempfile.mkdtemp(prefix="hetrt-repo-")
+    for model, (fixture, files, config) in layout.items():
+        version = os.path.join(root, model, "1")
+        os.makedirs(version)
+        for f in files:
+            os.symlink(os.path.join(fixtures, fixture, f), os.path.join(version, f))
+        if config is not None:
+            import json
+            with open(os.path.join(root, model, "config.json"), "w") as out:
+                json.dump(config, out)
+    return root
+
+
+def main(argv):
+    if "--" not in argv or len(argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    hetrt, repository, *extra = argv[1:split]
+    command = argv[split + 1:]
+    with Server(hetrt, repository, extra) as server:
+        env = dict(os.environ, HETRT_HTTP=server.http, HETRT_GRPC=server.grpc, HETRT_METRICS=server.metrics)
+        status = subprocess.call(command, env=env)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
