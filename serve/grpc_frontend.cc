@@ -1,0 +1,270 @@
+// The gRPC frontend: inference.GRPCInferenceService (the Open Inference
+// Protocol plus the repository extension) and grpc.health.v1.Health on gRPC's
+// synchronous server, each RPC answered on the thread that received it.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "grpc_infer_codec.h"
+#include "grpc_service.grpc.pb.h"
+#include "hetrt/serve/frontend.h"
+
+namespace hetrt::serve {
+namespace {
+
+// The protocol's error mapping, shared with REST through HttpStatusOf.
+grpc::Status ToGrpc(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  switch (HttpStatusOf(status)) {
+    case 400: return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
+    case 404: return {grpc::StatusCode::NOT_FOUND, status.message()};
+    case 503: return {grpc::StatusCode::UNAVAILABLE, status.message()};
+    default: return {grpc::StatusCode::INTERNAL, status.message()};
+  }
+}
+
+void FillTensorMetadata(const TensorMetadata& tensor, inference::ModelMetadataResponse::TensorMetadata& out) {
+  out.set_name(tensor.name);
+  out.set_datatype(tensor.datatype);
+  for (int64_t dim : tensor.shape) out.add_shape(dim);
+}
+
+grpc::Status CheckRepositoryName(const std::string& name) {
+  if (name.empty()) return grpc::Status::OK;
+  return {grpc::StatusCode::UNIMPLEMENTED, "hetrt serves one repository: leave repository_name empty (got '" + name + "')"};
+}
+
+// Repository requests name no repository (hetrt serves one) and carry no
+// parameters but Triton's `unload_dependents`, which has nothing to act on here
+// (no ensembles): Triton's clients send it on every unload.
+template <typename RepositoryRequest>
+grpc::Status CheckRepositoryRequest(const RepositoryRequest& request, bool unload) {
+  grpc::Status named = CheckRepositoryName(request.repository_name());
+  if (!named.ok()) return named;
+  for (const auto& [name, value] : request.parameters()) {
+    (void)value;
+    if (unload && name == "unload_dependents") continue;
+    return {grpc::StatusCode::UNIMPLEMENTED,
+            "repository parameter '" + name + "' is not supported: hetrt reads each model from the repository "
+            "folder and its config.json"};
+  }
+  return grpc::Status::OK;
+}
+
+class InferenceService final : public inference::GRPCInferenceService::Service {
+ public:
+  explicit InferenceService(InferenceServer& server) : server_(server) {}
+
+  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                          inference::ServerLiveResponse* response) override {
+    response->set_live(server_.Live());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
+                           inference::ServerReadyResponse* response) override {
+    response->set_ready(server_.Ready());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* request,
+                          inference::ModelReadyResponse* response) override {
+    Result<bool> ready = server_.ModelReady(request->name(), request->version());
+    if (!ready.ok()) return ToGrpc(ready.status());
+    response->set_ready(*ready);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
+                              inference::ServerMetadataResponse* response) override {
+    response->set_name(server_.Name());
+    response->set_version(server_.Version());
+    for (const std::string& extension : server_.Extensions()) response->add_extensions(extension);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* request,
+                             inference::ModelMetadataResponse* response) override {
+    Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), request->version());
+    if (!metadata.ok()) return ToGrpc(metadata.status());
+    response->set_name(metadata->name);
+    for (const std::string& version : metadata->versions) response->add_versions(version);
+    response->set_platform(metadata->platform);
+    for (const TensorMetadata& input : metadata->inputs) FillTensorMetadata(input, *response->add_inputs());
+    for (const TensorMetadata& output : metadata->outputs) FillTensorMetadata(output, *response->add_outputs());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* request,
+                          inference::ModelInferResponse* response) override {
+    Result<InferRequest> decoded = DecodeInferRequest(*request);
+    if (!decoded.ok()) return ToGrpc(decoded.status());
+    Result<InferResponse> result = server_.Infer(std::move(decoded).value());
+    if (!result.ok()) return ToGrpc(result.status());
+    return ToGrpc(EncodeInferResponse(*result, *response));
+  }
+
+  grpc::Status RepositoryIndex(grpc::ServerContext*, const inference::RepositoryIndexRequest* request,
+                               inference::RepositoryIndexResponse* response) override {
+    grpc::Status named = CheckRepositoryName(request->repository_name());
+    if (!named.ok()) return named;
+    for (const RepositoryEntry& entry : server_.Index(request->ready())) {
+      auto* model = response->add_models();
+      model->set_name(entry.name);
+      model->set_version(entry.version);
+      model->set_state(entry.state);
+      model->set_reason(entry.reason);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RepositoryModelLoad(grpc::ServerContext*, const inference::RepositoryModelLoadRequest* request,
+                                   inference::RepositoryModelLoadResponse*) override {
+    grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/false);
+    if (!checked.ok()) return checked;
+    return ToGrpc(server_.Load(request->model_name()));
+  }
+
+  grpc::Status RepositoryModelUnload(grpc::ServerContext*, const inference::RepositoryModelUnloadRequest* request,
+                                     inference::RepositoryModelUnloadResponse*) override {
+    grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/true);
+    if (!checked.ok()) return checked;
+    return ToGrpc(server_.Unload(request->model_name()));
+  }
+
+ private:
+  InferenceServer& server_;
+};
+
+// gRPC's default health service reports what it is told; this keeps it telling
+// InferenceServer::Ready() (models load and unload, the server drains) for the
+// whole server ("") and for the inference service by name.
+class HealthReporter {
+ public:
+  HealthReporter(InferenceServer& server, grpc::HealthCheckServiceInterface* health)
+      : server_(server), health_(health) {
+    Report(server_.Ready());
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~HealthReporter() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    // NOT_SERVING from now on, whatever is set later.
+    if (health_ != nullptr) health_->Shutdown();
+  }
+
+ private:
+  static constexpr auto kPollInterval = std::chrono::milliseconds(100);
+
+  void Run() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kPollInterval, [this] { return stopping_; })) {
+      bool ready = server_.Ready();
+      if (ready != reported_) Report(ready);
+    }
+  }
+  void Report(bool ready) {
+    reported_ = ready;
+    if (health_ == nullptr) return;
+    health_->SetServingStatus("", ready);
+    health_->SetServingStatus(inference::GRPCInferenceService::service_full_name(), ready);
+  }
+
+  InferenceServer& server_;
+  grpc::HealthCheckServiceInterface* health_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool reported_ = false;
+  std::thread thread_;
+};
+
+class GrpcFrontend final : public Frontend {
+ public:
+  explicit GrpcFrontend(InferenceServer& server) : server_(server), service_(server) {}
+  ~GrpcFrontend() override { Stop(); }
+
+  const char* Protocol() const override { return "grpc"; }
+
+  Result<int> Start(const std::string& host, int port) override {
+    std::lock_guard lock(mutex_);
+    if (grpc_server_) return FailedPrecondition("the gRPC frontend is already listening");
+    // IPv6 literals need brackets in a gRPC address.
+    const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+    const std::string address = (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    int selected_port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(&service_);
+    // Real tensors, not gRPC's 4 MiB default; replies are at most as large.
+    const int max_message = static_cast<int>(std::min<size_t>(server_.options().max_request_bytes, INT_MAX));
+    builder.SetMaxReceiveMessageSize(max_message);
+    builder.SetMaxSendMessageSize(max_message);
+    // Without this Linux lets a second server share the port and Start would
+    // succeed on a port another process serves.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    // A sync server runs each RPC on a polling thread and starts more as calls
+    // arrive; keeping up to kMaxPollers idle ones keeps concurrency 16+ from
+    // creating a thread per call, and the quota bounds threads (memory) under
+    // any load: a call past it is refused with RESOURCE_EXHAUSTED.
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+    grpc::ResourceQuota quota("hetrt-grpc");
+    quota.SetMaxThreads(kMaxThreads);
+    builder.SetResourceQuota(quota);
+
+    std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+    if (!grpc_server || selected_port == 0) {
+      if (grpc_server) grpc_server->Shutdown();
+      return Unavailable("gRPC cannot listen on " + address +
+                         " (port in use, or the host is not an address of this machine)");
+    }
+    health_ = std::make_unique<HealthReporter>(server_, grpc_server->GetHealthCheckService());
+    grpc_server_ = std::move(grpc_server);
+    return selected_port;
+  }
+
+  void Stop() override {
+    std::lock_guard lock(mutex_);
+    if (!grpc_server_) return;
+    health_.reset();  // NOT_SERVING first, so probes stop routing here
+    // New calls are refused at once; calls in flight get kShutdownGrace to
+    // finish before they are cancelled.
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    grpc_server_->Wait();
+    grpc_server_.reset();
+  }
+
+ private:
+  static constexpr int kMinPollers = 2;
+  static constexpr int kMaxPollers = 32;
+  static constexpr int kMaxThreads = 128;
+  // Kubernetes' default terminationGracePeriodSeconds.
+  static constexpr auto kShutdownGrace = std::chrono::seconds(30);
+
+  InferenceServer& server_;
+  InferenceService service_;
+  std::mutex mutex_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<HealthReporter> health_;
+};
+
+}  // namespace
+
+std::unique_ptr<Frontend> MakeGrpcFrontend(InferenceServer& server) { return std::make_unique<GrpcFrontend>(server); }
+
+}  // namespace hetrt::serve
