@@ -56,9 +56,10 @@ bool HasTypedContents(const InputTensor& input) {
   return false;
 }
 
-std::string Describe(const InputTensor& input, int64_t elements) {
+// "shape [1, 784] of FP32"
+std::string Describe(const InputTensor& input) {
   return "shape " + ShapeToString(std::vector<int64_t>(input.shape().begin(), input.shape().end())) + " of " +
-         input.datatype() + " needs " + std::to_string(elements);
+         input.datatype();
 }
 
 // Copies `values` into the tensor's elements of type Element, refusing a value
@@ -112,7 +113,7 @@ Result<Tensor> DecodeTypedInput(const InputTensor& input, DLDataType dtype, int6
   }
   if (count != elements)
     return InvalidArgument("input '" + input.name() + "' has " + std::to_string(count) + " values in " + field +
-                           "; " + Describe(input, elements));
+                           "; " + Describe(input) + " needs " + std::to_string(elements));
   HETRT_ASSIGN_OR_RETURN(Tensor tensor, Tensor::EmptyHost({input.shape().begin(), input.shape().end()}, dtype));
   HETRT_RETURN_IF_ERROR(StoreTypedContents(input, tensor));
   return tensor;
@@ -125,8 +126,7 @@ Result<Tensor> DecodeRawInput(const InputTensor& input, DLDataType dtype, int64_
     return InvalidArgument("input '" + input.name() + "': shape too large");
   if (raw.size() != expected)
     return InvalidArgument("input '" + input.name() + "' has " + std::to_string(raw.size()) +
-                           " bytes in raw_input_contents; " + Describe(input, elements) + " x " +
-                           std::to_string(element_bytes) + " = " + std::to_string(expected));
+                           " bytes in raw_input_contents; " + Describe(input) + " needs " + std::to_string(expected));
   HETRT_ASSIGN_OR_RETURN(Tensor tensor, Tensor::EmptyHost({input.shape().begin(), input.shape().end()}, dtype));
   if (expected != 0) std::memcpy(tensor.data(), raw.data(), expected);
   return tensor;
