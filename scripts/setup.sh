@@ -16,7 +16,7 @@ packages=(
   # hetrt serve: gRPC (Debian's gRPC CMake config needs protobuf-compiler-grpc) and
   # REST (cpp-httplib); curl, python3-grpcio and h2load are independent test clients.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcpp-httplib-dev
-  curl python3-grpcio python3-protobuf nghttp2-client nodejs npm
+  curl python3-grpcio python3-protobuf nghttp2-client  # Node.js and npm come with the machine
 )
 
 missing=()
