@@ -17,8 +17,10 @@ struct InstanceGroup {
 };
 
 struct ModelConfig {
-  // 0: no batching. Otherwise the largest batch the server builds; at most the
-  // model's compiled batch dimension.
+  // 0: requests carry the model's exact shapes. Otherwise requests may carry
+  // 1..max_batch_size rows on the first axis (at most the model's compiled
+  // batch dimension N), padded to N; with dynamic_batching several requests
+  // share one run.
   int max_batch_size = 0;
   std::vector<InstanceGroup> instance_groups{InstanceGroup{}};
   bool dynamic_batching = false;

@@ -236,7 +236,8 @@ Result<InferResponse> ModelVersion::Infer(InferRequest request) {
 void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch) {
   batch.push_back(queue_.front());
   queue_.pop_front();
-  if (compiled_batch_ <= 0) return;
+  // Without dynamic_batching (Triton's meaning) each request runs alone, padded.
+  if (compiled_batch_ <= 0 || !config_.dynamic_batching) return;
   int64_t rows = batch[0]->rows;
   const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(batch[0]->enqueued_ns)) +
                         std::chrono::microseconds(config_.max_queue_delay_us);

@@ -201,6 +201,8 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
   Repository repo;
   ExportBatch4Model(repo, "plain");
   ExportBatch4Model(repo, "batched");
+  ExportBatch4Model(repo, "padded");
+  repo.Config("padded", R"({"max_batch_size": 4})");  // no dynamic_batching: one request per run
   repo.Config("batched", R"({"max_batch_size": 4,
       "dynamic_batching": {"max_queue_delay_microseconds": 200000, "preferred_batch_size": [4]}})");
   auto server = Start(repo);
@@ -239,6 +241,16 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
       ExpectNear(response->outputs[0].tensor, expected[r]);
     });
   for (auto& t : clients) t.join();
+  clients.clear();
+  for (int r = 0; r < 4; ++r)
+    clients.emplace_back([&, r] {
+      InferRequest request{"padded", "", "", {{input, rows[r]}}, {}};
+      auto response = server->Infer(request);
+      ASSERT_TRUE(response.ok()) << response.status().message();
+      ExpectNear(response->outputs[0].tensor, expected[r]);
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_NE(server->MetricsText().find("model=\"padded\",version=\"1\",batch_size=\"1\"} 4"), std::string::npos);
   // Two rows at once are fine too; more than max_batch_size is refused with the shape expected.
   InferRequest two{"batched", "", "", {{input, Rows(2, 32, 1.f)}}, {}};
   HETRT_ASSERT_OK_AND_ASSIGN(InferResponse two_out, server->Infer(two));
