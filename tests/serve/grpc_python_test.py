@@ -231,7 +231,7 @@ class GrpcServeTest(unittest.TestCase):
         self.assert_output(response, 0, fixture("mlp", "output_0.npy"))
         unknown = self.mlp_request()
         unknown.outputs.add(name="output_7")
-        self.assert_code(grpc.StatusCode.NOT_FOUND, self.client.infer, unknown, contains="output_7")
+        self.assert_code(grpc.StatusCode.INVALID_ARGUMENT, self.client.infer, unknown, contains="output_7")
 
     # --- bad requests --------------------------------------------------------
     def test_bad_requests_get_protocol_errors(self):
@@ -242,7 +242,8 @@ class GrpcServeTest(unittest.TestCase):
 
         self.assert_code(not_found, infer, self.raw_request("no_such_model", [("data", data, "FP32")]),
                          contains="no_such_model")
-        self.assert_code(not_found, infer, self.raw_request("mlp", [("pixels", data, "FP32")]), contains="pixels")
+        # Unknown input and output names are INVALID_ARGUMENT, as in Triton (docs/serving.md).
+        self.assert_code(invalid, infer, self.raw_request("mlp", [("pixels", data, "FP32")]), contains="pixels")
         # INT32 data for an FP32 input, sizes right.
         self.assert_code(invalid, infer, self.raw_request("mlp", [("data", data.astype(np.int32), "INT32")]))
         wrong_type = pb.ModelInferRequest(model_name="mlp")
