@@ -28,6 +28,8 @@ def main(argv):
             sys.exit(f"FAIL: npm package {package} is missing from {CLIENT}/node_modules: "
                      "run `npm ci --prefix tests/serve/node_client` (scripts/setup.sh)")
     fixtures = os.environ.get("HETRT_FIXTURES", os.path.join(REPO_ROOT, "..", "shared", "fixtures"))
+    if not os.path.isdir(os.path.join(fixtures, "tvm-0.18", "mlp")):
+        return server_process.missing_fixtures(fixtures)
     os.environ["HETRT_FIXTURES"] = fixtures
     repository = server_process.fixture_repository(os.path.join(fixtures, "tvm-0.18"),
                                                    {"mlp": ("mlp", ["deploy.so"], None)})

@@ -327,4 +327,6 @@ class GrpcServeTest(unittest.TestCase):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if not os.path.isdir(os.path.join(FIXTURES, "tvm-0.18", "mlp")):
+        sys.exit(server_process.missing_fixtures(FIXTURES))
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -94,6 +94,14 @@ def fixture_repository(fixtures, layout):
     return root
 
 
+def missing_fixtures(root):
+    """Exit status for a test whose fixtures are not under `root`: 77 (ctest's
+    SKIP_RETURN_CODE) unless HETRT_REQUIRE asks for fixtures ("all" in CI), then 1."""
+    required = os.environ.get("HETRT_REQUIRE", "").split(",")
+    print(f"fixtures not found under {root} (set HETRT_FIXTURES)", file=sys.stderr)
+    return 1 if ("all" in required or "fixtures" in required) and "-fixtures" not in required else 77
+
+
 def main(argv):
     if "--" not in argv or len(argv) < 4:
         print(__doc__, file=sys.stderr)
