@@ -144,6 +144,14 @@ TEST(ParserFuzz, MlfTar) {
   FuzzFromSeeds(&fuzz::MlfTar, seeds, 3000);
 }
 
+TEST(ParserFuzz, RestInferRequest) {
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HETRT_FUZZ_REGRESSIONS_DIR) + "/../seeds/rest"))
+    seeds.push_back(ReadFileBytes(e.path().string()).value());
+  ASSERT_GE(seeds.size(), 4u);
+  FuzzFromSeeds(&fuzz::RestInferRequest, seeds, 50000);
+}
+
 TEST(ParserFuzz, ElfSymbols) {
   std::vector<std::vector<uint8_t>> seeds;
   const std::string dir = testing::TvmFixture("add3");
