@@ -13,6 +13,10 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi  # micro: Cortex-M firmware
   qemu-system-arm  # micro: emulated Cortex-M boards (mps2-an386, lm3s6965evb) for the firmware tests
   pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
+  # hetrt serve: gRPC (Debian's gRPC CMake config needs protobuf-compiler-grpc) and
+  # REST (cpp-httplib); curl, python3-grpcio and h2load are independent test clients.
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcpp-httplib-dev
+  curl python3-grpcio python3-protobuf nghttp2-client  # Node.js and npm come with the machine
 )
 
 missing=()

@@ -10,7 +10,7 @@ struct NamedType {
   DLDataType dtype;
 };
 constexpr NamedType kTypes[] = {
-    {"BOOL", {kBoolCode, 8, 1}},    {"UINT8", {kDLUInt, 8, 1}},   {"UINT16", {kDLUInt, 16, 1}},
+    {"BOOL", {kBoolCode, 8, 1}},  {"UINT8", {kDLUInt, 8, 1}},   {"UINT16", {kDLUInt, 16, 1}},
     {"UINT32", {kDLUInt, 32, 1}}, {"UINT64", {kDLUInt, 64, 1}}, {"INT8", {kDLInt, 8, 1}},
     {"INT16", {kDLInt, 16, 1}},   {"INT32", {kDLInt, 32, 1}},   {"INT64", {kDLInt, 64, 1}},
     {"FP16", {kDLFloat, 16, 1}},  {"FP32", {kDLFloat, 32, 1}},  {"FP64", {kDLFloat, 64, 1}},
@@ -35,19 +35,14 @@ std::string ProtocolDataType(DLDataType dtype) {
 
 int HttpStatusOf(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk:
-      return 200;
+    case StatusCode::kOk: return 200;
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
-    case StatusCode::kDataLoss:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
+    case StatusCode::kDataLoss: return 400;
+    case StatusCode::kNotFound: return 404;
     case StatusCode::kUnavailable:
-    case StatusCode::kResourceExhausted:
-      return 503;
-    default:
-      return 500;
+    case StatusCode::kResourceExhausted: return 503;
+    default: return 500;
   }
 }
 

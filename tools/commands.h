@@ -22,6 +22,7 @@ Command AddDemoCommand(CLI::App& app);
 Command AddMlfCommand(CLI::App& app);
 Command AddMicroCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+Command AddServeCommand(CLI::App& app);
 
 // An integer option in [min, max] with a message that says so in words
 // ("--threads must be between 1 and 1024, got 0").

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   add(&AddDemoCommand);
   add(&AddMlfCommand);
   add(&AddMicroCommand);
+  add(&AddServeCommand);
   add(&AddBenchCommand);
   CLI11_PARSE(app, argc, argv);
   // The last line of defence: every error should already be a message, but an

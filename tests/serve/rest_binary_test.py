@@ -26,7 +26,7 @@ from server_process import Server, fixture_repository  # noqa: E402
 HETRT = None
 FIXTURES = None
 SERVER = None
-MAX_REQUEST_BYTES = 1 << 20  # small, so that "too large" is cheap to send
+MAX_REQUEST_BYTES = 1 << 20  # --max-request-mib 1: small, so that "too large" is cheap to send
 
 DATATYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.int8): "INT8",
              np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64", np.dtype(np.uint8): "UINT8",
@@ -326,7 +326,7 @@ def main():
         "add3": ("add3", ["graph.json", "lib.so", "params.params"], None),
     })
     try:
-        with Server(HETRT, repository, ["--max-request-bytes", str(MAX_REQUEST_BYTES)]) as server:
+        with Server(HETRT, repository, ["--max-request-mib", "1"]) as server:
             SERVER = server
             result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
     finally:

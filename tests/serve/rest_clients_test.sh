@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 python=/usr/bin/python3
-max_request_bytes=65536
+max_request_bytes=1048576  # --max-request-mib 1
 
 if [ -z "${HETRT_HTTP:-}" ]; then
   hetrt=${1:?usage: rest_clients_test.sh HETRT}
@@ -29,7 +29,7 @@ if [ -z "${HETRT_HTTP:-}" ]; then
   for f in graph.json lib.so params.params; do ln -s "$HETRT_TVM_FIXTURES/add3/$f" "$repo/add3/1/$f"; done
   echo "not a shared library" > "$repo/broken/1/deploy.so"
   status=0
-  "$python" "$here/server_process.py" "$hetrt" "$repo" --max-request-bytes "$max_request_bytes" -- \
+  "$python" "$here/server_process.py" "$hetrt" "$repo" --max-request-mib 1 -- \
     bash "$0" "$hetrt" || status=$?
   exit $status
 fi
@@ -125,7 +125,7 @@ bad["inputs"][0]["datatype"] = "UINT8"
 bad["inputs"][0]["data"] = [300] * 784
 write("out_of_range", bad)
 with open(f"{out}/big.json", "w") as f:
-    f.write('{"inputs": [' + " " * 70000 + "]}")
+    f.write('{"inputs": [' + " " * 1100000 + "]}")
 EOF
 
 infer() {  # infer MODEL_PATH REQUEST_FILE [curl args]

@@ -22,6 +22,8 @@ class AotExecutor final : public Executor {
   int NumOutputs() const override { return static_cast<int>(outputs_.size()); }
   const std::string& InputName(int index) const override { return input_names_[static_cast<size_t>(index)]; }
   std::string OutputName(int index) const override { return output_names_[static_cast<size_t>(index)]; }
+  TensorSpec InputSpec(int index) const override { return SpecOf(inputs_[static_cast<size_t>(index)]); }
+  TensorSpec OutputSpec(int index) const override { return SpecOf(outputs_[static_cast<size_t>(index)]); }
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;

@@ -10,6 +10,14 @@
 
 namespace hetrt {
 
+// The dtype and shape an executor expects of an input or gives for an output.
+struct TensorSpec {
+  DLDataType dtype{kDLFloat, 32, 1};
+  std::vector<int64_t> shape;
+};
+
+inline TensorSpec SpecOf(const Tensor& t) { return {t.dtype(), t.shape()}; }
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -17,6 +25,8 @@ class Executor {
   virtual int NumOutputs() const = 0;
   virtual const std::string& InputName(int index) const = 0;
   virtual std::string OutputName(int index) const = 0;
+  virtual TensorSpec InputSpec(int index) const = 0;
+  virtual TensorSpec OutputSpec(int index) const = 0;
   // Inputs the user must provide (not bound to a param); all of them unless
   // the executor binds params.
   virtual std::vector<int> UnboundInputs() const {

@@ -61,6 +61,8 @@ class GraphExecutor final : public Executor {
   // Graph inputs not bound to a param.
   std::vector<int> UnboundInputs() const override;
   const Tensor& InputTensor(int index) const;
+  TensorSpec InputSpec(int index) const override { return SpecOf(InputTensor(index)); }
+  TensorSpec OutputSpec(int index) const override { return SpecOf(OutputTensor(index)); }
   const Tensor& OutputTensor(int index) const;  // a view on the device
 
   // Copies into the input's storage (host -> device when placed on a device).

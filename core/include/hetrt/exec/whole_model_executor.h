@@ -29,6 +29,8 @@ class WholeModelExecutor final : public Executor {
   int NumOutputs() const override { return static_cast<int>(model_.outputs().size()); }
   const std::string& InputName(int index) const override { return input(index).name; }
   std::string OutputName(int index) const override { return output(index).name; }
+  TensorSpec InputSpec(int index) const override { return {input(index).dtype, input(index).shape}; }
+  TensorSpec OutputSpec(int index) const override { return {output(index).dtype, output(index).shape}; }
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;

@@ -14,7 +14,7 @@ namespace hetrt::serve {
 struct ServerOptions {
   std::string model_repository;
   // Models loaded at start: all those in the repository when empty.
-  std::vector<std::string> initial_models;
+  std::vector<std::string> initial_models = {};
   // Largest request a frontend accepts, in bytes (HTTP body, gRPC message).
   size_t max_request_bytes = size_t{256} << 20;
 };

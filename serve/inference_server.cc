@@ -1,0 +1,273 @@
+#include "hetrt/serve/inference_server.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "hetrt/base/log.h"
+#include "metrics.h"
+#include "model_config.h"
+#include "model_files.h"
+#include "model_version.h"
+
+#ifndef HETRT_SERVE_VERSION
+#define HETRT_SERVE_VERSION "0"
+#endif
+
+namespace hetrt::serve {
+namespace {
+
+struct ModelEntry {
+  bool wanted = false;  // asked to be loaded (at start or by the repository API)
+  std::string state = "UNAVAILABLE";
+  std::string reason = "not loaded";
+  std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // the loaded ones
+};
+
+// A model name is one folder of the repository: no separators, no "..".
+Status CheckModelName(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\\') != std::string::npos || name.find('\0') != std::string::npos)
+    return InvalidArgument("'" + name + "' is not a model name (one folder of the model repository)");
+  return OkStatus();
+}
+
+Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().size() > (1u << 20)) return InvalidArgument(path + ": over 1 MiB; a config is a few lines of JSON");
+  return s.str();
+}
+
+Result<std::vector<int64_t>> SelectVersions(const std::string& dir, const ModelConfig& config) {
+  HETRT_ASSIGN_OR_RETURN(std::vector<int64_t> present, ListVersions(dir));
+  if (present.empty()) return NotFound(dir + ": no numeric version folder (expected " + dir + "/1/ and so on)");
+  std::vector<int64_t> chosen;
+  switch (config.version_policy) {
+    case ModelConfig::VersionPolicy::kAll: chosen = present; break;
+    case ModelConfig::VersionPolicy::kLatest:
+      chosen.assign(present.end() - std::min<ptrdiff_t>(config.latest_versions, static_cast<ptrdiff_t>(present.size())),
+                    present.end());
+      break;
+    case ModelConfig::VersionPolicy::kSpecific:
+      for (int64_t v : config.specific_versions) {
+        if (std::find(present.begin(), present.end(), v) == present.end())
+          return NotFound(dir + ": version_policy names version " + std::to_string(v) + ", which has no folder");
+        chosen.push_back(v);
+      }
+      break;
+  }
+  return chosen;
+}
+
+}  // namespace
+
+struct InferenceServer::State {
+  mutable std::mutex mutex;  // guards models
+  std::map<std::string, ModelEntry> models;
+  std::mutex load_mutex;  // one load or unload at a time
+  bool draining = false;  // under mutex
+  int64_t in_flight = 0;  // under mutex
+  std::condition_variable idle;
+
+  Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version) const;
+};
+
+Result<std::shared_ptr<ModelVersion>> InferenceServer::State::Find(const std::string& model,
+                                                                   const std::string& version) const {
+  auto it = models.find(model);
+  if (it == models.end()) return NotFound("unknown model '" + model + "'");
+  const ModelEntry& entry = it->second;
+  if (entry.versions.empty())
+    return Unavailable("model '" + model + "' is not ready" + (entry.reason.empty() ? "" : ": " + entry.reason));
+  if (version.empty()) return entry.versions.rbegin()->second;
+  for (const auto& [number, served] : entry.versions)
+    if (std::to_string(number) == version) return served;
+  std::string loaded;
+  for (const auto& [number, served] : entry.versions) loaded += (loaded.empty() ? "" : ", ") + std::to_string(number);
+  return NotFound("model '" + model + "' has no version '" + version + "' loaded (loaded: " + loaded + ")");
+}
+
+InferenceServer::InferenceServer(ServerOptions options)
+    : options_(std::move(options)), state_(std::make_shared<State>()) {}
+
+InferenceServer::~InferenceServer() { Drain(); }
+
+Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(const ServerOptions& options) {
+  std::unique_ptr<InferenceServer> server(new InferenceServer(options));
+  HETRT_ASSIGN_OR_RETURN(std::vector<std::string> models, ListModels(options.model_repository));
+  const std::vector<std::string>& wanted = options.initial_models.empty() ? models : options.initial_models;
+  for (const std::string& model : models) server->state_->models[model];  // listed in the index, not loaded
+  for (const std::string& model : wanted) {
+    Status s = server->Load(model);
+    if (!s.ok()) Log(LogLevel::kError, "serve", "model '" + model + "' is not served: " + s.message());
+  }
+  return server;
+}
+
+bool InferenceServer::Live() const { return true; }
+
+bool InferenceServer::Ready() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->draining) return false;
+  for (const auto& [name, entry] : state_->models)
+    if (entry.wanted && entry.versions.empty()) return false;
+  return true;
+}
+
+std::string InferenceServer::Version() const { return HETRT_SERVE_VERSION; }
+
+std::vector<std::string> InferenceServer::Extensions() const { return {"binary_tensor_data", "model_repository"}; }
+
+Result<ModelMetadata> InferenceServer::Metadata(const std::string& model, const std::string& version) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  HETRT_ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> served, state_->Find(model, version));
+  ModelMetadata metadata = served->metadata();
+  for (const auto& [number, v] : state_->models.at(model).versions) metadata.versions.push_back(std::to_string(number));
+  return metadata;
+}
+
+Result<bool> InferenceServer::ModelReady(const std::string& model, const std::string& version) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  auto found = state_->Find(model, version);
+  if (found.ok()) return !state_->draining;
+  if (found.status().code() == StatusCode::kNotFound && state_->models.count(model) == 0) return found.status();
+  return false;
+}
+
+Result<InferResponse> InferenceServer::Infer(InferRequest request) {
+  std::shared_ptr<ModelVersion> served;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->draining) return Unavailable("the server is shutting down");
+    HETRT_ASSIGN_OR_RETURN(served, state_->Find(request.model, request.version));
+    ++state_->in_flight;
+  }
+  Result<InferResponse> response = served->Infer(std::move(request));
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (--state_->in_flight == 0) state_->idle.notify_all();
+  return response;
+}
+
+std::vector<RepositoryEntry> InferenceServer::Index(bool ready_only) const {
+  // Folders added since the start are listed too (then loadable by name).
+  std::vector<std::string> folders;
+  if (auto listed = ListModels(options_.model_repository); listed.ok()) folders = std::move(listed).value();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::map<std::string, const ModelEntry*> all;
+  static const ModelEntry kUnloaded;
+  for (const std::string& f : folders) all[f] = &kUnloaded;
+  for (const auto& [name, entry] : state_->models) all[name] = &entry;
+  std::vector<RepositoryEntry> index;
+  for (const auto& [name, entry] : all) {
+    if (entry->versions.empty()) {
+      if (!ready_only) index.push_back({name, "", entry->state, entry->reason});
+      continue;
+    }
+    for (const auto& [number, v] : entry->versions) index.push_back({name, std::to_string(number), "READY", ""});
+  }
+  return index;
+}
+
+Status InferenceServer::Load(const std::string& model) {
+  HETRT_RETURN_IF_ERROR(CheckModelName(model));
+  std::lock_guard<std::mutex> load_lock(state_->load_mutex);
+  const std::string dir = options_.model_repository + "/" + model;
+  auto fail = [&](const Status& s) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ModelEntry& entry = state_->models[model];
+    entry.wanted = true;
+    entry.reason = s.message();
+    if (entry.versions.empty()) entry.state = "UNAVAILABLE";
+    return s;
+  };
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->draining) return Unavailable("the server is shutting down");
+  }
+  auto models = ListModels(options_.model_repository);
+  if (!models.ok()) return fail(models.status());
+  if (std::find(models->begin(), models->end(), model) == models->end())
+    return NotFound("no model '" + model + "' in the repository " + options_.model_repository);
+  ModelConfig config;
+  const std::string config_path = dir + "/config.json";
+  if (std::ifstream(config_path).good()) {
+    auto text = ReadText(config_path);
+    if (!text.ok()) return fail(text.status());
+    auto parsed = ParseModelConfig(*text, config_path);
+    if (!parsed.ok()) return fail(parsed.status());
+    config = std::move(parsed).value();
+  }
+  auto chosen = SelectVersions(dir, config);
+  if (!chosen.ok()) return fail(chosen.status());
+  std::map<int64_t, std::shared_ptr<ModelVersion>> opened;
+  for (int64_t version : *chosen) {
+    auto files = FindModelFiles(dir + "/" + std::to_string(version));
+    if (!files.ok()) return fail(files.status());
+    auto served = ModelVersion::Open(model, version, *files, config);
+    if (!served.ok()) return fail(served.status());
+    opened[version] = std::move(served).value();
+  }
+  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ModelEntry& entry = state_->models[model];
+    retired.swap(entry.versions);
+    entry.versions = std::move(opened);
+    entry.wanted = true;
+    entry.state = "READY";
+    entry.reason.clear();
+  }
+  // The versions replaced finish what they queued; callers holding them get
+  // their responses, new requests already go to the new versions.
+  for (auto& [number, v] : retired) v->Stop();
+  std::fprintf(stderr, "hetrt serve: model '%s' loaded (%zu version(s))\n", model.c_str(), chosen->size());
+  return OkStatus();
+}
+
+Status InferenceServer::Unload(const std::string& model) {
+  HETRT_RETURN_IF_ERROR(CheckModelName(model));
+  std::lock_guard<std::mutex> load_lock(state_->load_mutex);
+  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto it = state_->models.find(model);
+    if (it == state_->models.end()) return NotFound("unknown model '" + model + "'");
+    retired.swap(it->second.versions);
+    it->second.wanted = false;
+    it->second.state = "UNAVAILABLE";
+    it->second.reason = "unloaded";
+  }
+  for (auto& [number, v] : retired) v->Stop();
+  return OkStatus();
+}
+
+std::string InferenceServer::MetricsText() const {
+  std::vector<std::shared_ptr<const ModelVersion>> versions;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    for (const auto& [name, entry] : state_->models)
+      for (const auto& [number, v] : entry.versions) versions.push_back(v);
+  }
+  return RenderMetrics(versions);
+}
+
+void InferenceServer::Drain() {
+  {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->draining = true;
+    state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
+  }
+  std::lock_guard<std::mutex> load_lock(state_->load_mutex);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  for (auto& [name, entry] : state_->models)
+    for (auto& [number, v] : entry.versions) v->Stop();
+}
+
+}  // namespace hetrt::serve

@@ -1,0 +1,41 @@
+// A model's optional config.json (Triton's fields, in JSON): batching, the
+// instances and their devices, the queue bound, which versions to serve.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetrt/base/status.h"
+
+namespace hetrt::serve {
+
+struct InstanceGroup {
+  int count = 1;
+  std::vector<std::string> devices{"cpu"};  // the ordered --device list of `hetrt run`
+};
+
+struct ModelConfig {
+  // 0: requests carry the model's exact shapes. Otherwise requests may carry
+  // 1..max_batch_size rows on the first axis (at most the model's compiled
+  // batch dimension N), padded to N; with dynamic_batching several requests
+  // share one run.
+  int max_batch_size = 0;
+  std::vector<InstanceGroup> instance_groups{InstanceGroup{}};
+  bool dynamic_batching = false;
+  int64_t max_queue_delay_us = 0;
+  std::vector<int> preferred_batch_sizes;
+  // Requests waiting per model version; one more is answered "unavailable".
+  int max_queue_size = 256;
+  // Which numeric versions to serve: the `latest` N (default 1), `all`, or `specific` ones.
+  enum class VersionPolicy { kLatest, kAll, kSpecific } version_policy = VersionPolicy::kLatest;
+  int latest_versions = 1;
+  std::vector<int64_t> specific_versions;
+};
+
+// `origin` names the file in errors. Unknown keys are errors (a typo must not
+// silently change how a model is served).
+Result<ModelConfig> ParseModelConfig(std::string_view json, const std::string& origin);
+
+}  // namespace hetrt::serve

@@ -1,0 +1,364 @@
+#include "model_version.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+
+#include "batching.h"
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/whole_model_executor.h"
+
+namespace hetrt::serve {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
+}  // namespace
+
+struct ModelVersion::Instance {
+  Model model;                                      // graph / AOT: the module tree stays alive with the executor
+  std::unique_ptr<WholeModelExecutor> whole_model;  // MLF
+  Executor* executor = nullptr;
+  InstanceStats stats;
+  std::thread thread;
+};
+
+struct ModelVersion::Pending {
+  InferRequest request;
+  std::vector<int> outputs;  // output indices to return, in order
+  int64_t rows = 0;          // rows on the batch axis (0 when not batching)
+  uint64_t enqueued_ns = 0;
+  std::promise<Result<InferResponse>> done;
+};
+
+Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name, int64_t version,
+                                                         const ModelVersionFiles& files, const ModelConfig& config) {
+  std::unique_ptr<ModelVersion> mv(new ModelVersion());
+  mv->name_ = name;
+  mv->version_ = version;
+  mv->config_ = config;
+  const std::string where = "model '" + name + "' version " + std::to_string(version);
+  for (const InstanceGroup& group : config.instance_groups) {
+    for (int i = 0; i < group.count; ++i) {
+      auto instance = std::make_unique<Instance>();
+      instance->stats.devices = Joined(group.devices);
+      if (files.kind == ModelVersionFiles::Kind::kMlf) {
+        if (group.devices.size() != 1)
+          return InvalidArgument(where + ": a Model Library Format model runs on one device, got '" +
+                                 instance->stats.devices + "'");
+        auto opened = WholeModelExecutor::Open(files.mlf, group.devices[0]);
+        if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
+        instance->whole_model = std::move(opened).value();
+        instance->executor = instance->whole_model.get();
+      } else {
+        GraphExecutor::Options options;
+        options.devices.clear();
+        for (const std::string& device : group.devices) {
+          auto parsed = ParseDevice(device);
+          if (!parsed.ok()) return InvalidArgument(where + ": instance_group devices: " + parsed.status().message());
+          options.devices.push_back(*parsed);
+        }
+        auto opened = OpenModel(files.graph, options);
+        if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
+        instance->model = std::move(opened).value();
+        instance->executor = instance->model.executor.get();
+      }
+      mv->instances_.push_back(std::move(instance));
+    }
+  }
+  if (mv->instances_.empty()) return InvalidArgument(where + ": no instances");
+  mv->metadata_.platform = files.kind == ModelVersionFiles::Kind::kMlf           ? "hetrt_mlf"
+                           : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
+                                                                                 : "hetrt_library";
+  Status s = mv->InitMetadata();
+  if (!s.ok()) return Status(s.code(), where + ": " + s.message());
+  mv->start_ns_ = NowNs();
+  for (auto& instance : mv->instances_) {
+    Instance* raw = instance.get();
+    instance->thread = std::thread([mv = mv.get(), raw] { mv->Serve(*raw); });
+  }
+  return mv;
+}
+
+ModelVersion::~ModelVersion() { Stop(); }
+
+Status ModelVersion::InitMetadata() {
+  metadata_.name = name_;
+  const Executor& ex = *instances_[0]->executor;
+  for (int index : ex.UnboundInputs()) {
+    const TensorSpec spec = ex.InputSpec(index);
+    const std::string datatype = ProtocolDataType(spec.dtype);
+    if (datatype.empty())
+      return Unimplemented("input '" + ex.InputName(index) + "' has dtype " + DataTypeToString(spec.dtype) +
+                           ", which the inference protocol cannot name");
+    metadata_.inputs.push_back({ex.InputName(index), datatype, spec.shape});
+    input_index_.push_back(index);
+  }
+  for (int i = 0; i < ex.NumOutputs(); ++i) {
+    const TensorSpec spec = ex.OutputSpec(i);
+    const std::string datatype = ProtocolDataType(spec.dtype);
+    if (datatype.empty())
+      return Unimplemented("output " + std::to_string(i) + " has dtype " + DataTypeToString(spec.dtype) +
+                           ", which the inference protocol cannot name");
+    metadata_.outputs.push_back({"output_" + std::to_string(i), datatype, spec.shape});
+  }
+  if (config_.max_batch_size <= 0) return OkStatus();
+  // Batching needs one batch axis N, the first, on every input and output.
+  int64_t n = -1;
+  for (const auto* list : {&metadata_.inputs, &metadata_.outputs})
+    for (const TensorMetadata& t : *list) {
+      if (t.shape.empty())
+        return InvalidArgument("max_batch_size " + std::to_string(config_.max_batch_size) +
+                               " needs a batch axis, but '" + t.name + "' is a scalar");
+      if (n >= 0 && t.shape[0] != n)
+        return InvalidArgument("max_batch_size needs the same first dimension on every input and output; '" + t.name +
+                               "' has shape " + ShapeText(t.shape) + ", others " + std::to_string(n));
+      n = t.shape[0];
+    }
+  if (config_.max_batch_size > n)
+    return InvalidArgument("max_batch_size " + std::to_string(config_.max_batch_size) +
+                           " exceeds the batch dimension the model was compiled with (" + std::to_string(n) + ")");
+  compiled_batch_ = n;
+  batch_capacity_ = config_.max_batch_size;
+  batch_target_ = batch_capacity_;
+  if (!config_.preferred_batch_sizes.empty())
+    batch_target_ = *std::max_element(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end());
+  for (auto* list : {&metadata_.inputs, &metadata_.outputs})
+    for (TensorMetadata& t : *list) t.shape[0] = -1;
+  return OkStatus();
+}
+
+Status ModelVersion::CheckRequest(InferRequest& request, int64_t& rows, std::vector<int>& outputs) const {
+  // Inputs: every one given once, by name, with the model's dtype and shape.
+  std::vector<InferTensor> ordered(metadata_.inputs.size());
+  std::vector<bool> seen(metadata_.inputs.size(), false);
+  rows = 0;
+  for (InferTensor& given : request.inputs) {
+    size_t i = 0;
+    while (i < metadata_.inputs.size() && metadata_.inputs[i].name != given.name) ++i;
+    if (i == metadata_.inputs.size()) {
+      std::string names;
+      for (const TensorMetadata& t : metadata_.inputs) names += (names.empty() ? "" : ", ") + t.name;
+      return InvalidArgument("model '" + name_ + "' has no input named '" + given.name + "' (inputs: " + names + ")");
+    }
+    if (seen[i]) return InvalidArgument("input '" + given.name + "' is given twice");
+    seen[i] = true;
+    const TensorMetadata& want = metadata_.inputs[i];
+    const std::string got_type = ProtocolDataType(given.tensor.dtype());
+    if (got_type != want.datatype)
+      return InvalidArgument("input '" + given.name + "': datatype " + got_type + ", expected " + want.datatype);
+    const std::vector<int64_t>& shape = given.tensor.shape();
+    bool fits = shape.size() == want.shape.size();
+    for (size_t d = 0; fits && d < shape.size(); ++d)
+      fits = want.shape[d] < 0 ? shape[d] >= 1 : shape[d] == want.shape[d];
+    if (fits && compiled_batch_ > 0) {
+      fits = shape[0] <= batch_capacity_;
+      if (rows != 0 && shape[0] != rows)
+        return InvalidArgument("input '" + given.name + "' has " + std::to_string(shape[0]) +
+                               " rows; the other inputs have " + std::to_string(rows));
+      rows = shape[0];
+    }
+    if (!fits) {
+      std::string expected = ShapeText(want.shape);
+      if (compiled_batch_ > 0) expected += " with the first dimension between 1 and " + std::to_string(batch_capacity_);
+      return InvalidArgument("input '" + given.name + "': shape " + ShapeText(shape) + ", expected " + expected);
+    }
+    ordered[i] = std::move(given);
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) return InvalidArgument("input '" + metadata_.inputs[i].name + "' is missing");
+  request.inputs = std::move(ordered);
+
+  outputs.clear();
+  for (const std::string& name : request.outputs) {
+    size_t o = 0;
+    while (o < metadata_.outputs.size() && metadata_.outputs[o].name != name) ++o;
+    if (o == metadata_.outputs.size())
+      return InvalidArgument("model '" + name_ + "' has no output named '" + name + "' (outputs: output_0 .. output_" +
+                             std::to_string(metadata_.outputs.size() - 1) + ")");
+    if (std::find(outputs.begin(), outputs.end(), static_cast<int>(o)) != outputs.end())
+      return InvalidArgument("output '" + name + "' is requested twice");
+    outputs.push_back(static_cast<int>(o));
+  }
+  if (outputs.empty())
+    for (size_t o = 0; o < metadata_.outputs.size(); ++o) outputs.push_back(static_cast<int>(o));
+  return OkStatus();
+}
+
+Result<InferResponse> ModelVersion::Infer(InferRequest request) {
+  const uint64_t arrived = NowNs();
+  Pending pending;
+  HETRT_RETURN_IF_ERROR(CheckRequest(request, pending.rows, pending.outputs));
+  pending.request = std::move(request);
+  pending.enqueued_ns = arrived;
+  std::future<Result<InferResponse>> result = pending.done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) {
+      stats_.rejected.fetch_add(1, std::memory_order_relaxed);
+      return Unavailable("model '" + name_ + "' version " + std::to_string(version_) + " is being unloaded");
+    }
+    if (queue_.size() >= static_cast<size_t>(config_.max_queue_size)) {
+      stats_.rejected.fetch_add(1, std::memory_order_relaxed);
+      return Unavailable("model '" + name_ + "': the request queue is full (max_queue_size " +
+                         std::to_string(config_.max_queue_size) + "); retry later");
+    }
+    queue_.push_back(&pending);
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (compiled_batch_ > 0)
+    queued_.notify_all();  // an instance collecting a batch waits on the same signal
+  else
+    queued_.notify_one();
+  Result<InferResponse> response = result.get();
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  (response.ok() ? stats_.success : stats_.failure).fetch_add(1, std::memory_order_relaxed);
+  stats_.request_ns.fetch_add(NowNs() - arrived, std::memory_order_relaxed);
+  return response;
+}
+
+void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch) {
+  batch.push_back(queue_.front());
+  queue_.pop_front();
+  // Without dynamic_batching (Triton's meaning) each request runs alone, padded.
+  if (compiled_batch_ <= 0 || !config_.dynamic_batching) return;
+  int64_t rows = batch[0]->rows;
+  const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(batch[0]->enqueued_ns)) +
+                        std::chrono::microseconds(config_.max_queue_delay_us);
+  while (rows < batch_target_) {
+    if (!queue_.empty()) {
+      if (rows + queue_.front()->rows > batch_capacity_) break;  // FIFO: the next one starts the next batch
+      rows += queue_.front()->rows;
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+      continue;
+    }
+    if (stopping_ || config_.max_queue_delay_us == 0) break;
+    if (queued_.wait_until(lock, deadline) == std::cv_status::timeout && queue_.empty()) break;
+  }
+}
+
+void ModelVersion::Serve(Instance& instance) {
+  std::vector<Pending*> batch;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      TakeBatch(lock, batch);
+    }
+    Execute(instance, batch);
+  }
+}
+
+void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batch) {
+  const uint64_t start = NowNs();
+  int64_t rows = 0;
+  for (Pending* p : batch) {
+    stats_.queue_ns.fetch_add(start - p->enqueued_ns, std::memory_order_relaxed);
+    rows += p->rows;
+  }
+  Status status = RunBatch(instance, batch, rows);
+  const uint64_t end = NowNs();
+  instance.stats.busy_ns.fetch_add(end - start, std::memory_order_relaxed);
+  instance.stats.executions.fetch_add(1, std::memory_order_relaxed);
+  stats_.executions.fetch_add(1, std::memory_order_relaxed);
+  const size_t bucket =
+      std::min<size_t>(static_cast<size_t>(compiled_batch_ > 0 ? rows : 1), ModelVersionStats::kBatchBuckets - 1);
+  stats_.executions_by_rows[bucket].fetch_add(1, std::memory_order_relaxed);
+  if (!status.ok())
+    for (Pending* p : batch) p->done.set_value(status);
+}
+
+// Runs the batch and fulfils each request's promise; an error return means
+// none was fulfilled.
+Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows) {
+  Executor& ex = *instance.executor;
+  const bool packed = compiled_batch_ > 0 && (batch.size() > 1 || rows != compiled_batch_);
+  for (size_t i = 0; i < input_index_.size(); ++i) {
+    const int index = input_index_[i];
+    if (!packed) {
+      HETRT_RETURN_IF_ERROR(ex.SetInput(index, batch[0]->request.inputs[i].tensor));
+      continue;
+    }
+    const TensorSpec spec = ex.InputSpec(index);
+    HETRT_ASSIGN_OR_RETURN(Tensor whole, Tensor::EmptyHost(spec.shape, spec.dtype));
+    std::vector<const Tensor*> parts;
+    for (Pending* p : batch) parts.push_back(&p->request.inputs[i].tensor);
+    HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
+    HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
+  }
+  HETRT_RETURN_IF_ERROR(ex.Run());
+  HETRT_RETURN_IF_ERROR(ex.Synchronize());
+  // Each output copied to the host once, then handed out (sliced when packed).
+  std::vector<Tensor> results(metadata_.outputs.size());
+  for (Pending* p : batch)
+    for (int o : p->outputs)
+      if (!results[static_cast<size_t>(o)].defined()) {
+        HETRT_ASSIGN_OR_RETURN(results[static_cast<size_t>(o)], ex.GetOutput(o));
+      }
+  int64_t row = 0;
+  for (Pending* p : batch) {
+    InferResponse response;
+    response.model = name_;
+    response.version = std::to_string(version_);
+    response.id = std::move(p->request.id);
+    Status sliced = OkStatus();
+    for (int o : p->outputs) {
+      InferTensor out{metadata_.outputs[static_cast<size_t>(o)].name, results[static_cast<size_t>(o)]};
+      if (packed) {
+        auto slice = SliceRows(out.tensor, row, p->rows);
+        if (!slice.ok()) {
+          sliced = slice.status();
+          break;
+        }
+        out.tensor = std::move(slice).value();
+      }
+      response.outputs.push_back(std::move(out));
+    }
+    row += p->rows;
+    if (sliced.ok())
+      p->done.set_value(std::move(response));
+    else
+      p->done.set_value(sliced);
+  }
+  return OkStatus();
+}
+
+void ModelVersion::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && instances_.empty()) return;
+    stopping_ = true;
+  }
+  queued_.notify_all();
+  for (auto& instance : instances_)
+    if (instance->thread.joinable()) instance->thread.join();
+}
+
+std::vector<const InstanceStats*> ModelVersion::instance_stats() const {
+  std::vector<const InstanceStats*> stats;
+  for (const auto& instance : instances_) stats.push_back(&instance->stats);
+  return stats;
+}
+
+uint64_t ModelVersion::uptime_ns() const { return NowNs() - start_ns_; }
+
+}  // namespace hetrt::serve

@@ -1,0 +1,90 @@
+// One served version of a model: its instances (each its own executor on its
+// own thread; executors are not shared across threads), the bounded request
+// queue in front of them, dynamic batching, and the numbers /metrics reports.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hetrt/serve/inference.h"
+#include "model_config.h"
+#include "model_files.h"
+
+namespace hetrt::serve {
+
+struct ModelVersionStats {
+  std::atomic<uint64_t> success{0}, failure{0}, rejected{0};  // rejected: queue full or stopping
+  std::atomic<uint64_t> queue_ns{0}, request_ns{0};           // summed over requests
+  std::atomic<uint64_t> executions{0};
+  static constexpr size_t kBatchBuckets = 65;  // executions by rows run (64+ in the last)
+  std::array<std::atomic<uint64_t>, kBatchBuckets> executions_by_rows{};
+};
+
+struct InstanceStats {
+  std::string devices;  // "cpu,opencl"
+  std::atomic<uint64_t> busy_ns{0}, executions{0};
+};
+
+class ModelVersion {
+ public:
+  static Result<std::unique_ptr<ModelVersion>> Open(const std::string& name, int64_t version,
+                                                    const ModelVersionFiles& files, const ModelConfig& config);
+  ~ModelVersion();
+  ModelVersion(const ModelVersion&) = delete;
+  ModelVersion& operator=(const ModelVersion&) = delete;
+
+  const std::string& name() const { return name_; }
+  int64_t version() const { return version_; }
+  // Inputs, outputs and platform (versions are the server's to fill in).
+  const ModelMetadata& metadata() const { return metadata_; }
+
+  // Validates, queues and waits for the response (see InferenceServer::Infer).
+  Result<InferResponse> Infer(InferRequest request);
+  // Rejects new requests, lets queued and running ones finish, joins the
+  // instances. Idempotent.
+  void Stop();
+
+  const ModelVersionStats& stats() const { return stats_; }
+  std::vector<const InstanceStats*> instance_stats() const;
+  uint64_t uptime_ns() const;
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Instance;
+  struct Pending;
+  ModelVersion() = default;
+  Status InitMetadata();
+  Status CheckRequest(InferRequest& request, int64_t& rows, std::vector<int>& outputs) const;
+  void Serve(Instance& instance);
+  void TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch);
+  void Execute(Instance& instance, const std::vector<Pending*>& batch);
+  Status RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows);
+
+  std::string name_;
+  int64_t version_ = 0;
+  ModelConfig config_;
+  ModelMetadata metadata_;
+  std::vector<int> input_index_;  // metadata input i -> executor input index
+  int64_t compiled_batch_ = 0;    // N of the batch axis when batching; 0 otherwise
+  int64_t batch_capacity_ = 0;    // rows one execution takes: min(max_batch_size, N)
+  int64_t batch_target_ = 0;      // rows after which a batch stops waiting (largest preferred size)
+  uint64_t start_ns_ = 0;
+
+  std::vector<std::unique_ptr<Instance>> instances_;
+  mutable std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<Pending*> queue_;
+  bool stopping_ = false;
+  std::atomic<int64_t> in_flight_{0};
+  ModelVersionStats stats_;
+};
+
+}  // namespace hetrt::serve

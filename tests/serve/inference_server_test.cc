@@ -1,0 +1,425 @@
+// The serving core on real models and devices, without a network in between:
+// repository layouts, metadata, instances on CPU and CPU+OpenCL, dynamic
+// batching against unbatched runs, bad requests, broken models, load/unload,
+// the queue bound, and the metrics text.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "hetrt/formats/npy.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/serve/inference_server.h"
+#include "kernel_set.h"
+#include "test_support.h"
+#include "two_branch_model.h"
+
+namespace hetrt::serve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::hetrt::testing::TvmFixture;
+
+// A fresh repository folder per test.
+class Repository {
+ public:
+  Repository() {
+    root_ = fs::temp_directory_path() /
+            ("hetrt-serve-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~Repository() { fs::remove_all(root_); }
+  std::string path() const { return root_.string(); }
+  // Links `files` of a fixture folder into <model>/<version>/.
+  void Link(const std::string& model, int version, const std::string& fixture_dir, std::vector<std::string> files) {
+    const fs::path dir = root_ / model / std::to_string(version);
+    fs::create_directories(dir);
+    for (const std::string& f : files) fs::create_symlink(fs::path(fixture_dir) / f, dir / f);
+  }
+  std::string VersionDir(const std::string& model, int version) {
+    const fs::path dir = root_ / model / std::to_string(version);
+    fs::create_directories(dir);
+    return dir.string();
+  }
+  void Config(const std::string& model, const std::string& json) {
+    fs::create_directories(root_ / model);
+    std::ofstream(root_ / model / "config.json") << json;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path root_;
+};
+
+std::unique_ptr<InferenceServer> Start(const Repository& repo) {
+  auto server = InferenceServer::Create({repo.path()});
+  EXPECT_TRUE(server.ok()) << server.status().message();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+InferRequest RequestFromParams(const std::string& model, const std::string& params_file) {
+  InferRequest request;
+  request.model = model;
+  auto inputs = LoadParamDictFile(params_file);
+  EXPECT_TRUE(inputs.ok()) << inputs.status().message();
+  if (inputs.ok())
+    for (auto& p : *inputs) request.inputs.push_back({p.name, p.tensor});
+  return request;
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, float tolerance = 1e-5f) {
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.nbytes(), want.nbytes());
+  for (int64_t i = 0; i < want.num_elements(); ++i)
+    ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], tolerance) << "element " << i;
+}
+
+Tensor Expected(const std::string& dir) {
+  auto t = LoadNpyFile(dir + "/output_0.npy");
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : Tensor();
+}
+
+TEST(InferenceServer, ServesADeployLibraryWithMetadataAndMatchesTvm) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  Repository repo;
+  repo.Link("mlp", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  EXPECT_TRUE(server->Live());
+  EXPECT_TRUE(server->Ready());
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("mlp", ""));
+  EXPECT_EQ(meta.name, "mlp");
+  EXPECT_EQ(meta.versions, std::vector<std::string>{"1"});
+  ASSERT_EQ(meta.inputs.size(), 1u);
+  EXPECT_EQ(meta.inputs[0].name, "data");
+  EXPECT_EQ(meta.inputs[0].datatype, "FP32");
+  EXPECT_EQ(meta.inputs[0].shape, (std::vector<int64_t>{1, 784}));
+  ASSERT_EQ(meta.outputs.size(), 1u);
+  EXPECT_EQ(meta.outputs[0].name, "output_0");
+  HETRT_ASSERT_OK_AND_ASSIGN(bool ready, server->ModelReady("mlp", "1"));
+  EXPECT_TRUE(ready);
+
+  InferRequest request = RequestFromParams("mlp", dir + "/inputs.params");
+  request.id = "req-7";
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(request));
+  EXPECT_EQ(response.id, "req-7");
+  EXPECT_EQ(response.model, "mlp");
+  EXPECT_EQ(response.version, "1");
+  ASSERT_EQ(response.outputs.size(), 1u);
+  EXPECT_EQ(response.outputs[0].name, "output_0");
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+}
+
+TEST(InferenceServer, ServesAGraphTripleAndAnMlfTarball) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  const std::string mlf = ::hetrt::testing::MlfFixturesDir();
+  if (mlf.empty()) HETRT_MISSING("fixtures", "MLF fixtures not found under " << ::hetrt::testing::FixturesRoot());
+  Repository repo;
+  repo.Link("add3", 1, dir, {"graph.json", "lib.so", "params.params"});
+  repo.Link("add3_mlf", 3, mlf, {"add3_graph_mlf.tar"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  EXPECT_TRUE(server->Ready());
+  for (const std::string model : {"add3", "add3_mlf"}) {
+    SCOPED_TRACE(model);
+    HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams(model, dir + "/inputs.params")));
+    ASSERT_EQ(response.outputs.size(), 1u);
+    ExpectNear(response.outputs[0].tensor, Expected(dir));
+  }
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("add3_mlf", ""));
+  EXPECT_EQ(meta.platform, "hetrt_mlf");
+  EXPECT_EQ(meta.versions, std::vector<std::string>{"3"});
+}
+
+TEST(InferenceServer, TwoCpuOpenClInstancesServeConcurrentRequests) {
+  HETRT_REQUIRE_OPENCL();
+  HETRT_REQUIRE_FIXTURE(dir, "hetero_opencl_seed");
+  Repository repo;
+  repo.Link("hetero", 1, dir, {"deploy.so"});
+  repo.Config("hetero", R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}]})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  const Tensor expected = Expected(dir);
+  const InferRequest request = RequestFromParams("hetero", dir + "/inputs.params");
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        auto response = server->Infer(request);
+        if (!response.ok()) {
+          ADD_FAILURE() << response.status().message();
+          continue;
+        }
+        ExpectNear(response->outputs[0].tensor, expected);
+        ++good;
+      }
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(good.load(), 40);
+  const std::string metrics = server->MetricsText();
+  // Both instances ran, each on its own CPU+OpenCL executor.
+  EXPECT_NE(
+      metrics.find(
+          "hetrt_instance_executions_total{model=\"hetero\",version=\"1\",instance=\"1\",devices=\"cpu,opencl\"}"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hetrt_inference_requests_total{model=\"hetero\",version=\"1\",status=\"success\"} 40"),
+            std::string::npos)
+      << metrics;
+}
+
+// A model compiled for batch 4 (hetrt's kernels, rows independent), exported
+// as a deploy library into <repo>/<model>/1/.
+void ExportBatch4Model(Repository& repo, const std::string& model) {
+  kernels::TwoBranchShape shape;
+  shape.layers = 2;
+  shape.rows = 4;
+  shape.width = 32;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoBranchModel(kDLCPU, shape));
+  HETRT_ASSERT_OK(kernels::ExportGraph(built.graph_json, built.params, std::vector<int32_t>{kDLCPU},
+                                       repo.VersionDir(model, 1) + "/deploy.so"));
+}
+
+Tensor Rows(int64_t rows, int64_t width, float seed) {
+  Tensor t = Tensor::EmptyHost({rows, width}, {kDLFloat, 32, 1}).value();
+  for (int64_t i = 0; i < rows * width; ++i) t.data_as<float>()[i] = std::sin(seed + 0.37f * static_cast<float>(i));
+  return t;
+}
+
+TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRows) {
+  Repository repo;
+  ExportBatch4Model(repo, "plain");
+  ExportBatch4Model(repo, "batched");
+  ExportBatch4Model(repo, "padded");
+  repo.Config("padded", R"({"max_batch_size": 4})");  // no dynamic_batching: one request per run
+  repo.Config("batched", R"({"max_batch_size": 4,
+      "dynamic_batching": {"max_queue_delay_microseconds": 200000, "preferred_batch_size": [4]}})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("batched", ""));
+  ASSERT_EQ(meta.inputs.size(), 1u);
+  EXPECT_EQ(meta.inputs[0].shape, (std::vector<int64_t>{-1, 32}));  // the batch axis the server batches
+  EXPECT_EQ(meta.outputs[0].shape, (std::vector<int64_t>{-1, 32}));
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata plain_meta, server->Metadata("plain", ""));
+  EXPECT_EQ(plain_meta.inputs[0].shape, (std::vector<int64_t>{4, 32}));
+  const std::string input = meta.inputs[0].name;
+
+  // The reference: 8 distinct rows run unbatched, four at a time.
+  std::vector<Tensor> rows, expected;
+  for (int r = 0; r < 8; ++r) rows.push_back(Rows(1, 32, static_cast<float>(r)));
+  for (int half = 0; half < 2; ++half) {
+    Tensor four = Tensor::EmptyHost({4, 32}, {kDLFloat, 32, 1}).value();
+    for (int r = 0; r < 4; ++r)
+      std::memcpy(four.data_as<float>() + r * 32, rows[half * 4 + r].data(), 32 * sizeof(float));
+    InferRequest request{"plain", "", "", {{input, four}}, {}};
+    HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(request));
+    for (int r = 0; r < 4; ++r) {
+      Tensor row = Tensor::EmptyHost({1, 32}, {kDLFloat, 32, 1}).value();
+      std::memcpy(row.data(), response.outputs[0].tensor.data_as<float>() + r * 32, 32 * sizeof(float));
+      expected.push_back(row);
+    }
+  }
+  // 8 concurrent one-row requests: packed into batches, each gets its own row.
+  std::vector<std::thread> clients;
+  for (int r = 0; r < 8; ++r)
+    clients.emplace_back([&, r] {
+      InferRequest request{"batched", "", "row" + std::to_string(r), {{input, rows[r]}}, {}};
+      auto response = server->Infer(request);
+      ASSERT_TRUE(response.ok()) << response.status().message();
+      EXPECT_EQ(response->id, "row" + std::to_string(r));
+      ExpectNear(response->outputs[0].tensor, expected[r]);
+    });
+  for (auto& t : clients) t.join();
+  clients.clear();
+  for (int r = 0; r < 4; ++r)
+    clients.emplace_back([&, r] {
+      InferRequest request{"padded", "", "", {{input, rows[r]}}, {}};
+      auto response = server->Infer(request);
+      ASSERT_TRUE(response.ok()) << response.status().message();
+      ExpectNear(response->outputs[0].tensor, expected[r]);
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_NE(server->MetricsText().find("model=\"padded\",version=\"1\",batch_size=\"1\"} 4"), std::string::npos);
+  // Two rows at once are fine too; more than max_batch_size is refused with the shape expected.
+  InferRequest two{"batched", "", "", {{input, Rows(2, 32, 1.f)}}, {}};
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse two_out, server->Infer(two));
+  EXPECT_EQ(two_out.outputs[0].tensor.shape(), (std::vector<int64_t>{2, 32}));
+  InferRequest five{"batched", "", "", {{input, Rows(5, 32, 1.f)}}, {}};
+  auto refused = server->Infer(five);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("expected [-1,32] with the first dimension between 1 and 4"),
+            std::string::npos)
+      << refused.status().message();
+  // The metrics saw batches of more than one row.
+  const std::string metrics = server->MetricsText();
+  bool batched = false;
+  for (int rows_run = 2; rows_run <= 4; ++rows_run)
+    batched |= metrics.find("model=\"batched\",version=\"1\",batch_size=\"" + std::to_string(rows_run) + "\"") !=
+               std::string::npos;
+  EXPECT_TRUE(batched) << metrics;
+}
+
+TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  Repository repo;
+  repo.Link("add3", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  const InferRequest good = RequestFromParams("add3", dir + "/inputs.params");
+  auto expect_error = [&](InferRequest request, StatusCode code, const std::string& words) {
+    auto response = server->Infer(std::move(request));
+    ASSERT_FALSE(response.ok());
+    EXPECT_EQ(response.status().code(), code) << response.status().message();
+    EXPECT_NE(response.status().message().find(words), std::string::npos) << response.status().message();
+  };
+  InferRequest r = good;
+  r.model = "nope";
+  expect_error(r, StatusCode::kNotFound, "unknown model 'nope'");
+  r = good;
+  r.version = "7";
+  expect_error(r, StatusCode::kNotFound, "no version '7' loaded (loaded: 1)");
+  r = good;
+  r.inputs[0].name = "zz";
+  expect_error(r, StatusCode::kInvalidArgument, "no input named 'zz' (inputs: a, b, c)");
+  // The inputs by name, in an order of our own: a first.
+  r = good;
+  std::sort(r.inputs.begin(), r.inputs.end(),
+            [](const InferTensor& x, const InferTensor& y) { return x.name < y.name; });
+  const InferRequest sorted = r;
+  r.inputs.pop_back();
+  expect_error(r, StatusCode::kInvalidArgument, "input 'c' is missing");
+  r = sorted;
+  r.inputs.push_back(r.inputs[0]);
+  expect_error(r, StatusCode::kInvalidArgument, "input 'a' is given twice");
+  r = sorted;
+  r.inputs[0].tensor = Tensor::EmptyHost({1, 10}, {kDLInt, 32, 1}).value();
+  expect_error(r, StatusCode::kInvalidArgument, "input 'a': datatype INT32, expected FP32");
+  r = sorted;
+  r.inputs[0].tensor = Tensor::EmptyHost({2, 10}, {kDLFloat, 32, 1}).value();
+  expect_error(r, StatusCode::kInvalidArgument, "input 'a': shape [2,10], expected [1,10]");
+  r = good;
+  r.outputs = {"output_3"};
+  expect_error(r, StatusCode::kInvalidArgument, "no output named 'output_3'");
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(good));
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+}
+
+TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  Repository repo;
+  repo.Link("add3", 1, dir, {"deploy.so"});
+  std::ofstream(repo.VersionDir("broken", 1) + "/deploy.so") << "not an ELF file";
+  repo.Config("typo", R"({"max_batch_sise": 4})");
+  repo.Link("typo", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  EXPECT_FALSE(server->Ready());  // strict readiness: a model asked for is not ready
+  HETRT_ASSERT_OK_AND_ASSIGN(bool ready, server->ModelReady("broken", ""));
+  EXPECT_FALSE(ready);
+  std::map<std::string, RepositoryEntry> index;
+  for (const RepositoryEntry& e : server->Index(false)) index[e.name] = e;
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_EQ(index["add3"].state, "READY");
+  EXPECT_EQ(index["broken"].state, "UNAVAILABLE");
+  EXPECT_NE(index["broken"].reason.find("broken/1/deploy.so"), std::string::npos) << index["broken"].reason;
+  EXPECT_NE(index["typo"].reason.find("unknown field 'max_batch_sise'"), std::string::npos) << index["typo"].reason;
+  EXPECT_EQ(server->Index(true).size(), 1u);
+  auto refused = server->Infer(RequestFromParams("broken", dir + "/inputs.params"));
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams("add3", dir + "/inputs.params")));
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+}
+
+TEST(InferenceServer, LoadRollsInANewVersionAndUnloadStopsServing) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  Repository repo;
+  repo.Link("add3", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  repo.Link("add3", 2, dir, {"graph.json", "lib.so", "params.params"});
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata before, server->Metadata("add3", ""));
+  EXPECT_EQ(before.versions, std::vector<std::string>{"1"});
+  HETRT_ASSERT_OK(server->Load("add3"));
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata after, server->Metadata("add3", ""));
+  EXPECT_EQ(after.versions, std::vector<std::string>{"2"});
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams("add3", dir + "/inputs.params")));
+  EXPECT_EQ(response.version, "2");
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+  HETRT_ASSERT_OK(server->Unload("add3"));
+  HETRT_ASSERT_OK_AND_ASSIGN(bool ready, server->ModelReady("add3", ""));
+  EXPECT_FALSE(ready);
+  EXPECT_EQ(server->Infer(RequestFromParams("add3", dir + "/inputs.params")).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server->Load("../add3").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server->Load("missing").code(), StatusCode::kNotFound);
+}
+
+TEST(InferenceServer, AFullQueueAnswersUnavailableAndNothingHangs) {
+  HETRT_REQUIRE_FIXTURE(dir, "resnet18");
+  Repository repo;
+  repo.Link("resnet", 1, dir, {"deploy.so"});
+  repo.Config("resnet", R"({"max_queue_size": 1})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  const InferRequest request = RequestFromParams("resnet", dir + "/inputs.params");
+  std::atomic<int> served{0}, refused{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&] {
+      auto response = server->Infer(request);
+      if (response.ok()) {
+        ++served;
+      } else {
+        EXPECT_EQ(response.status().code(), StatusCode::kUnavailable);
+        EXPECT_NE(response.status().message().find("queue is full (max_queue_size 1)"), std::string::npos);
+        ++refused;
+      }
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(served + refused, 8);
+  EXPECT_GE(served.load(), 1);
+  EXPECT_GE(refused.load(), 1);  // one runs, one waits: of 8 at once, some cannot
+  EXPECT_NE(server->MetricsText().find("status=\"rejected\"} " + std::to_string(refused.load())), std::string::npos);
+}
+
+TEST(InferenceServer, DrainLetsRequestsInFlightFinishAndRefusesNewOnes) {
+  HETRT_REQUIRE_FIXTURE(dir, "resnet18");
+  Repository repo;
+  repo.Link("resnet", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  const InferRequest request = RequestFromParams("resnet", dir + "/inputs.params");
+  const Tensor expected = Expected(dir);
+  std::atomic<int> finished{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 3; ++c)
+    clients.emplace_back([&] {
+      auto response = server->Infer(request);
+      if (response.ok()) {
+        ExpectNear(response->outputs[0].tensor, expected, 1e-4f);
+        ++finished;
+      } else {
+        EXPECT_EQ(response.status().code(), StatusCode::kUnavailable) << response.status().message();
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  server->Drain();
+  for (auto& t : clients) t.join();
+  EXPECT_GE(finished.load(), 1);
+  EXPECT_FALSE(server->Ready());
+  EXPECT_EQ(server->Infer(request).status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace hetrt::serve
