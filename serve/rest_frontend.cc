@@ -42,15 +42,16 @@ void SendError(httplib::Response& res, const Status& status) {
 }
 
 // Reads the request body, at most `limit` bytes; false once `res` holds the
-// error. httplib refuses a larger Content-Length itself (413) but not a
-// chunked body, which ends here.
+// error. A larger Content-Length is skipped by httplib and answered 413 here; a
+// chunked body ends when it passes the limit.
 bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit, std::string* body,
               httplib::Response& res) {
-  if (req.has_header("Content-Length")) {
-    const auto length = req.get_header_value<uint64_t>("Content-Length");
-    if (length <= limit) body->reserve(static_cast<size_t>(length));
-  }
-  bool too_large = false;
+  const bool has_length = req.has_header("Content-Length");
+  // HTTP/1.1: without Content-Length or Transfer-Encoding there is no body
+  // (httplib would wait for the client to close instead).
+  if (!has_length && !req.has_header("Transfer-Encoding")) return true;
+  bool too_large = has_length && req.get_header_value<uint64_t>("Content-Length") > limit;
+  if (has_length && !too_large) body->reserve(static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length")));
   const bool ok = reader([&](const char* data, size_t size) {
     if (size > limit - body->size()) {
       too_large = true;
