@@ -140,7 +140,7 @@ Status CollectLeaves(const json& data, const std::vector<int64_t>& shape, int64_
     return OkStatus();
   }
   // Nested: walk level by level; every array at depth d has shape[d] items.
-  leaves->reserve(static_cast<size_t>(count));
+  // Nothing is reserved from the shape: it is not checked against the data yet.
   auto walk = [&](auto&& self, const json& level, size_t dim) -> Status {
     if (dim >= shape.size() || !level.is_array() || static_cast<int64_t>(level.size()) != shape[dim])
       return InvalidArgument("\"data\" nests as neither a flat array of " + std::to_string(count) +

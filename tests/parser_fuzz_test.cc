@@ -92,6 +92,7 @@ TEST(ParserFuzz, Regressions) {
       fuzz::Npy(bytes.data(), bytes.size());
       EXPECT_FALSE(ReadNpy(bytes, name).ok()) << name;
     }
+    if (name.rfind("rest_", 0) == 0) fuzz::RestInferRequest(bytes.data(), bytes.size());
     ++count;
   }
   EXPECT_GE(count, 1);

@@ -91,6 +91,13 @@ TEST(RestCodec, NestingMustMatchShape) {
   EXPECT_NE(ErrorOf(OneInput("FP32", "[2]", "[1,[2]]")).find("data[1]"), std::string::npos);
 }
 
+TEST(RestCodec, HugeShapeWithSmallNestedData) {
+  // Found by the fuzzer: a shape of 5e10 elements must not size anything
+  // before the data is seen to disagree with it.
+  EXPECT_NE(ErrorOf(OneInput("UINT8", "[2,25555555511]", "[[0,255],[0,2]]")).find("nests as neither"),
+            std::string::npos);
+}
+
 TEST(RestCodec, ElementCountMustMatchShape) {
   EXPECT_NE(ErrorOf(OneInput("FP32", "[2,2]", "[1,2,3]")).find("input 'x': \"data\" has 3 values; shape [2, 2] needs 4"),
             std::string::npos);
