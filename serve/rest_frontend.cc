@@ -15,8 +15,10 @@
 namespace hetrt::serve {
 namespace {
 
-// A client that stalls mid-request or mid-response loses its worker after this.
-constexpr time_t kReadWriteTimeoutSeconds = 30;
+// A client that makes no progress for this long while sending a request or
+// reading a response loses its worker. It also bounds how long Stop waits for
+// such a client, so it stays well inside Kubernetes' default 30 s grace period.
+constexpr time_t kReadWriteTimeoutSeconds = 10;
 // Idle keep-alive connections close after this (and Stop waits at most this
 // long for one); the request count per connection is practically unbounded.
 constexpr time_t kKeepAliveSeconds = 5;
@@ -24,8 +26,9 @@ constexpr size_t kKeepAliveMaxRequests = 1u << 30;
 
 // httplib serves each connection on one worker for its whole keep-alive life,
 // so the pool must exceed the concurrent clients expected (16+ in the
-// benchmarks); queued connections wait, they are not refused.
-size_t WorkerThreads() { return std::max<size_t>(32, 4 * std::thread::hardware_concurrency()); }
+// benchmarks) plus the silent ones the timeouts have not yet dropped; queued
+// connections wait, they are not refused. Idle workers cost little.
+size_t WorkerThreads() { return std::max<size_t>(64, 4 * std::thread::hardware_concurrency()); }
 
 void SetBody(httplib::Response& res, int status, std::string body, const char* content_type) {
   res.status = status;
