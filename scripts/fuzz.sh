@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar)
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 san="-fsanitize=address,undefined"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -29,6 +29,7 @@ seed ParamDict "$fixtures"/*/*.params "$fixtures"/mlf/*.params
 seed Npy "$fixtures"/*/*.npy
 seed ElfSymbols "$fixtures"/*/lib.so
 seed MlfTar "$fixtures"/mlf/*.tar
+seed RestInferRequest tests/fuzz/seeds/rest/*
 mkdir -p build-fuzz/corpus/ModuleBlob
 for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file offset 0x4502, ... payload nbytes 2592"
   read -r offset nbytes < <(sed -n '1s/.*file offset \(0x[0-9a-f]*\).*payload nbytes \([0-9]*\).*/\1 \2/p' "$info")

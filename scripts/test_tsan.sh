@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The concurrent suites under ThreadSanitizer: the asynchronous executor (CPU +
 # OpenCL streams, two executors on two threads), the graph executor's
-# multi-threaded tests and the CPU plugin's thread pool. Only what they need is
+# multi-threaded tests, the CPU plugin's thread pool and the serving core
+# (request queue, dynamic batching, instances, drain). Only what they need is
 # built, in build-tsan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
-targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test hetrt hetrt_plugin_cpu)
+targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test serve_test hetrt hetrt_plugin_cpu)
 if grep -q '^hetrt_plugin_opencl:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then
   targets+=(hetrt_plugin_opencl)
 fi
 cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export HETRT_FIXTURES="${HETRT_FIXTURES:-$PWD/../shared/fixtures}"
-for t in async_executor_test graph_executor_test cpu_plugin_test stress_test; do
+for t in async_executor_test graph_executor_test cpu_plugin_test stress_test serve_test; do
   echo "tsan: $t"
   ./build-tsan/bin/$t --gtest_brief=1
 done

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <future>
 
 #include "batching.h"
@@ -88,6 +89,8 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
                                                                                  : "hetrt_library";
   Status s = mv->InitMetadata();
   if (!s.ok()) return Status(s.code(), where + ": " + s.message());
+  s = mv->WarmUp();
+  if (!s.ok()) return Status(s.code(), where + ": warm-up run on zeros failed: " + s.message());
   mv->start_ns_ = NowNs();
   for (auto& instance : mv->instances_) {
     Instance* raw = instance.get();
@@ -141,6 +144,26 @@ Status ModelVersion::InitMetadata() {
     batch_target_ = *std::max_element(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end());
   for (auto* list : {&metadata_.inputs, &metadata_.outputs})
     for (TensorMetadata& t : *list) t.shape[0] = -1;
+  return OkStatus();
+}
+
+// One run per instance on zero inputs, before any instance thread starts.
+// TVM's generated code looks kernels up lazily and caches the handles in the
+// library's globals, which all instances of a library share; filling those
+// caches here, on one thread, means the instance threads (started after)
+// only ever read them. It also moves first-run costs out of the first request.
+Status ModelVersion::WarmUp() {
+  for (auto& instance : instances_) {
+    Executor& ex = *instance->executor;
+    for (int index : input_index_) {
+      const TensorSpec spec = ex.InputSpec(index);
+      HETRT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::EmptyHost(spec.shape, spec.dtype));
+      std::memset(zeros.data(), 0, zeros.nbytes());
+      HETRT_RETURN_IF_ERROR(ex.SetInput(index, zeros));
+    }
+    HETRT_RETURN_IF_ERROR(ex.Run());
+    HETRT_RETURN_IF_ERROR(ex.Synchronize());
+  }
   return OkStatus();
 }
 

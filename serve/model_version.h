@@ -62,6 +62,7 @@ class ModelVersion {
   struct Pending;
   ModelVersion() = default;
   Status InitMetadata();
+  Status WarmUp();
   Status CheckRequest(InferRequest& request, int64_t& rows, std::vector<int>& outputs) const;
   void Serve(Instance& instance);
   void TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch);

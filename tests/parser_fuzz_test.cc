@@ -92,6 +92,7 @@ TEST(ParserFuzz, Regressions) {
       fuzz::Npy(bytes.data(), bytes.size());
       EXPECT_FALSE(ReadNpy(bytes, name).ok()) << name;
     }
+    if (name.rfind("rest_", 0) == 0) fuzz::RestInferRequest(bytes.data(), bytes.size());
     ++count;
   }
   EXPECT_GE(count, 1);
@@ -142,6 +143,14 @@ TEST(ParserFuzz, MlfTar) {
     seeds.push_back(ReadFileBytes(dir + "/add3_aot_mlf.tar").value());
   if (seeds.empty()) HETRT_MISSING("fixtures", "no MLF fixtures under " << testing::FixturesRoot());
   FuzzFromSeeds(&fuzz::MlfTar, seeds, 3000);
+}
+
+TEST(ParserFuzz, RestInferRequest) {
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HETRT_FUZZ_REGRESSIONS_DIR) + "/../seeds/rest"))
+    seeds.push_back(ReadFileBytes(e.path().string()).value());
+  ASSERT_GE(seeds.size(), 4u);
+  FuzzFromSeeds(&fuzz::RestInferRequest, seeds, 50000);
 }
 
 TEST(ParserFuzz, ElfSymbols) {

@@ -1,5 +1,6 @@
 #include "fuzz_targets.h"
 
+#include <charconv>
 #include <string_view>
 
 #include "hetrt/exec/graph_executor.h"
@@ -8,6 +9,7 @@
 #include "hetrt/formats/params.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module/module_loader.h"
+#include "rest_codec.h"
 
 namespace hetrt::fuzz {
 namespace {
@@ -64,6 +66,28 @@ void MlfTar(const uint8_t* data, size_t size) {
   limits.max_total_bytes = 64 << 20;  // keep a fuzz input from asking for gigabytes
   auto pkg = MlfPackage::ReadBytes({data, size}, "fuzz", limits);
   if (pkg.ok()) (void)pkg->GraphJson();
+}
+
+void RestInferRequest(const uint8_t* data, size_t size) {
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  std::optional<size_t> header;
+  if (body.size() > 1 && body[0] == '#') {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(body.data() + 1, body.data() + body.size(), n);
+    if (ec == std::errc() && end < body.data() + body.size() && *end == '\n') {
+      header = n;
+      body.remove_prefix(static_cast<size_t>(end - body.data()) + 1);
+    }
+  }
+  serve::RestParseLimits limits;
+  limits.max_input_bytes = 64 << 20;
+  auto parsed = serve::ParseRestInferRequest(body, header, limits);
+  if (!parsed.ok()) return;
+  // The decoded inputs, sent back as outputs, exercise the encoder too.
+  serve::InferResponse response;
+  response.id = parsed->request.id;
+  response.outputs = parsed->request.inputs;
+  (void)serve::EncodeRestInferResponse(response, parsed->output_format);
 }
 
 }  // namespace hetrt::fuzz

@@ -15,5 +15,7 @@ void GraphJson(const uint8_t* data, size_t size);
 void Npy(const uint8_t* data, size_t size);
 void ElfSymbols(const uint8_t* data, size_t size);
 void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
+// A REST inference request body, "#<N>\n" first for Inference-Header-Content-Length: N.
+void RestInferRequest(const uint8_t* data, size_t size);
 
 }  // namespace hetrt::fuzz

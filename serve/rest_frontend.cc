@@ -1,0 +1,302 @@
+// The KServe v2 REST API and the Prometheus endpoint over cpp-httplib: routes
+// and HTTP concerns only; bodies are rest_codec's, the work the InferenceServer's.
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+#include "hetrt/serve/frontend.h"
+#include "rest_codec.h"
+
+namespace hetrt::serve {
+namespace {
+
+// A client that makes no progress for this long while sending a request or
+// reading a response loses its worker. It also bounds how long Stop waits for
+// such a client, so it stays well inside Kubernetes' default 30 s grace period.
+constexpr time_t kReadWriteTimeoutSeconds = 10;
+// Idle keep-alive connections close after this (and Stop waits at most this
+// long for one); the request count per connection is practically unbounded.
+constexpr time_t kKeepAliveSeconds = 5;
+constexpr size_t kKeepAliveMaxRequests = 1u << 30;
+
+// httplib serves each connection on one worker for its whole keep-alive life,
+// so the pool must exceed the concurrent clients expected (16+ in the
+// benchmarks) plus the silent ones the timeouts have not yet dropped; queued
+// connections wait, they are not refused. Idle workers cost little.
+size_t WorkerThreads() { return std::max<size_t>(64, 4 * std::thread::hardware_concurrency()); }
+
+void SetBody(httplib::Response& res, int status, std::string body, const char* content_type) {
+  res.status = status;
+  res.body = std::move(body);  // set_content would copy it
+  res.set_header("Content-Type", content_type);
+}
+
+void SendJson(httplib::Response& res, int status, std::string body) {
+  SetBody(res, status, std::move(body), "application/json");
+}
+
+void SendError(httplib::Response& res, const Status& status) {
+  SendJson(res, HttpStatusOf(status), EncodeError(status.message()));
+}
+
+// Reads the request body, at most `limit` bytes; false once `res` holds the
+// error. A larger Content-Length is skipped by httplib and answered 413 here; a
+// chunked body ends when it passes the limit.
+bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit, std::string* body,
+              httplib::Response& res) {
+  const bool has_length = req.has_header("Content-Length");
+  // HTTP/1.1: without Content-Length or Transfer-Encoding there is no body
+  // (httplib would wait for the client to close instead).
+  if (!has_length && !req.has_header("Transfer-Encoding")) return true;
+  bool too_large = has_length && req.get_header_value<uint64_t>("Content-Length") > limit;
+  if (has_length && !too_large) body->reserve(static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length")));
+  const bool ok = reader([&](const char* data, size_t size) {
+    if (size > limit - body->size()) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, size);
+    return true;
+  });
+  if (too_large) {
+    SendJson(res, 413, EncodeError("request body larger than " + std::to_string(limit) + " bytes"));
+    return false;
+  }
+  if (!ok) {
+    SendError(res, InvalidArgument("the request body ended early (client disconnected or timed out)"));
+    return false;
+  }
+  return true;
+}
+
+Result<std::optional<size_t>> JsonHeaderLength(const httplib::Request& req) {
+  constexpr const char* kHeader = "Inference-Header-Content-Length";
+  if (!req.has_header(kHeader)) return std::optional<size_t>();
+  const std::string text = req.get_header_value(kHeader);
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return InvalidArgument(std::string(kHeader) + " must be a byte count, not '" + text + "'");
+  return std::optional<size_t>(value);
+}
+
+// One httplib server accepting on its own thread; subclasses add the routes.
+class HttpListener : public Frontend {
+ public:
+  explicit HttpListener(size_t max_request_bytes) : max_request_bytes_(max_request_bytes) {
+    http_.set_payload_max_length(max_request_bytes);
+    http_.set_read_timeout(kReadWriteTimeoutSeconds, 0);
+    http_.set_write_timeout(kReadWriteTimeoutSeconds, 0);
+    http_.set_keep_alive_timeout(kKeepAliveSeconds);
+    http_.set_keep_alive_max_count(kKeepAliveMaxRequests);
+    http_.set_tcp_nodelay(true);  // a response is several writes: no Nagle delay between them
+    http_.new_task_queue = [] { return new httplib::ThreadPool(WorkerThreads()); };
+    // A request larger than the limit is refused before its body is sent.
+    http_.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.has_header("Content-Length") && req.get_header_value<uint64_t>("Content-Length") > max_request_bytes_)
+        return res.status = 413;
+      return 100;
+    });
+  }
+  ~HttpListener() override { Stop(); }
+
+  Result<int> Start(const std::string& host, int port) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string address = host + ":" + std::to_string(port);
+    if (thread_.joinable()) return FailedPrecondition(std::string(Protocol()) + " is already listening");
+    // A client that closes its socket while a response is written must not
+    // end the process with SIGPIPE (httplib sends without MSG_NOSIGNAL).
+    std::signal(SIGPIPE, SIG_IGN);
+    const int bound = port == 0 ? http_.bind_to_any_port(host) : (http_.bind_to_port(host, port) ? port : -1);
+    if (bound < 0)
+      return Unavailable(std::string(Protocol()) + ": cannot listen on " + address +
+                         " (port in use, or no such address on this machine)");
+    listen_returned_ = false;
+    thread_ = std::thread([this] {
+      http_.listen_after_bind();
+      listen_returned_ = true;
+    });
+    while (!http_.is_running()) {
+      if (listen_returned_) {
+        thread_.join();
+        return Unavailable(std::string(Protocol()) + ": listening on " + address + " failed");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return bound;
+  }
+
+  // httplib's stop closes the listening socket; listen_after_bind then joins
+  // its workers, which finish the requests they hold.
+  void Stop() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!thread_.joinable()) return;
+    http_.stop();
+    thread_.join();
+  }
+
+ protected:
+  httplib::Server http_;
+  const size_t max_request_bytes_;
+
+ private:
+  std::mutex mutex_;
+  std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
+};
+
+// Fills the body of errors httplib answers itself (no route, 413, bad HTTP)
+// in the form each listener speaks; a body a handler set is left alone.
+template <typename MakeBody>
+void OnHttplibErrors(httplib::Server& http, size_t max_request_bytes, MakeBody make_body) {
+  http.set_error_handler(httplib::Server::HandlerWithResponse([=](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    switch (res.status) {
+      case 404: message = "no route for " + req.method + " " + req.path; break;
+      case 413: message = "request body larger than " + std::to_string(max_request_bytes) + " bytes"; break;
+      case 400: message = "malformed HTTP request"; break;
+      default: message = "HTTP status " + std::to_string(res.status); break;
+    }
+    make_body(res, message);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([=](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+    std::string message = "internal error";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      message += std::string(": ") + e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    make_body(res, message);
+  });
+}
+
+class RestFrontend final : public HttpListener {
+ public:
+  explicit RestFrontend(InferenceServer& server)
+      : HttpListener(server.options().max_request_bytes), server_(server) {
+    OnHttplibErrors(http_, max_request_bytes_, [](httplib::Response& res, const std::string& message) {
+      SetBody(res, res.status, EncodeError(message), "application/json");
+    });
+    // Compressed bodies are refused: httplib would inflate them without any
+    // limit (a small gzip body can expand to gigabytes).
+    http_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      const std::string encoding = req.get_header_value("Content-Encoding");
+      if (encoding.empty() || encoding == "identity") return httplib::Server::HandlerResponse::Unhandled;
+      SendJson(res, 415, EncodeError("Content-Encoding '" + encoding + "' is not supported; send the body uncompressed"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    AddRoutes();
+  }
+  // Handlers use this object's members: stop them before it goes.
+  ~RestFrontend() override { Stop(); }
+  const char* Protocol() const override { return "http"; }
+
+ private:
+  // {m} and an optional /versions/{v}: matches[1] and matches[2].
+  static constexpr const char* kModel = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+
+  void AddRoutes() {
+    using httplib::Request, httplib::Response, httplib::ContentReader;
+    http_.Get("/v2", [this](const Request&, Response& res) {
+      SendJson(res, 200, EncodeServerMetadata(server_.Name(), server_.Version(), server_.Extensions()));
+    });
+    http_.Get("/v2/health/live", [this](const Request&, Response& res) { res.status = server_.Live() ? 200 : 503; });
+    http_.Get("/v2/health/ready", [this](const Request&, Response& res) { res.status = server_.Ready() ? 200 : 503; });
+    http_.Get(kModel, [this](const Request& req, Response& res) {
+      auto metadata = server_.Metadata(req.matches[1], req.matches[2]);
+      if (!metadata.ok()) return SendError(res, metadata.status());
+      SendJson(res, 200, EncodeModelMetadata(*metadata));
+    });
+    http_.Get(std::string(kModel) + "/ready", [this](const Request& req, Response& res) {
+      auto ready = server_.ModelReady(req.matches[1], req.matches[2]);
+      if (!ready.ok()) return SendError(res, ready.status());
+      if (*ready) {
+        res.status = 200;
+      } else {
+        // The protocol answers "not ready" with a 4xx status.
+        SendJson(res, 400, EncodeError("model '" + req.matches[1].str() + "' is not ready"));
+      }
+    });
+    http_.Post(std::string(kModel) + "/infer",
+               [this](const Request& req, Response& res, const ContentReader& reader) { Infer(req, res, reader); });
+    http_.Post("/v2/repository/index", [this](const Request& req, Response& res, const ContentReader& reader) {
+      std::string body;
+      if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
+      auto ready_only = ParseRepositoryIndexRequest(body);
+      if (!ready_only.ok()) return SendError(res, ready_only.status());
+      SendJson(res, 200, EncodeRepositoryIndex(server_.Index(*ready_only)));
+    });
+    http_.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
+               [this](const Request& req, Response& res, const ContentReader& reader) {
+                 std::string body;
+                 if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
+                 Status status = ParseRepositoryModelRequest(body);
+                 if (status.ok())
+                   status = req.matches[2] == "load" ? server_.Load(req.matches[1]) : server_.Unload(req.matches[1]);
+                 if (!status.ok()) return SendError(res, status);
+                 res.status = 200;
+               });
+  }
+
+  void Infer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
+    auto header_length = JsonHeaderLength(req);
+    if (!header_length.ok()) return SendError(res, header_length.status());
+    auto parsed = ParseRestInferRequest(body, *header_length);
+    if (!parsed.ok()) return SendError(res, parsed.status());
+    std::string().swap(body);  // the tensors hold their own copy now
+    InferRequest& request = parsed->request;
+    request.model = req.matches[1];
+    request.version = req.matches[2];
+    auto response = server_.Infer(std::move(request));
+    if (!response.ok()) return SendError(res, response.status());
+    auto encoded = EncodeRestInferResponse(*response, parsed->output_format);
+    if (!encoded.ok()) return SendError(res, encoded.status());
+    if (encoded->json_header_length) {
+      res.set_header("Inference-Header-Content-Length", std::to_string(*encoded->json_header_length));
+      SetBody(res, 200, std::move(encoded->body), "application/octet-stream");
+    } else {
+      SendJson(res, 200, std::move(encoded->body));
+    }
+  }
+
+  InferenceServer& server_;
+};
+
+class MetricsFrontend final : public HttpListener {
+ public:
+  explicit MetricsFrontend(InferenceServer& server)
+      : HttpListener(server.options().max_request_bytes), server_(server) {
+    OnHttplibErrors(http_, max_request_bytes_, [](httplib::Response& res, const std::string& message) {
+      SetBody(res, res.status, message + "\n", "text/plain; charset=utf-8");
+    });
+    http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      SetBody(res, 200, server_.MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }
+  ~MetricsFrontend() override { Stop(); }
+  const char* Protocol() const override { return "metrics"; }
+
+ private:
+  InferenceServer& server_;
+};
+
+}  // namespace
+
+std::unique_ptr<Frontend> MakeRestFrontend(InferenceServer& server) { return std::make_unique<RestFrontend>(server); }
+
+std::unique_ptr<Frontend> MakeMetricsFrontend(InferenceServer& server) {
+  return std::make_unique<MetricsFrontend>(server);
+}
+
+}  // namespace hetrt::serve
