@@ -134,6 +134,53 @@ class GrpcServeTest(unittest.TestCase):
             self.assertIn(contains, raised.exception.details())
         return raised.exception.details()
 
+    # --- the .proto itself ----------------------------------------------------
+    # Field numbers as the Open Inference Protocol's grpc_predict_v2 and Triton's
+    # grpc_service.proto publish them: a renumbered field breaks every real client
+    # silently (both ends of this test would still agree).
+    PUBLISHED_FIELDS = {
+        "ServerLiveResponse": {"live": 1},
+        "ServerReadyResponse": {"ready": 1},
+        "ModelReadyRequest": {"name": 1, "version": 2},
+        "ModelReadyResponse": {"ready": 1},
+        "ServerMetadataResponse": {"name": 1, "version": 2, "extensions": 3},
+        "ModelMetadataRequest": {"name": 1, "version": 2},
+        "ModelMetadataResponse": {"name": 1, "versions": 2, "platform": 3, "inputs": 4, "outputs": 5},
+        "ModelMetadataResponse.TensorMetadata": {"name": 1, "datatype": 2, "shape": 3},
+        "InferParameter": {"bool_param": 1, "int64_param": 2, "string_param": 3, "double_param": 4,
+                           "uint64_param": 5},
+        "InferTensorContents": {"bool_contents": 1, "int_contents": 2, "int64_contents": 3, "uint_contents": 4,
+                                "uint64_contents": 5, "fp32_contents": 6, "fp64_contents": 7, "bytes_contents": 8},
+        "ModelInferRequest": {"model_name": 1, "model_version": 2, "id": 3, "parameters": 4, "inputs": 5,
+                              "outputs": 6, "raw_input_contents": 7},
+        "ModelInferRequest.InferInputTensor": {"name": 1, "datatype": 2, "shape": 3, "parameters": 4, "contents": 5},
+        "ModelInferRequest.InferRequestedOutputTensor": {"name": 1, "parameters": 2},
+        "ModelInferResponse": {"model_name": 1, "model_version": 2, "id": 3, "parameters": 4, "outputs": 5,
+                               "raw_output_contents": 6},
+        "ModelInferResponse.InferOutputTensor": {"name": 1, "datatype": 2, "shape": 3, "parameters": 4,
+                                                 "contents": 5},
+        "ModelRepositoryParameter": {"bool_param": 1, "int64_param": 2, "string_param": 3, "bytes_param": 4},
+        "RepositoryIndexRequest": {"repository_name": 1, "ready": 2},
+        "RepositoryIndexResponse": {"models": 1},
+        "RepositoryIndexResponse.ModelIndex": {"name": 1, "version": 2, "state": 3, "reason": 4},
+        "RepositoryModelLoadRequest": {"repository_name": 1, "model_name": 2, "parameters": 3},
+        "RepositoryModelUnloadRequest": {"repository_name": 1, "model_name": 2, "parameters": 3},
+    }
+
+    def test_proto_has_the_published_names_and_field_numbers(self):
+        file = self.pb.DESCRIPTOR
+        self.assertEqual(file.package, "inference")
+        service = file.services_by_name["GRPCInferenceService"]
+        self.assertEqual(sorted(m.name for m in service.methods), sorted([
+            "ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata", "ModelInfer",
+            "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload"]))
+        for path, fields in self.PUBLISHED_FIELDS.items():
+            outer, _, inner = path.partition(".")
+            message = file.message_types_by_name[outer]
+            if inner:
+                message = message.nested_types_by_name[inner]
+            self.assertEqual({f.name: f.number for f in message.fields}, fields, path)
+
     # --- server and model metadata -----------------------------------------
     def test_server_live_ready_metadata(self):
         pb = self.pb
