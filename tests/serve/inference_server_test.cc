@@ -204,7 +204,7 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
   ExportBatch4Model(repo, "padded");
   repo.Config("padded", R"({"max_batch_size": 4})");  // no dynamic_batching: one request per run
   repo.Config("batched", R"({"max_batch_size": 4,
-      "dynamic_batching": {"max_queue_delay_microseconds": 200000, "preferred_batch_size": [4]}})");
+      "dynamic_batching": {"max_queue_delay_microseconds": 2000000, "preferred_batch_size": [4]}})");
   auto server = Start(repo);
   ASSERT_TRUE(server);
   HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("batched", ""));

@@ -1,0 +1,179 @@
+"""`hetrt serve` as a process: SIGTERM while requests are in flight loses none
+of them and exits 0; the listeners print their lines; /metrics counts what was
+served; dynamic batching through REST returns the unbatched rows.
+
+Usage: serve_lifecycle_test.py HETRT MAKE_BATCH_MODEL  (fixtures from $HETRT_FIXTURES)
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_process import Server, fixture_repository  # noqa: E402
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print("FAIL:", message, flush=True)
+
+
+def infer_json(address, model, inputs, timeout=60):
+    """POST a v2 JSON inference request; returns (status, body dict)."""
+    host, port = address.rsplit(":", 1)
+    body = {"inputs": [{"name": n, "shape": list(a.shape), "datatype": "FP32", "data": a.flatten().tolist()}
+                       for n, a in inputs.items()]}
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    conn.request("POST", f"/v2/models/{model}/infer", json.dumps(body), {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, json.loads(data) if data else {}
+
+
+def infer_binary(address, model, inputs, timeout=60):
+    """POST with the binary tensor extension (outputs as JSON); returns (status, body dict)."""
+    host, port = address.rsplit(":", 1)
+    header = json.dumps({"inputs": [{"name": n, "shape": list(a.shape), "datatype": "FP32",
+                                     "parameters": {"binary_data_size": a.nbytes}} for n, a in inputs.items()]})
+    body = header.encode() + b"".join(a.astype("<f4").tobytes() for a in inputs.values())
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    conn.request("POST", f"/v2/models/{model}/infer", body,
+                 {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(len(header))})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, json.loads(data) if data else {}
+
+
+def get(address, path):
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", path)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data.decode()
+
+
+def output_array(body, index=0):
+    out = body["outputs"][index]
+    return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
+
+
+def sigterm_in_flight(hetrt, fixtures):
+    """Six slow requests sent (one instance, resnet18, ~50 ms a run); SIGTERM once
+    four are queued or running; all six answered, and the server exits 0."""
+    resnet = os.path.join(fixtures, "resnet18")
+    repo = fixture_repository(fixtures, {"resnet": ("resnet18", ["deploy.so"], None)})
+    data = np.load(os.path.join(resnet, "inputs_data.npy"))
+    expected = np.load(os.path.join(resnet, "output_0.npy"))
+    server = Server(hetrt, repo)
+    results = []
+
+    def client():
+        results.append(infer_binary(server.http, "resnet", {"data": data}))
+
+    threads = [threading.Thread(target=client) for _ in range(6)]
+    for t in threads:
+        t.start()
+    # Wait until the server has all six (queued or running), then stop it.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status, text = get(server.metrics, "/metrics")
+        line = [l for l in text.splitlines() if l.startswith('hetrt_inference_in_flight{model="resnet"')]
+        if line and float(line[0].split()[-1]) >= 4:
+            break
+        time.sleep(0.005)
+    else:
+        check(False, "four requests never were in flight at once")
+    status = server.stop()
+    for t in threads:
+        t.join(60)
+    check(status == 0, f"hetrt serve exited {status} after SIGTERM, expected 0")
+    check(len(results) == 6, f"{len(results)} of 6 in-flight requests were answered")
+    for code, body in results:
+        check(code == 200, f"an in-flight request got {code}: {body}")
+        if code == 200:
+            check(np.allclose(output_array(body), expected, atol=1e-5), "resnet18 output differs from TVM's")
+    # Nothing listens any more.
+    try:
+        get(server.http, "/v2/health/live")
+        check(False, "the HTTP port still answers after the server exited")
+    except OSError:
+        pass
+    check(any("SIGTERM: finishing requests in flight" in l for l in server.log), "no drain line in the log")
+    shutil.rmtree(repo)
+
+
+def batching_over_rest(hetrt, make_batch_model):
+    """Eight concurrent one-row requests to a batch-4 model: each gets the row an unbatched run gives."""
+    root = fixture_repository("/", {})
+    for model, config in (("plain", None),
+                          ("batched", {"max_batch_size": 4,
+                                       "dynamic_batching": {"max_queue_delay_microseconds": 2000000}})):
+        version = os.path.join(root, model, "1")
+        os.makedirs(version)
+        subprocess.check_call([make_batch_model, version], stdout=subprocess.DEVNULL)
+        if config:
+            with open(os.path.join(root, model, "config.json"), "w") as f:
+                json.dump(config, f)
+    with Server(hetrt, root) as server:
+        status, meta = get(server.http, "/v2/models/batched")
+        check(status == 200, f"metadata: {status}")
+        meta = json.loads(meta)
+        name = meta["inputs"][0]["name"]
+        check(meta["inputs"][0]["shape"] == [-1, 32], f"batched input shape {meta['inputs'][0]['shape']}")
+        rows = np.sin(np.arange(8 * 32, dtype=np.float32) * 0.37).reshape(8, 32).astype(np.float32)
+        expected = np.concatenate([output_array(infer_json(server.http, "plain", {name: rows[i:i + 4]})[1])
+                                   for i in (0, 4)])
+        got = [None] * 8
+
+        def client(i):
+            got[i] = infer_json(server.http, "batched", {name: rows[i:i + 1]})
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for i, (code, body) in enumerate(got):
+            check(code == 200, f"row {i}: {code} {body}")
+            if code == 200:
+                check(np.allclose(output_array(body), expected[i:i + 1], atol=1e-5), f"row {i} differs from unbatched")
+        status, text = get(server.metrics, "/metrics")
+        check(status == 200, f"/metrics: {status}")
+        batched = [l for l in text.splitlines()
+                   if l.startswith('hetrt_inference_executions_total{model="batched"') and 'batch_size="1"' not in l]
+        check(batched, "no execution carried more than one row:\n" + text)
+        check('hetrt_inference_requests_total{model="batched",version="1",status="success"} 8' in text,
+              "metrics do not count 8 successes")
+    shutil.rmtree(root)
+
+
+def main():
+    hetrt, make_batch_model = sys.argv[1], sys.argv[2]
+    fixtures = os.path.join(os.environ.get("HETRT_FIXTURES",
+                                           os.path.join(os.path.dirname(__file__), "../../../shared/fixtures")),
+                            "tvm-0.18")
+    if not os.path.isdir(fixtures):
+        print(f"FAIL: fixtures not found at {fixtures} (set HETRT_FIXTURES)")
+        return 1
+    sigterm_in_flight(hetrt, fixtures)
+    batching_over_rest(hetrt, make_batch_model)
+    print(f"{len(FAILURES)} failure(s)")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
