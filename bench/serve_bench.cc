@@ -83,6 +83,11 @@ Environment& Env() {
     Link(e->repo, "mlp_x2", mlp, R"({"instance_group": [{"count": 2}]})");
     e->libs["mlp"] = e->libs["mlp_x2"] = mlp;
     e->inputs["mlp"] = e->inputs["mlp_x2"] = FromNpy("data", fixtures + "/mlp/inputs_data.npy");
+    // A model whose compute outweighs the protocol (~50 ms a run): what instances buy.
+    const std::string resnet = fixtures + "/resnet18/deploy.so";
+    Link(e->repo, "resnet18_x2", resnet, R"({"instance_group": [{"count": 2}]})");
+    e->libs["resnet18_x2"] = resnet;
+    e->inputs["resnet18_x2"] = FromNpy("data", fixtures + "/resnet18/inputs_data.npy");
     Link(e->repo, "hetero_x1", hetero, R"({"instance_group": [{"count": 1, "devices": ["cpu", "opencl"]}]})");
     Link(e->repo, "hetero_x2", hetero, R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}]})");
     // The batch-4 model (rows independent), one-row requests.
@@ -229,6 +234,7 @@ void RestBinary(benchmark::State& state, const std::string& model) {
   if (!EnvReady(state)) return;
   httplib::Client client("127.0.0.1", Env().rest_port);
   client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // headers and body are two writes: no Nagle wait for the ACK between them
   std::string header = R"({"inputs":[)", binary;
   bool first = true;
   for (const Input& in : InputsOf(model)) {
@@ -270,6 +276,8 @@ void Register() {
   add("Serve/mlp_x2/InProcess", InProcess, "mlp_x2", {2});
   add("Serve/mlp_x2/Grpc", Grpc, "mlp_x2", {16});
   add("Serve/mlp_x2/RestBinary", RestBinary, "mlp_x2", {16});
+  add("Serve/resnet18_x2/InProcess", InProcess, "resnet18_x2", {2});
+  add("Serve/resnet18_x2/Grpc", Grpc, "resnet18_x2", {16});
   // One-row requests on a batch-4 model: one request per run vs dynamic batching.
   add("Serve/batch4_padded/Grpc", Grpc, "batch4_padded", {16});
   add("Serve/batch4_batched/Grpc", Grpc, "batch4_batched", {16});
