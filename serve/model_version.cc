@@ -37,6 +37,7 @@ struct ModelVersion::Instance {
   std::unique_ptr<WholeModelExecutor> whole_model;  // MLF
   Executor* executor = nullptr;
   InstanceStats stats;
+  bool busy = false;  // under mutex_: its thread or a caller is running it
   std::thread thread;
 };
 
@@ -231,6 +232,7 @@ Result<InferResponse> ModelVersion::Infer(InferRequest request) {
   pending.request = std::move(request);
   pending.enqueued_ns = arrived;
   std::future<Result<InferResponse>> result = pending.done.get_future();
+  Instance* inline_instance = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
@@ -242,13 +244,29 @@ Result<InferResponse> ModelVersion::Infer(InferRequest request) {
       return Unavailable("model '" + name_ + "': the request queue is full (max_queue_size " +
                          std::to_string(config_.max_queue_size) + "); retry later");
     }
-    queue_.push_back(&pending);
     in_flight_.fetch_add(1, std::memory_order_relaxed);
+    // Nothing waiting and an instance idle: this thread runs it, sparing two
+    // thread hand-offs (the instance's thread and back) on the latency path.
+    // The executor is still used by one thread at a time; its current streams
+    // are set per run. Dynamic batching always goes through the queue (the
+    // instance's thread collects the batch).
+    if (!config_.dynamic_batching && queue_.empty())
+      for (auto& instance : instances_)
+        if (!instance->busy) {
+          instance->busy = true;
+          inline_instance = instance.get();
+          break;
+        }
+    if (inline_instance == nullptr) queue_.push_back(&pending);
   }
-  if (compiled_batch_ > 0)
-    queued_.notify_all();  // an instance collecting a batch waits on the same signal
-  else
-    queued_.notify_one();
+  if (inline_instance != nullptr) {
+    Execute(*inline_instance, {&pending});
+    std::lock_guard<std::mutex> lock(mutex_);
+    inline_instance->busy = false;
+  }
+  // Instance threads wait for work *and* their instance free: wake them all
+  // (there are few), or one whose instance a caller holds could take the signal.
+  queued_.notify_all();
   Result<InferResponse> response = result.get();
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   (response.ok() ? stats_.success : stats_.failure).fetch_add(1, std::memory_order_relaxed);
@@ -283,11 +301,14 @@ void ModelVersion::Serve(Instance& instance) {
     batch.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queued_.wait(lock, [&] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !instance.busy); });
       if (queue_.empty()) return;  // stopping, nothing left
+      instance.busy = true;
       TakeBatch(lock, batch);
     }
     Execute(instance, batch);
+    std::lock_guard<std::mutex> lock(mutex_);
+    instance.busy = false;
   }
 }
 
@@ -298,7 +319,9 @@ void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batc
     stats_.queue_ns.fetch_add(start - p->enqueued_ns, std::memory_order_relaxed);
     rows += p->rows;
   }
-  Status status = RunBatch(instance, batch, rows);
+  std::vector<Result<InferResponse>> answers;
+  answers.reserve(batch.size());
+  Status status = RunBatch(instance, batch, rows, answers);
   const uint64_t end = NowNs();
   instance.stats.busy_ns.fetch_add(end - start, std::memory_order_relaxed);
   instance.stats.executions.fetch_add(1, std::memory_order_relaxed);
@@ -306,13 +329,15 @@ void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batc
   const size_t bucket =
       std::min<size_t>(static_cast<size_t>(compiled_batch_ > 0 ? rows : 1), ModelVersionStats::kBatchBuckets - 1);
   stats_.executions_by_rows[bucket].fetch_add(1, std::memory_order_relaxed);
-  if (!status.ok())
-    for (Pending* p : batch) p->done.set_value(status);
+  // Counted before anyone is answered: a caller reading /metrics after its
+  // response sees its own run.
+  for (size_t i = 0; i < batch.size(); ++i)
+    batch[i]->done.set_value(status.ok() ? std::move(answers[i]) : Result<InferResponse>(status));
 }
 
-// Runs the batch and fulfils each request's promise; an error return means
-// none was fulfilled.
-Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows) {
+// Runs the batch; on success `answers` holds one result per request, in order.
+Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows,
+                              std::vector<Result<InferResponse>>& answers) {
   Executor& ex = *instance.executor;
   const bool packed = compiled_batch_ > 0 && (batch.size() > 1 || rows != compiled_batch_);
   for (size_t i = 0; i < input_index_.size(); ++i) {
@@ -358,9 +383,9 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
     }
     row += p->rows;
     if (sliced.ok())
-      p->done.set_value(std::move(response));
+      answers.emplace_back(std::move(response));
     else
-      p->done.set_value(sliced);
+      answers.emplace_back(sliced);
   }
   return OkStatus();
 }

@@ -67,7 +67,8 @@ class ModelVersion {
   void Serve(Instance& instance);
   void TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch);
   void Execute(Instance& instance, const std::vector<Pending*>& batch);
-  Status RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows);
+  Status RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows,
+                  std::vector<Result<InferResponse>>& answers);
 
   std::string name_;
   int64_t version_ = 0;

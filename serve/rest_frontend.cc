@@ -1,6 +1,7 @@
 // The KServe v2 REST API and the Prometheus endpoint over cpp-httplib: routes
 // and HTTP concerns only; bodies are rest_codec's, the work the InferenceServer's.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -96,6 +97,12 @@ class HttpListener : public Frontend {
     http_.set_keep_alive_max_count(kKeepAliveMaxRequests);
     http_.set_tcp_nodelay(true);  // a response is several writes: no Nagle delay between them
     http_.new_task_queue = [] { return new httplib::ThreadPool(WorkerThreads()); };
+    // The listening socket, kept for a graceful Stop (httplib gives it to this
+    // hook when it creates it; accepted sockets do not pass through here).
+    http_.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      if (binding_) listen_fd_ = sock;
+    });
     // A request larger than the limit is refused before its body is sent.
     http_.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.has_header("Content-Length") && req.get_header_value<uint64_t>("Content-Length") > max_request_bytes_)
@@ -112,7 +119,10 @@ class HttpListener : public Frontend {
     // A client that closes its socket while a response is written must not
     // end the process with SIGPIPE (httplib sends without MSG_NOSIGNAL).
     std::signal(SIGPIPE, SIG_IGN);
+    binding_ = true;
+    listen_fd_ = -1;
     const int bound = port == 0 ? http_.bind_to_any_port(host) : (http_.bind_to_port(host, port) ? port : -1);
+    binding_ = false;
     if (bound < 0)
       return Unavailable(std::string(Protocol()) + ": cannot listen on " + address +
                          " (port in use, or no such address on this machine)");
@@ -131,13 +141,22 @@ class HttpListener : public Frontend {
     return bound;
   }
 
-  // httplib's stop closes the listening socket; listen_after_bind then joins
-  // its workers, which finish the requests they hold.
+  // Stops accepting, then lets every accepted connection finish: httplib's
+  // own stop() would also make connections accepted but not yet read close
+  // without an answer (its workers check the listening socket before reading),
+  // losing requests a client had already sent. Shutting the listening socket
+  // down ends httplib's accept loop instead (it closes the socket itself); its
+  // workers then serve what their connections send until the client closes
+  // or stays idle for the keep-alive timeout, and listen_after_bind joins them.
   void Stop() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!thread_.joinable()) return;
-    http_.stop();
+    if (listen_fd_ >= 0)
+      ::shutdown(listen_fd_, SHUT_RDWR);
+    else
+      http_.stop();
     thread_.join();
+    listen_fd_ = -1;
   }
 
  protected:
@@ -148,6 +167,8 @@ class HttpListener : public Frontend {
   std::mutex mutex_;
   std::thread thread_;
   std::atomic<bool> listen_returned_{false};
+  bool binding_ = false;  // Start is binding: the next socket httplib creates is the listening one
+  socket_t listen_fd_ = -1;
 };
 
 // Fills the body of errors httplib answers itself (no route, 413, bad HTTP)
@@ -181,8 +202,7 @@ void OnHttplibErrors(httplib::Server& http, size_t max_request_bytes, MakeBody m
 
 class RestFrontend final : public HttpListener {
  public:
-  explicit RestFrontend(InferenceServer& server)
-      : HttpListener(server.options().max_request_bytes), server_(server) {
+  explicit RestFrontend(InferenceServer& server) : HttpListener(server.options().max_request_bytes), server_(server) {
     OnHttplibErrors(http_, max_request_bytes_, [](httplib::Response& res, const std::string& message) {
       SetBody(res, res.status, EncodeError(message), "application/json");
     });
@@ -191,7 +211,8 @@ class RestFrontend final : public HttpListener {
     http_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
       const std::string encoding = req.get_header_value("Content-Encoding");
       if (encoding.empty() || encoding == "identity") return httplib::Server::HandlerResponse::Unhandled;
-      SendJson(res, 415, EncodeError("Content-Encoding '" + encoding + "' is not supported; send the body uncompressed"));
+      SendJson(res, 415,
+               EncodeError("Content-Encoding '" + encoding + "' is not supported; send the body uncompressed"));
       return httplib::Server::HandlerResponse::Handled;
     });
     AddRoutes();

@@ -72,8 +72,8 @@ def output_array(body, index=0):
 
 
 def sigterm_in_flight(hetrt, fixtures):
-    """Six slow requests sent (one instance, resnet18, ~50 ms a run); SIGTERM once
-    four are queued or running; all six answered, and the server exits 0."""
+    """Six slow requests (one instance, resnet18, ~50 ms a run); SIGTERM once all
+    six are accepted (queued or running); all six answered, and the server exits 0."""
     resnet = os.path.join(fixtures, "resnet18")
     repo = fixture_repository(fixtures, {"resnet": ("resnet18", ["deploy.so"], None)})
     data = np.load(os.path.join(resnet, "inputs_data.npy"))
@@ -92,11 +92,11 @@ def sigterm_in_flight(hetrt, fixtures):
     while time.monotonic() < deadline:
         status, text = get(server.metrics, "/metrics")
         line = [l for l in text.splitlines() if l.startswith('hetrt_inference_in_flight{model="resnet"')]
-        if line and float(line[0].split()[-1]) >= 4:
+        if line and float(line[0].split()[-1]) >= 6:
             break
         time.sleep(0.005)
     else:
-        check(False, "four requests never were in flight at once")
+        check(False, "six requests never were in flight at once")
     status = server.stop()
     for t in threads:
         t.join(60)
