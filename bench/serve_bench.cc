@@ -253,8 +253,11 @@ void RestBinary(benchmark::State& state, const std::string& model) {
   for (auto _ : state) {
     const auto start = Clock::now();
     auto response = client.Post(path.c_str(), headers, body, "application/octet-stream");
-    if (!response || response->status != 200)
-      return state.SkipWithError(response ? response->body.c_str() : "REST request failed");
+    if (!response || response->status != 200) {
+      const std::string why =
+          response ? response->body : "REST request failed: " + httplib::to_string(response.error());
+      return state.SkipWithError(why.c_str());
+    }
     benchmark::DoNotOptimize(response->body.data());
     latencies.Add(Clock::now() - start);
   }

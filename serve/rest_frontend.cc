@@ -123,6 +123,11 @@ class HttpListener : public Frontend {
     listen_fd_ = -1;
     const int bound = port == 0 ? http_.bind_to_any_port(host) : (http_.bind_to_port(host, port) ? port : -1);
     binding_ = false;
+    // httplib 0.11 listens with a backlog of 5: sixteen clients connecting at
+    // once overflow it, and a connection whose handshake the kernel then drops
+    // never gets its answer. listen() again on a listening socket only resizes
+    // the backlog.
+    if (bound >= 0 && listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
     if (bound < 0)
       return Unavailable(std::string(Protocol()) + ": cannot listen on " + address +
                          " (port in use, or no such address on this machine)");

@@ -1,6 +1,7 @@
 """`hetrt serve` as a process: SIGTERM while requests are in flight loses none
 of them and exits 0; the listeners print their lines; /metrics counts what was
-served; dynamic batching through REST returns the unbatched rows.
+served; dynamic batching through REST returns the unbatched rows; a burst of new
+connections is accepted whole.
 
 Usage: serve_lifecycle_test.py HETRT MAKE_BATCH_MODEL  (fixtures from $HETRT_FIXTURES)
 """
@@ -161,6 +162,35 @@ def batching_over_rest(hetrt, make_batch_model):
     shutil.rmtree(root)
 
 
+def simultaneous_connections(hetrt, fixtures):
+    """64 clients connect at the same instant (a burst a load balancer sends):
+    every one is accepted and answered (httplib's own listen backlog is 5)."""
+    repo = fixture_repository(fixtures, {"add3": ("add3", ["deploy.so"], None)})
+    with Server(hetrt, repo) as server:
+        host, port = server.http.rsplit(":", 1)
+        barrier = threading.Barrier(64)
+        codes = []
+
+        def client():
+            barrier.wait()
+            try:
+                conn = http.client.HTTPConnection(host, int(port), timeout=20)
+                conn.request("GET", "/v2/health/ready")
+                codes.append(conn.getresponse().status)
+                conn.close()
+            except OSError as e:
+                codes.append(repr(e))
+
+        threads = [threading.Thread(target=client) for _ in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        bad = [c for c in codes if c != 200]
+        check(len(codes) == 64 and not bad, f"{len(codes)} answers, not 200: {bad[:5]}")
+    shutil.rmtree(repo)
+
+
 def main():
     hetrt, make_batch_model = sys.argv[1], sys.argv[2]
     fixtures = os.path.join(os.environ.get("HETRT_FIXTURES",
@@ -171,6 +201,7 @@ def main():
         return 1
     sigterm_in_flight(hetrt, fixtures)
     batching_over_rest(hetrt, make_batch_model)
+    simultaneous_connections(hetrt, fixtures)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 
