@@ -39,7 +39,8 @@ void FillTensorMetadata(const TensorMetadata& tensor, inference::ModelMetadataRe
 
 grpc::Status CheckRepositoryName(const std::string& name) {
   if (name.empty()) return grpc::Status::OK;
-  return {grpc::StatusCode::UNIMPLEMENTED, "hetrt serves one repository: leave repository_name empty (got '" + name + "')"};
+  return {grpc::StatusCode::UNIMPLEMENTED,
+          "hetrt serves one repository: leave repository_name empty (got '" + name + "')"};
 }
 
 // Repository requests name no repository (hetrt serves one) and carry no
@@ -52,9 +53,9 @@ grpc::Status CheckRepositoryRequest(const RepositoryRequest& request, bool unloa
   for (const auto& [name, value] : request.parameters()) {
     (void)value;
     if (unload && name == "unload_dependents") continue;
-    return {grpc::StatusCode::UNIMPLEMENTED,
-            "repository parameter '" + name + "' is not supported: hetrt reads each model from the repository "
-            "folder and its config.json"};
+    return {grpc::StatusCode::UNIMPLEMENTED, "repository parameter '" + name +
+                                                 "' is not supported: hetrt reads each model from the repository "
+                                                 "folder and its config.json"};
   }
   return grpc::Status::OK;
 }

@@ -112,8 +112,8 @@ Result<Tensor> DecodeTypedInput(const InputTensor& input, DLDataType dtype, int6
     count = f.count;
   }
   if (count != elements)
-    return InvalidArgument("input '" + input.name() + "' has " + std::to_string(count) + " values in " + field +
-                           "; " + Describe(input) + " needs " + std::to_string(elements));
+    return InvalidArgument("input '" + input.name() + "' has " + std::to_string(count) + " values in " + field + "; " +
+                           Describe(input) + " needs " + std::to_string(elements));
   HETRT_ASSIGN_OR_RETURN(Tensor tensor, Tensor::EmptyHost({input.shape().begin(), input.shape().end()}, dtype));
   HETRT_RETURN_IF_ERROR(StoreTypedContents(input, tensor));
   return tensor;

@@ -93,6 +93,32 @@ std::string RenderMetrics(const std::vector<std::shared_ptr<const ModelVersion>>
                     l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
                     load(s->executions));
        });
+  each("hetrt_instance_sampled_runs_total", "counter",
+       "Runs profiled per instance (every 64th run of a graph model) for the lane times below.",
+       [&](const ModelVersion& v, const std::string& l) {
+         int i = 0;
+         for (const InstanceStats* s : v.instance_stats()) {
+           std::lock_guard<std::mutex> lock(s->lanes_mutex);
+           w.Sample("hetrt_instance_sampled_runs_total",
+                    l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
+                    static_cast<double>(s->profiled_runs));
+         }
+       });
+  each("hetrt_instance_lane_compute_seconds_total", "counter",
+       "Node time per executor lane (host, each device's compute and copy streams) over the profiled runs; "
+       "divided by hetrt_instance_sampled_runs_total: the compute time per run on each device lane.",
+       [&](const ModelVersion& v, const std::string& l) {
+         int i = 0;
+         for (const InstanceStats* s : v.instance_stats()) {
+           std::lock_guard<std::mutex> lock(s->lanes_mutex);
+           for (const auto& [lane, ns] : s->lane_ns)
+             w.Sample("hetrt_instance_lane_compute_seconds_total",
+                      l + ",instance=\"" + std::to_string(i) + "\",devices=\"" + Escaped(s->devices) + "\",lane=\"" +
+                          Escaped(lane) + "\"",
+                      static_cast<double>(ns) / 1e9);
+           ++i;
+         }
+       });
   each("hetrt_instance_utilization", "gauge", "Busy time over time since the version loaded, per instance (0..1).",
        [&](const ModelVersion& v, const std::string& l) {
          int i = 0;

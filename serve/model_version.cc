@@ -30,6 +30,18 @@ std::string Joined(const std::vector<std::string>& names) {
   return s;
 }
 
+// A profiled run whose node times, summed per lane, feed the per-lane metrics.
+Status RunSampled(GraphExecutor& graph, InstanceStats& stats) {
+  GraphExecutor::RunProfile profile;
+  HETRT_RETURN_IF_ERROR(graph.RunProfiled(&profile));
+  std::lock_guard<std::mutex> lock(stats.lanes_mutex);
+  ++stats.profiled_runs;
+  for (const auto& node : profile.nodes)
+    if (node.lane < profile.lanes.size() && node.end_ns > node.start_ns)
+      stats.lane_ns[profile.lanes[node.lane]] += node.end_ns - node.start_ns;
+  return OkStatus();
+}
+
 }  // namespace
 
 struct ModelVersion::Instance {
@@ -353,7 +365,13 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
     HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
     HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
   }
-  HETRT_RETURN_IF_ERROR(ex.Run());
+  auto* graph = dynamic_cast<GraphExecutor*>(&ex);
+  if (graph != nullptr &&
+      instance.stats.executions.load(std::memory_order_relaxed) % InstanceStats::kProfileEvery == 0) {
+    HETRT_RETURN_IF_ERROR(RunSampled(*graph, instance.stats));
+  } else {
+    HETRT_RETURN_IF_ERROR(ex.Run());
+  }
   HETRT_RETURN_IF_ERROR(ex.Synchronize());
   // Each output copied to the host once, then handed out (sliced when packed).
   std::vector<Tensor> results(metadata_.outputs.size());

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,12 @@ struct ModelVersionStats {
 struct InstanceStats {
   std::string devices;  // "cpu,opencl"
   std::atomic<uint64_t> busy_ns{0}, executions{0};
+  // Every kProfileEvery-th run of a graph model is profiled: node time summed
+  // per executor lane ("host", "opencl:0 compute", ...) over those runs.
+  static constexpr uint64_t kProfileEvery = 64;
+  mutable std::mutex lanes_mutex;
+  uint64_t profiled_runs = 0;               // under lanes_mutex
+  std::map<std::string, uint64_t> lane_ns;  // under lanes_mutex
 };
 
 class ModelVersion {

@@ -70,8 +70,8 @@ Status ReadElement(const json& v, const std::string& datatype, T* out) {
     out->value = v.get<bool>() ? 1 : 0;
   } else if constexpr (std::is_integral_v<T>) {
     const auto range = [&] {
-      return ValueText(v) + " does not fit " + datatype + " (" + std::to_string(std::numeric_limits<T>::min()) +
-             ".." + std::to_string(std::numeric_limits<T>::max()) + ")";
+      return ValueText(v) + " does not fit " + datatype + " (" + std::to_string(std::numeric_limits<T>::min()) + ".." +
+             std::to_string(std::numeric_limits<T>::max()) + ")";
     };
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
@@ -133,8 +133,8 @@ Status CollectLeaves(const json& data, const std::vector<int64_t>& shape, int64_
   const bool nested = !data.empty() && data.front().is_array();
   if (!nested) {
     if (static_cast<int64_t>(data.size()) != count)
-      return InvalidArgument("\"data\" has " + std::to_string(data.size()) + " values; shape " +
-                             ShapeToString(shape) + " needs " + std::to_string(count));
+      return InvalidArgument("\"data\" has " + std::to_string(data.size()) + " values; shape " + ShapeToString(shape) +
+                             " needs " + std::to_string(count));
     leaves->reserve(data.size());
     for (const json& v : data) leaves->push_back(&v);
     return OkStatus();
@@ -212,9 +212,10 @@ class RequestParser {
       parsed.request.inputs.push_back(std::move(input).value());
     }
     if (binary_offset_ != binary_.size())
-      return InvalidArgument(std::to_string(binary_.size()) + " bytes follow the JSON but the inputs' binary_data_size" +
-                             " take " + std::to_string(binary_offset_) + "; " +
-                             std::to_string(binary_.size() - binary_offset_) + " bytes are left over");
+      return InvalidArgument(std::to_string(binary_.size()) +
+                             " bytes follow the JSON but the inputs' binary_data_size" + " take " +
+                             std::to_string(binary_offset_) + "; " + std::to_string(binary_.size() - binary_offset_) +
+                             " bytes are left over");
 
     if (auto outputs = root.find("outputs"); outputs != root.end()) {
       if (!outputs->is_array()) return InvalidArgument("\"outputs\" must be an array of {\"name\": ...} objects");
@@ -274,8 +275,7 @@ class RequestParser {
     const bool has_data = input.contains("data");
     if (binary_size && has_data)
       return fail(InvalidArgument("has both \"data\" and parameters.binary_data_size; give one"));
-    if (!binary_size && !has_data)
-      return fail(InvalidArgument("has neither \"data\" nor parameters.binary_data_size"));
+    if (!binary_size && !has_data) return fail(InvalidArgument("has neither \"data\" nor parameters.binary_data_size"));
     if (!binary_size && (dtype->bits == 16 && dtype->code != kDLInt && dtype->code != kDLUInt))
       return fail(InvalidArgument(datatype + " has no JSON form: send it as binary data (binary_data_size)"));
 
@@ -310,8 +310,8 @@ class RequestParser {
         const auto* bytes = tensor.tensor.data_as<const uint8_t>();
         for (uint64_t i = 0; i < nbytes; ++i)
           if (bytes[i] > 1)
-            return fail(InvalidArgument("binary BOOL element " + std::to_string(i) + " is " +
-                                        std::to_string(bytes[i]) + "; BOOL bytes are 0 or 1"));
+            return fail(InvalidArgument("binary BOOL element " + std::to_string(i) + " is " + std::to_string(bytes[i]) +
+                                        "; BOOL bytes are 0 or 1"));
       }
     } else {
       Status s = VisitElementType(*dtype, [&]<typename T>() -> Status {
@@ -458,7 +458,8 @@ void AppendShape(const std::vector<int64_t>& shape, std::string& out) {
 
 json TensorMetadataJson(const std::vector<TensorMetadata>& tensors) {
   json list = json::array();
-  for (const TensorMetadata& t : tensors) list.push_back({{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}});
+  for (const TensorMetadata& t : tensors)
+    list.push_back({{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}});
   return list;
 }
 
@@ -510,9 +511,8 @@ Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const Re
       continue;
     }
     out += ",\"data\":";
-    HETRT_RETURN_IF_ERROR(VisitElementType(output.tensor.dtype(), [&]<typename T>() {
-      return AppendJsonData<T>(output.tensor, output.name, out);
-    }));
+    HETRT_RETURN_IF_ERROR(VisitElementType(
+        output.tensor.dtype(), [&]<typename T>() { return AppendJsonData<T>(output.tensor, output.name, out); }));
     out += '}';
   }
   out += "]}";

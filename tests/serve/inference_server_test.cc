@@ -174,6 +174,12 @@ TEST(InferenceServer, TwoCpuOpenClInstancesServeConcurrentRequests) {
           "hetrt_instance_executions_total{model=\"hetero\",version=\"1\",instance=\"1\",devices=\"cpu,opencl\"}"),
       std::string::npos)
       << metrics;
+  // Sampled runs give compute time per lane: the host's and OpenCL's.
+  EXPECT_NE(metrics.find("hetrt_instance_sampled_runs_total{model=\"hetero\",version=\"1\",instance=\"0\""),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("devices=\"cpu,opencl\",lane=\"host\"}"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("devices=\"cpu,opencl\",lane=\"opencl:0"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("hetrt_inference_requests_total{model=\"hetero\",version=\"1\",status=\"success\"} 40"),
             std::string::npos)
       << metrics;
