@@ -38,12 +38,25 @@ for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file of
     bs=1 skip=$((offset + 8)) count="$nbytes" status=none
 done
 
-mkdir -p build-fuzz/logs
+mkdir -p build-fuzz/logs build-fuzz/crashes
+failed=()
 for t in "${targets[@]}"; do
   # GraphJson gets inputs up to 1 MiB so deep nesting and long arrays are reachable.
   max_len=$([ "$t" = GraphJson ] && echo 1048576 || echo 262144)
   echo "fuzz: $t for ${seconds}s"
+  status=0
   ./build-fuzz/bin/fuzz_"$t" build-fuzz/corpus/"$t" -max_total_time="$seconds" -max_len="$max_len" \
-    -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -25 > build-fuzz/logs/"$t".log || true
-  grep -E "stat::number_of_executed_units|cov:|ERROR|crash-" build-fuzz/logs/"$t".log | tail -4
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
+    > build-fuzz/logs/"$t".log 2>&1 || status=$?
+  grep -E "stat::number_of_executed_units|cov:|ERROR|crash-|leak-|timeout-|oom-" build-fuzz/logs/"$t".log | tail -4
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: $t FAILED (exit $status); log build-fuzz/logs/$t.log, input in build-fuzz/crashes/"
+    failed+=("$t")
+  fi
 done
+# A crash, leak, timeout or out-of-memory in any target fails the run.
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "fuzz: failed: ${failed[*]}"
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} target(s), no failures"

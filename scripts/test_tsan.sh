@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DHETRT_SANITIZE=thread \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
 targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test serve_test hetrt hetrt_plugin_cpu)
 if grep -q '^hetrt_plugin_opencl:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then
