@@ -52,8 +52,8 @@ struct Environment {
   std::unique_ptr<serve::InferenceServer> server;
   std::unique_ptr<serve::Frontend> rest, grpc;
   int rest_port = 0, grpc_port = 0;
-  std::map<std::string, Input> inputs;      // one request's input per model
-  std::map<std::string, std::string> libs;  // model -> deploy library (in-process baseline)
+  std::map<std::string, std::vector<Input>> inputs;  // one request's inputs per model
+  std::map<std::string, std::string> libs;           // model -> deploy library (in-process baseline)
   std::string error;
 };
 
@@ -82,12 +82,12 @@ Environment& Env() {
     Link(e->repo, "mlp", mlp, "");
     Link(e->repo, "mlp_x2", mlp, R"({"instance_group": [{"count": 2}]})");
     e->libs["mlp"] = e->libs["mlp_x2"] = mlp;
-    e->inputs["mlp"] = e->inputs["mlp_x2"] = FromNpy("data", fixtures + "/mlp/inputs_data.npy");
+    e->inputs["mlp"] = e->inputs["mlp_x2"] = {FromNpy("data", fixtures + "/mlp/inputs_data.npy")};
     // A model whose compute outweighs the protocol (~50 ms a run): what instances buy.
     const std::string resnet = fixtures + "/resnet18/deploy.so";
     Link(e->repo, "resnet18_x2", resnet, R"({"instance_group": [{"count": 2}]})");
     e->libs["resnet18_x2"] = resnet;
-    e->inputs["resnet18_x2"] = FromNpy("data", fixtures + "/resnet18/inputs_data.npy");
+    e->inputs["resnet18_x2"] = {FromNpy("data", fixtures + "/resnet18/inputs_data.npy")};
     Link(e->repo, "hetero_x1", hetero, R"({"instance_group": [{"count": 1, "devices": ["cpu", "opencl"]}]})");
     Link(e->repo, "hetero_x2", hetero, R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}]})");
     // The batch-4 model (rows independent), one-row requests.
@@ -110,9 +110,9 @@ Environment& Env() {
     Input row{"data", {1, 256}, std::string(256 * sizeof(float), '\0')};
     for (int i = 0; i < 256; ++i)
       reinterpret_cast<float*>(row.bytes.data())[i] = std::sin(0.1f * static_cast<float>(i));
-    e->inputs["batch4_padded"] = e->inputs["batch4_batched"] = row;
-    Input x = FromNpy("x", fixtures + "/hetero_opencl_seed/inputs_x.npy");
-    e->inputs["hetero_x1"] = e->inputs["hetero_x2"] = x;  // y is added below
+    e->inputs["batch4_padded"] = e->inputs["batch4_batched"] = {row};
+    e->inputs["hetero_x1"] = e->inputs["hetero_x2"] = {FromNpy("x", fixtures + "/hetero_opencl_seed/inputs_x.npy"),
+                                                       FromNpy("y", fixtures + "/hetero_opencl_seed/inputs_y.npy")};
     auto server = serve::InferenceServer::Create({e->repo});
     if (!server.ok()) {
       e->error = server.status().message();
@@ -139,12 +139,7 @@ Environment& Env() {
   return *env;
 }
 
-// Hetero has two inputs; every other model one.
-std::vector<Input> InputsOf(const std::string& model) {
-  std::vector<Input> inputs{Env().inputs.at(model)};
-  if (model.rfind("hetero", 0) == 0) inputs.push_back(FromNpy("y", FixturesDir() + "/hetero_opencl_seed/inputs_y.npy"));
-  return inputs;
-}
+const std::vector<Input>& InputsOf(const std::string& model) { return Env().inputs.at(model); }
 
 // Latencies of thread 0 become p50/p99 counters; every thread counts items.
 class Latencies {

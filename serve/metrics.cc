@@ -76,58 +76,44 @@ std::string RenderMetrics(const std::vector<std::shared_ptr<const ModelVersion>>
        [&](const ModelVersion& v, const std::string& l) {
          w.Sample("hetrt_inference_in_flight", l, static_cast<double>(v.in_flight()));
        });
-  each("hetrt_instance_compute_seconds_total", "counter",
-       "Time each instance spent running its executor (inputs in, run, outputs out), by device lane list.",
-       [&](const ModelVersion& v, const std::string& l) {
-         int i = 0;
-         for (const InstanceStats* s : v.instance_stats())
-           w.Sample("hetrt_instance_compute_seconds_total",
-                    l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
-                    load(s->busy_ns) / 1e9);
-       });
-  each("hetrt_instance_executions_total", "counter", "Executor runs per instance.",
-       [&](const ModelVersion& v, const std::string& l) {
-         int i = 0;
-         for (const InstanceStats* s : v.instance_stats())
-           w.Sample("hetrt_instance_executions_total",
-                    l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
-                    load(s->executions));
-       });
-  each("hetrt_instance_sampled_runs_total", "counter",
-       "Runs profiled per instance (every 64th run of a graph model) for the lane times below.",
-       [&](const ModelVersion& v, const std::string& l) {
-         int i = 0;
-         for (const InstanceStats* s : v.instance_stats()) {
-           std::lock_guard<std::mutex> lock(s->lanes_mutex);
-           w.Sample("hetrt_instance_sampled_runs_total",
-                    l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
-                    static_cast<double>(s->profiled_runs));
-         }
-       });
-  each("hetrt_instance_lane_compute_seconds_total", "counter",
-       "Node time per executor lane (host, each device's compute and copy streams) over the profiled runs; "
-       "divided by hetrt_instance_sampled_runs_total: the compute time per run on each device lane.",
-       [&](const ModelVersion& v, const std::string& l) {
-         int i = 0;
-         for (const InstanceStats* s : v.instance_stats()) {
-           std::lock_guard<std::mutex> lock(s->lanes_mutex);
-           for (const auto& [lane, ns] : s->lane_ns)
-             w.Sample("hetrt_instance_lane_compute_seconds_total",
-                      l + ",instance=\"" + std::to_string(i) + "\",devices=\"" + Escaped(s->devices) + "\",lane=\"" +
-                          Escaped(lane) + "\"",
-                      static_cast<double>(ns) / 1e9);
-           ++i;
-         }
-       });
-  each("hetrt_instance_utilization", "gauge", "Busy time over time since the version loaded, per instance (0..1).",
-       [&](const ModelVersion& v, const std::string& l) {
-         int i = 0;
-         const double up = static_cast<double>(v.uptime_ns());
-         for (const InstanceStats* s : v.instance_stats())
-           w.Sample("hetrt_instance_utilization",
-                    l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"",
-                    up > 0 ? load(s->busy_ns) / up : 0.0);
-       });
+  // Families with a sample per instance, labelled with its index and device list.
+  auto each_instance = [&](const char* name, const char* type, const char* help, auto&& emit) {
+    each(name, type, help, [&](const ModelVersion& v, const std::string& l) {
+      int i = 0;
+      for (const InstanceStats* s : v.instance_stats())
+        emit(v, *s, l + ",instance=\"" + std::to_string(i++) + "\",devices=\"" + Escaped(s->devices) + "\"");
+    });
+  };
+  each_instance("hetrt_instance_compute_seconds_total", "counter",
+                "Time each instance spent running its executor (inputs in, run, outputs out), by device lane list.",
+                [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
+                  w.Sample("hetrt_instance_compute_seconds_total", l, load(s.busy_ns) / 1e9);
+                });
+  each_instance("hetrt_instance_executions_total", "counter", "Executor runs per instance.",
+                [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
+                  w.Sample("hetrt_instance_executions_total", l, load(s.executions));
+                });
+  each_instance("hetrt_instance_sampled_runs_total", "counter",
+                "Runs profiled per instance (every 64th run of a graph model) for the lane times below.",
+                [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
+                  std::lock_guard<std::mutex> lock(s.lanes_mutex);
+                  w.Sample("hetrt_instance_sampled_runs_total", l, static_cast<double>(s.profiled_runs));
+                });
+  each_instance("hetrt_instance_lane_compute_seconds_total", "counter",
+                "Node time per executor lane (host, each device's compute and copy streams) over the profiled runs; "
+                "divided by hetrt_instance_sampled_runs_total: the compute time per run on each device lane.",
+                [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
+                  std::lock_guard<std::mutex> lock(s.lanes_mutex);
+                  for (const auto& [lane, ns] : s.lane_ns)
+                    w.Sample("hetrt_instance_lane_compute_seconds_total", l + ",lane=\"" + Escaped(lane) + "\"",
+                             static_cast<double>(ns) / 1e9);
+                });
+  each_instance("hetrt_instance_utilization", "gauge",
+                "Busy time over time since the version loaded, per instance (0..1).",
+                [&](const ModelVersion& v, const InstanceStats& s, const std::string& l) {
+                  const double up = static_cast<double>(v.uptime_ns());
+                  w.Sample("hetrt_instance_utilization", l, up > 0 ? load(s.busy_ns) / up : 0.0);
+                });
   return std::move(w.text());
 }
 

@@ -48,6 +48,7 @@ struct ModelVersion::Instance {
   Model model;                                      // graph / AOT: the module tree stays alive with the executor
   std::unique_ptr<WholeModelExecutor> whole_model;  // MLF
   Executor* executor = nullptr;
+  GraphExecutor* graph = nullptr;  // the same executor when it is a graph one (profiled runs)
   InstanceStats stats;
   bool busy = false;  // under mutex_: its thread or a caller is running it
   std::thread thread;
@@ -92,6 +93,7 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
         if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
         instance->model = std::move(opened).value();
         instance->executor = instance->model.executor.get();
+        instance->graph = dynamic_cast<GraphExecutor*>(instance->executor);
       }
       mv->instances_.push_back(std::move(instance));
     }
@@ -365,10 +367,9 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
     HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
     HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
   }
-  auto* graph = dynamic_cast<GraphExecutor*>(&ex);
-  if (graph != nullptr &&
+  if (instance.graph != nullptr &&
       instance.stats.executions.load(std::memory_order_relaxed) % InstanceStats::kProfileEvery == 0) {
-    HETRT_RETURN_IF_ERROR(RunSampled(*graph, instance.stats));
+    HETRT_RETURN_IF_ERROR(RunSampled(*instance.graph, instance.stats));
   } else {
     HETRT_RETURN_IF_ERROR(ex.Run());
   }
@@ -411,7 +412,6 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
 void ModelVersion::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ && instances_.empty()) return;
     stopping_ = true;
   }
   queued_.notify_all();

@@ -21,7 +21,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_process import Server, fixture_repository  # noqa: E402
+from server_process import Server, fixture_repository, missing_fixtures  # noqa: E402
 
 HETRT = None
 FIXTURES = None
@@ -318,9 +318,7 @@ def main():
     root = os.environ.get("HETRT_FIXTURES") or os.path.join(os.path.dirname(__file__), "../../../shared/fixtures")
     FIXTURES = os.path.join(root, "tvm-0.18")
     if not os.path.isdir(os.path.join(FIXTURES, "mlp")):
-        required = os.environ.get("HETRT_REQUIRE", "").split(",")
-        print(f"fixtures not found under {root} (set HETRT_FIXTURES)", file=sys.stderr)
-        return 1 if ("all" in required or "fixtures" in required) and "-fixtures" not in required else 77
+        return missing_fixtures(root)
     repository = fixture_repository(FIXTURES, {
         "mlp": ("mlp", ["deploy.so"], None),
         "add3": ("add3", ["graph.json", "lib.so", "params.params"], None),

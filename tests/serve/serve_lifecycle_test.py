@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_process import Server, fixture_repository  # noqa: E402
+from server_process import Server, fixture_repository, missing_fixtures  # noqa: E402
 
 FAILURES = []
 
@@ -196,9 +196,8 @@ def main():
     fixtures = os.path.join(os.environ.get("HETRT_FIXTURES",
                                            os.path.join(os.path.dirname(__file__), "../../../shared/fixtures")),
                             "tvm-0.18")
-    if not os.path.isdir(fixtures):
-        print(f"FAIL: fixtures not found at {fixtures} (set HETRT_FIXTURES)")
-        return 1
+    if not os.path.isdir(os.path.join(fixtures, "resnet18")):
+        return missing_fixtures(fixtures)
     sigterm_in_flight(hetrt, fixtures)
     batching_over_rest(hetrt, make_batch_model)
     simultaneous_connections(hetrt, fixtures)

@@ -40,8 +40,8 @@ class InferenceServer final {
   // NotFound for an unknown model or version; false while loading or failed.
   Result<bool> ModelReady(const std::string& model, const std::string& version) const;
   // Runs one request, blocking the calling thread until its response is ready.
-  // Errors: NotFound (model/version/input/output names), InvalidArgument (dtype,
-  // shape, size; the message names what was expected), Unavailable (queue
+  // Errors: NotFound (model or version), InvalidArgument (input/output names,
+  // dtype, shape, size; the message names what was expected), Unavailable (queue
   // full, model not ready or being unloaded, server shutting down).
   Result<InferResponse> Infer(InferRequest request);
 
