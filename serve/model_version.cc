@@ -273,14 +273,17 @@ Result<InferResponse> ModelVersion::Infer(InferRequest request) {
         }
     if (inline_instance == nullptr) queue_.push_back(&pending);
   }
+  // Instance threads wait for work *and* their instance free: wake them all
+  // (there are few), or one whose instance a caller holds could take the
+  // signal. A request run inline wakes them only if work queued meanwhile.
+  bool wake = true;
   if (inline_instance != nullptr) {
     Execute(*inline_instance, {&pending});
     std::lock_guard<std::mutex> lock(mutex_);
     inline_instance->busy = false;
+    wake = !queue_.empty();
   }
-  // Instance threads wait for work *and* their instance free: wake them all
-  // (there are few), or one whose instance a caller holds could take the signal.
-  queued_.notify_all();
+  if (wake) queued_.notify_all();
   Result<InferResponse> response = result.get();
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   (response.ok() ? stats_.success : stats_.failure).fetch_add(1, std::memory_order_relaxed);
