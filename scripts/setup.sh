@@ -17,6 +17,7 @@ packages=(
   # REST (cpp-httplib); curl, python3-grpcio and h2load are independent test clients.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcpp-httplib-dev
   curl python3-grpcio python3-protobuf nghttp2-client  # Node.js and npm come with the machine
+  clang  # scripts/fuzz.sh: libFuzzer harnesses (CI runs each for 15 s)
 )
 
 missing=()
@@ -32,6 +33,17 @@ else
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# libFuzzer's runtime is only recommended by clang's package: the one for the
+# installed clang, by its major version (libclang-rt-14-dev on Debian 12).
+clang_major=$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+if [ -n "$clang_major" ] && ! dpkg-query -W -f='${Status}' "libclang-rt-$clang_major-dev" 2>/dev/null | grep -q "install ok installed"; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing libclang-rt-$clang_major-dev"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "libclang-rt-$clang_major-dev"
 fi
 
 # --- npm: the Node.js gRPC client of the serving tests -----------------------

@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
-"""Prints the tests the last ctest run skipped and why, as a table.
+"""Prints the tests a ctest run skipped and why, as a table.
 
-Reads <build>/Testing/Temporary/LastTest.log: a skipped GoogleTest prints
-"<file>:<line>: Skipped" and the reason on the next line."""
+Reads the JUnit file that `ctest --output-junit` wrote (ctest marks a skip,
+by SKIP_RETURN_CODE or GoogleTest's [  SKIPPED ], as status="notrun"). The
+reason is the line after "Skipped" in the test's output (GoogleTest prints
+"<file>:<line>: Skipped" and then the message; tests/require/missing.sh does
+the same), else the output's last line."""
 import re
 import sys
+import xml.etree.ElementTree as ET
 
 
-def main(build_dir):
-    log = open(f"{build_dir}/Testing/Temporary/LastTest.log", encoding="utf-8", errors="replace").read()
+def reason_of(output):
+    reasons = re.findall(r": Skipped\n(.*)", output)
+    if reasons:
+        more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        return reasons[0].strip() + more
+    lines = [line for line in output.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no reason printed)"
+
+
+def main(junit_path):
     rows = []
-    for block in re.split(r"\n(?=\d+/\d+ Testing: )", log):
-        name = re.search(r"^\d+/\d+ Test: (.+)$", block, re.M)
-        if not name or not re.search(r"^Test Pass Reason:", block, re.M):
+    for case in ET.parse(junit_path).getroot().iter("testcase"):
+        if case.get("status") != "notrun" or case.find("skipped") is None:
             continue
-        reasons = re.findall(r": Skipped\n(.*)", block)
-        reason = reasons[0].strip() if reasons else "(no reason printed)"
-        rows.append((name.group(1), reason + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")))
+        out = case.find("system-out")
+        rows.append((case.get("name"), reason_of(out.text if out is not None and out.text else "")))
     print(f"skipped tests: {len(rows)}")
     if rows:
         width = max(len(n) for n, _ in rows)
@@ -26,4 +36,4 @@ def main(build_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "build"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "build/ctest-junit.xml"))

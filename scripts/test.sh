@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # README's second command: installs what is missing, builds, runs every test,
-# then the concurrent suites under TSan and every test under ASan + UBSan.
+# then the concurrent suites under TSan, every test under ASan + UBSan, and a
+# short coverage-guided fuzz of every parser. Each phase prints its duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
-./scripts/build.sh
+phase() {  # phase NAME COMMAND...: runs it, then says how long it took
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "== $name: $((SECONDS - start)) s (total $((SECONDS / 60)) m $((SECONDS % 60)) s)"
+}
+phase setup ./scripts/setup.sh
+phase build ./scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 # In CI a missing device, tool or data set fails the test that needs it
 # (tests/test_support.h: HETRT_REQUIRE); only "no GPU" may skip.
 if [ "${CI:-}" = "true" ]; then export HETRT_REQUIRE="${HETRT_REQUIRE:-all}"; fi
 status=0
-ctest --test-dir build --output-on-failure -j "$jobs" || status=$?
-python3 scripts/skipped_tests.py build
+start=$SECONDS
+ctest --test-dir build --output-on-failure -j "$jobs" --output-junit ctest-junit.xml || status=$?
+echo "== tests: $((SECONDS - start)) s"
+python3 scripts/skipped_tests.py build/ctest-junit.xml
 [ "$status" -eq 0 ] || exit "$status"
-./scripts/test_tsan.sh
-./scripts/test_asan.sh
+phase tsan ./scripts/test_tsan.sh
+phase asan ./scripts/test_asan.sh
+# Every parser for 15 s: a crash, leak, timeout or out-of-memory fails the run.
+phase fuzz ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-15}"

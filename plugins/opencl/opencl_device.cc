@@ -532,7 +532,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
   if (status == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (status == CL_SUCCESS && num_platforms == 0)) {
     list.SetUnavailable(
         "no OpenCL platform: the ICD loader found no vendor driver (.icd files in /etc/OpenCL/vendors or "
-        "$OCL_ICD_VENDORS)");
+        "$OCL_ICD_VENDORS; Debian: pocl-opencl-icd for CPUs)");
     return;
   }
   if (status != CL_SUCCESS) {
