@@ -32,7 +32,6 @@ min_time=${FIGURES_MIN_TIME:-}
 unset HETRT_CUDA_DRIVER  # a fake driver makes no figure
 
 say() { echo "figures: $*" >&2; }
-skipped() { [[ $skip == *",$1,"* ]]; }
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -107,7 +106,14 @@ gbench() {  # gbench NAME [VAR=VALUE ...] BINARY [ARGS...]
 
 has() { [ -x "$build/bin/$1" ]; }
 
-if ! skipped cpu; then
+skipped() {  # skipped SECTION RAW_NAME...: true (and each recorded) when FIGURES_SKIP names SECTION
+  [[ $skip == *",$1,"* ]] || return 1
+  local name
+  shift
+  for name in "$@"; do record "$name" "skipped (FIGURES_SKIP=${FIGURES_SKIP})"; done
+}
+
+if ! skipped cpu graph_bench launch_bench python_bench; then
   gbench graph_bench "$build/bin/graph_bench" "${gbench_time[@]}"
   gbench launch_bench "$build/bin/launch_bench" "${gbench_time[@]}"
   if why=$(PYTHONPATH=$build/python "$python" -c 'import numpy, hetrt' 2>&1); then
@@ -117,15 +123,15 @@ if ! skipped cpu; then
     record python_bench "the Python package or numpy cannot be imported: $(tail -1 <<<"$why")"
   fi
 fi
-if ! skipped async; then
+if ! skipped async async_bench async_bench_one_thread_each; then
   gbench async_bench "$build/bin/async_bench" "${gbench_time[@]}"
   gbench async_bench_one_thread_each POCL_MAX_PTHREAD_COUNT=1 HETRT_NUM_THREADS=1 "$build/bin/async_bench" \
     --benchmark_filter=TwoBranch "${gbench_time[@]}"
 fi
-skipped devices || gbench device_bench "$build/bin/device_bench" "${gbench_time[@]}"
-skipped demo || run demo txt "$build/bin/hetrt" demo
-skipped export || gbench export_bench "$build/bin/export_bench" "${gbench_time[@]}"
-if ! skipped micro; then
+skipped devices device_bench || gbench device_bench "$build/bin/device_bench" "${gbench_time[@]}"
+skipped demo demo || run demo txt "$build/bin/hetrt" demo
+skipped export export_bench || gbench export_bench "$build/bin/export_bench" "${gbench_time[@]}"
+if ! skipped micro micro_table micro_pipe; then
   if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/null; then
     run micro_table txt plugins/micro/figures.sh "$build" "$fixtures/mlf"
   else
@@ -134,8 +140,8 @@ if ! skipped micro; then
   run micro_pipe txt "$build/bin/hetrt" run "$fixtures/mlf/mlp_aot_mlf.tar" --device micro \
     --inputs "$fixtures/mlf/mlp_inputs.params" --repeat "$pipe_runs"
 fi
-skipped serving || gbench serve_bench "$build/bin/serve_bench" "${serve_time[@]}"
-if skipped cuda; then
+skipped serving serve_bench || gbench serve_bench "$build/bin/serve_bench" "${serve_time[@]}"
+if skipped cuda cuda_bench; then
   :
 elif ! has cuda_bench; then
   record cuda_bench "no cuda_bench: the CUDA plugin is not built here (no cuda.h)"
