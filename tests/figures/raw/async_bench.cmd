@@ -1,0 +1,1 @@
+build/bin/async_bench --benchmark_min_time=0.05 --benchmark_out=build/figures/async_bench.json --benchmark_out_format=json
