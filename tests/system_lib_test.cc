@@ -209,7 +209,7 @@ TEST(SystemLib, NullArgumentsAreRefusedWithoutACrash) {
   auto none = LoadSystemLib("null_");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(Holds(none.status().message(), "registered no symbols under prefix 'null_'"));
+  EXPECT_TRUE(Holds(none.status().message(), "system library 'null_' registered no symbols"));
 }
 
 }  // namespace

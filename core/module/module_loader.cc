@@ -331,8 +331,8 @@ Result<std::shared_ptr<Module>> LoadSystemLib(const std::string& prefix, const L
   HETRT_ASSIGN_OR_RETURN(void* ctx, library->FindRuntimeSymbol("__tvm_module_ctx"));
   HETRT_ASSIGN_OR_RETURN(void* blob_address, library->FindRuntimeSymbol(kBlobSymbol));
   if (ctx == nullptr && blob_address == nullptr && library->ListFunctionNames().empty())
-    return NotFound(name + " registered no symbols" + (prefix.empty() ? "" : " under prefix '" + prefix + "'") +
-                    ": link host code compiled with TVM's --system-lib (and its devc.c) into this program");
+    return NotFound(name + " registered no symbols: link host code compiled with TVM's --system-lib (and its devc.c) " +
+                    "into this program");
   std::shared_ptr<Module> root = library;
   if (const auto* blob = static_cast<const uint8_t*>(blob_address)) {
     // Only the blob's own length prefix says how long it is; it must at least
