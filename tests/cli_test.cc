@@ -129,6 +129,18 @@ TEST(CliHardening, UnusablePluginPathEntriesGiveOneWarningLineAndTheDefaultFolde
   EXPECT_EQ(listing.output.find("already loaded"), std::string::npos) << listing.output;
 }
 
+// "system-lib" names the model linked into the running program; the CLI has
+// none, and says what would be needed instead of looking for a file.
+TEST(CliHardening, RunSystemLibWithoutALinkedModelSaysWhatIsMissing) {
+  for (const std::string model : {"system-lib", "system-lib:m1_"}) {
+    const Outcome o = RunCli("run " + model);
+    EXPECT_EQ(o.exit_code, 1) << o.output;
+    EXPECT_NE(o.output.find("registered no symbols: link host code compiled with TVM's --system-lib"),
+              std::string::npos)
+        << o.output;
+  }
+}
+
 TEST(FileReading, DirectoriesStreamsAndMissingFilesAreNamedErrors) {
   const std::string d = TempDirectory("read");
   auto dir = ReadFileBytes(d);

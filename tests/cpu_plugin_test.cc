@@ -624,13 +624,26 @@ TEST_F(CpuPluginTest, FreeRefusesMemoryOfAnotherInstance) {
   ASSERT_NE(other, nullptr);
   void* data = Allocate(other, 256);
   ASSERT_NE(data, nullptr);
+  const uint64_t failed_before = MemoryStats(self_).failed_frees;
   EXPECT_EQ(CodeOf(Free(self_, data)), HETRT_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(MemoryStats(other).num_allocations, 1u) << "a refused free changes nothing";
+  EXPECT_EQ(MemoryStats(self_).failed_frees, failed_before + 1) << "but is counted by the instance that refused it";
+  EXPECT_EQ(MemoryStats(other).failed_frees, 0u);
   EXPECT_EQ(Consume(Free(other, data)), "");
   EXPECT_EQ(Consume(Free(other, nullptr)), "") << "like free(NULL)";
   DestroyInstance(other);
   // (A double free is caught too while the heap leaves the block alone, but
   // testing that would read freed memory.)
+}
+
+// A 2.2 core's memory_stats struct ends before failed_frees: nothing is written there.
+TEST_F(CpuPluginTest, MemoryStatsOfAnOlderCoreEndBeforeFailedFrees) {
+  auto args = Args<hetrt_memory_stats_args_t>(self_);
+  args.struct_size = offsetof(hetrt_memory_stats_args_t, failed_frees);
+  args.device = kCpu;
+  args.failed_frees = 0x5a5a5a5a;
+  EXPECT_EQ(Consume(Device().memory_stats(&args)), "");
+  EXPECT_EQ(args.failed_frees, 0x5a5a5a5au);
 }
 
 TEST_F(CpuPluginTest, CanCopyOnlyBetweenCpu0AndCpu0) {

@@ -131,51 +131,13 @@ TEST(Export, CompilerFailuresCarryTheCompilersOutput) {
   EXPECT_FALSE(s.ok());
 }
 
-// An OpenCL module's bytes: one kernel `twice_into(out, in)` launched over threadIdx.x.
-std::vector<uint8_t> TwiceIntoBlob() {
-  ByteWriter w;
-  w.WriteString("cl");
-  w.WriteU64(1);
-  w.WriteString("twice_into");
-  w.WriteString("");
-  w.WriteU64(2);
-  for (int i = 0; i < 2; ++i) {
-    w.WritePod<uint8_t>(kDLOpaqueHandle);
-    w.WritePod<uint8_t>(64);
-    w.WritePod<uint16_t>(1);
-  }
-  w.WriteU64(1);
-  w.WriteString("threadIdx.x");
-  w.WriteString(
-      "__kernel void twice_into(__global float* out, __global const float* in) {\n"
-      "  out[get_local_id(0)] = 2.0f * in[get_local_id(0)];\n}\n");
-  return w.Take();
-}
-
-// x (OpenCL) -> twice (OpenCL) -> __copy -> add w (CPU).
-std::string HeteroGraph() {
-  return R"({"nodes": [
-    {"op": "null", "name": "x", "inputs": []},
-    {"op": "tvm_op", "name": "twice", "inputs": [[0, 0, 0]],
-     "attrs": {"func_name": "hetrt_test_cl_twice", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
-    {"op": "tvm_op", "name": "__copy", "inputs": [[1, 0, 0]],
-     "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
-    {"op": "null", "name": "w", "inputs": []},
-    {"op": "tvm_op", "name": "add", "inputs": [[2, 0, 0], [3, 0, 0]],
-     "attrs": {"func_name": "hetrt_test_add_f32", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}}],
-    "arg_nodes": [0, 3], "heads": [[4, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5],
-    "attrs": {"dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]],
-              "shape": ["list_shape", [[1, 6], [1, 6], [1, 6], [1, 6], [1, 6]]],
-              "storage_id": ["list_int", [0, 1, 2, 3, 4]], "device_index": ["list_int", [4, 4, 1, 1, 1]]}})";
-}
-
 TEST(Export, CpuPlusOpenClRoundTripThroughTheCli) {
   HETRT_REQUIRE_OPENCL();
   const std::string dir = ::testing::TempDir() + "/hetrt_export_cl";
   std::filesystem::create_directories(dir);
-  const auto blob = TwiceIntoBlob();
+  const auto blob = testing::OpenClTwiceIntoModule();
   HETRT_ASSERT_OK(WriteFileBytes(dir + "/twice.opencl", blob));
-  const std::string graph = HeteroGraph();
+  const std::string graph = testing::TwiceThenAddGraph("hetrt_test_cl_twice", "hetrt_test_add_f32");
   HETRT_ASSERT_OK(WriteFileBytes(dir + "/graph.json", {reinterpret_cast<const uint8_t*>(graph.data()), graph.size()}));
   Tensor w = Tensor::EmptyHost({1, 6}, {kDLFloat, 32, 1}).value();
   for (int i = 0; i < 6; ++i) w.data_as<float>()[i] = 100.f;

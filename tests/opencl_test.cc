@@ -8,6 +8,7 @@
 
 #include "fixture_runs.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/device/device.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"
 #include "test_support.h"
@@ -221,6 +222,42 @@ TEST(OpenClAbi, HostVisibleMemoryIsSharedWithKernelsAtEventBoundaries) {
   sync.device = kCl;
   HETRT_ASSERT_OK(cl->Consume(cl->device_api()->stream_synchronize(&sync)));
   for (int i = 0; i < 64; ++i) EXPECT_EQ(host[i], 2.f * static_cast<float>(i));  // ... read back in place
+}
+
+// Device memory of another instance (another registry) is refused, not
+// released, and counted in failed_frees by the instance that refused it; so
+// is device memory freed as if it were pinned. (Bytes no instance allocated:
+// tests/device_suite/, Memory.RefusedFreesAreCountedAndLogged.)
+TEST(OpenClAbi, FreesOfMemoryThisInstanceDidNotAllocateAreRefusedAndCounted) {
+  HETRT_REQUIRE_OPENCL();
+  Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
+  PluginRegistry::Options options;
+  options.search_paths = {cl->path()};
+  auto other_registry = PluginRegistry::Discover(options);
+  HETRT_ASSERT_OK_AND_ASSIGN(Plugin * other, other_registry->ForDevice(kCl));
+  ASSERT_NE(other->instance(), cl->instance());
+  const Device mine(cl, kCl), theirs(other, kCl);
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats before, cl->MemoryStats(kCl));
+  HETRT_ASSERT_OK_AND_ASSIGN(Device::Allocation buffer, theirs.Allocate(256, 64, HETRT_MEMORY_DEVICE));
+  Status refused = mine.Free(buffer.data);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.message();
+  EXPECT_NE(refused.message().find("not memory this OpenCL instance allocated"), std::string::npos)
+      << refused.message();
+  refused = mine.Free(buffer.data, HETRT_MEMORY_HOST_PINNED);
+  EXPECT_NE(refused.message().find("not HOST_PINNED memory of this OpenCL instance"), std::string::npos)
+      << refused.message();
+  const std::vector<uint8_t> bytes(256, 7);
+  std::vector<uint8_t> back(256, 0);
+  HETRT_ASSERT_OK(theirs.Copy(bytes.data(), 0, {kDLCPU, 0}, buffer.data, 0, kCl, 256, nullptr, HETRT_COPY_BLOCKING));
+  HETRT_ASSERT_OK(theirs.Copy(buffer.data, 0, kCl, back.data(), 0, {kDLCPU, 0}, 256, nullptr, HETRT_COPY_BLOCKING));
+  EXPECT_EQ(back, bytes) << "the owner's buffer survived";
+  HETRT_ASSERT_OK(theirs.Free(buffer.data));
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats after, cl->MemoryStats(kCl));
+  ASSERT_TRUE(before.failed_frees.has_value() && after.failed_frees.has_value());
+  EXPECT_EQ(*after.failed_frees, *before.failed_frees + 2);
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats owners, other->MemoryStats(kCl));
+  EXPECT_EQ(owners.failed_frees, std::optional<uint64_t>(0));
+  EXPECT_EQ(owners.num_allocations, 0u);
 }
 
 // (Memory, copies, streams, events, clocks, the current stream, attributes

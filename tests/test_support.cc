@@ -10,7 +10,9 @@
 #include <set>
 #include <string_view>
 
+#include "hetrt/base/byte_stream.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/module_export.h"
 
 namespace hetrt::testing {
 
@@ -160,6 +162,52 @@ std::string FixtureParamName(const ::testing::TestParamInfo<FixtureParam>& info)
 
 void PerFixtureTest::SetUp() {
   if (GetParam().name.empty()) HETRT_MISSING("fixtures", GetParam().none_reason);
+}
+
+std::vector<uint8_t> OpenClTwiceIntoModule() {
+  ByteWriter w;
+  w.WriteString("cl");
+  w.WriteU64(1);
+  w.WriteString("twice_into");
+  w.WriteString("");
+  w.WriteU64(2);
+  for (int i = 0; i < 2; ++i) {
+    w.WritePod<uint8_t>(kDLOpaqueHandle);
+    w.WritePod<uint8_t>(64);
+    w.WritePod<uint16_t>(1);
+  }
+  w.WriteU64(1);
+  w.WriteString("threadIdx.x");
+  w.WriteString(
+      "__kernel void twice_into(__global float* out, __global const float* in) {\n"
+      "  out[get_local_id(0)] = 2.0f * in[get_local_id(0)];\n}\n");
+  return w.Take();
+}
+
+Result<std::string> OpenClTwiceIntoSystemLibDevc(const std::string& prefix) {
+  // The kernel's bytes pass through as they are: no plugin is needed to pack them.
+  auto host = std::make_shared<PendingHostLibrary>();
+  host->Import(std::make_shared<UnloadedModule>("opencl", OpenClTwiceIntoModule(), OkStatus()));
+  HETRT_ASSIGN_OR_RETURN(auto blob, SerializeModuleTree(*host));
+  return EmitDevcC(blob, {.system_lib = true, .symbol_prefix = prefix});
+}
+
+std::string TwiceThenAddGraph(const std::string& twice_function, const std::string& add_function) {
+  return R"({"nodes": [
+    {"op": "null", "name": "x", "inputs": []},
+    {"op": "tvm_op", "name": "twice", "inputs": [[0, 0, 0]],
+     "attrs": {"func_name": ")" +
+         twice_function + R"(", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
+    {"op": "tvm_op", "name": "__copy", "inputs": [[1, 0, 0]],
+     "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}},
+    {"op": "null", "name": "w", "inputs": []},
+    {"op": "tvm_op", "name": "add", "inputs": [[2, 0, 0], [3, 0, 0]],
+     "attrs": {"func_name": ")" +
+         add_function + R"(", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}}],
+    "arg_nodes": [0, 3], "heads": [[4, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5],
+    "attrs": {"dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]],
+              "shape": ["list_shape", [[1, 6], [1, 6], [1, 6], [1, 6], [1, 6]]],
+              "storage_id": ["list_int", [0, 1, 2, 3, 4]], "device_index": ["list_int", [4, 4, 1, 1, 1]]}})";
 }
 
 ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol, double atol) {

@@ -83,6 +83,16 @@ Tensor Random(std::vector<int64_t> shape, uint32_t seed);
 // Whole-file helpers for tests (an empty result when the file is missing).
 std::string ReadText(const std::string& path);
 
+// An OpenCL module's bytes (TVM's "opencl" blob): one kernel
+// `twice_into(out, in)` launched over threadIdx.x.
+std::vector<uint8_t> OpenClTwiceIntoModule();
+// The devc.c of a system-lib export whose host code imports that module
+// (exporter's DevcOptions::system_lib, with `prefix`).
+Result<std::string> OpenClTwiceIntoSystemLibDevc(const std::string& prefix);
+// Graph JSON of x (OpenCL) -> `twice_function` (OpenCL) -> __copy -> `add_function`
+// with param w (CPU), every tensor float32 [1, 6].
+std::string TwiceThenAddGraph(const std::string& twice_function, const std::string& add_function);
+
 // Asserts outputs match expected within rtol/atol (float32 only), naming the worst element.
 ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 

@@ -1,7 +1,9 @@
 // Tensors in plugin memory: an Allocator per (device, memory kind), owned by
 // the plugin object so tensors keep the plugin alive.
+#include <cstdio>
 #include <unordered_map>
 
+#include "hetrt/base/dtype.h"
 #include "hetrt/base/log.h"
 #include "hetrt/device/device.h"
 
@@ -25,8 +27,14 @@ class DeviceAllocator final : public Allocator {
       std::lock_guard<std::mutex> lock(mutex_);
       host_pointers_.erase(data);
     }
-    // A failing free has no caller to report to: say so rather than lose it.
-    if (Status s = device_.Free(data, kind_); !s.ok()) Log(LogLevel::kError, "core", "free failed: " + s.message());
+    // A failing free has no caller to report to: say so rather than lose it
+    // (the plugin counts it too: DeviceMemoryStats::failed_frees).
+    if (Status s = device_.Free(data, kind_); !s.ok()) {
+      char address[32];
+      std::snprintf(address, sizeof address, "%p", data);
+      Log(LogLevel::kError, "core",
+          std::string("free of ") + address + " on " + DeviceToString(device()) + " failed: " + s.message());
+    }
   }
   std::shared_ptr<void> Owner() const override { return device_.plugin()->shared_from_this(); }
   void* HostPointer(void* data) const override {

@@ -212,8 +212,11 @@ Result<DeviceMemoryStats> Plugin::MemoryStats(DLDevice device) const {
   auto args = AbiArgs<hetrt_memory_stats_args_t>();
   args.self = instance_;
   args.device = device;
+  args.failed_frees = HETRT_STAT_NOT_REPORTED;  // left so by a plugin that does not count
   HETRT_RETURN_IF_ERROR(Call(device_api_ ? device_api_->memory_stats : nullptr, &args, "memory statistics"));
-  return DeviceMemoryStats{args.bytes_in_use, args.peak_bytes_in_use, args.bytes_limit, args.num_allocations};
+  const bool counted = args.failed_frees != HETRT_STAT_NOT_REPORTED;
+  return DeviceMemoryStats{args.bytes_in_use, args.peak_bytes_in_use, args.bytes_limit, args.num_allocations,
+                           counted ? std::optional<uint64_t>(args.failed_frees) : std::nullopt};
 }
 
 bool Plugin::CanCopy(DLDevice src, DLDevice dst) const {

@@ -45,10 +45,20 @@ Result<GraphModel> CreateGraphModel(std::shared_ptr<Module> root, const GraphMod
 Result<std::shared_ptr<Module>> LoadRoot(const GraphModelFiles& files, PluginRegistry* plugins) {
   LoadOptions load;
   load.plugins = plugins;
+  if (auto prefix = SystemLibPrefix(files.library)) return LoadSystemLib(*prefix, load);
   return LoadModuleFile(files.library, load);
 }
 
 }  // namespace
+
+std::optional<std::string> SystemLibPrefix(const std::string& library) {
+  constexpr std::string_view kSpelling = "system-lib";
+  if (library == kSpelling) return std::string();
+  if (library.size() > kSpelling.size() && library.compare(0, kSpelling.size(), kSpelling) == 0 &&
+      library[kSpelling.size()] == ':')
+    return library.substr(kSpelling.size() + 1);
+  return std::nullopt;
+}
 
 Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options) {
   HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));

@@ -60,11 +60,9 @@ void* LibraryModule::FindSymbol(const char* name) const { return dlsym(handle_, 
 bool LibraryModule::InstallContext() { return InstallModuleContext(handle_, this); }
 
 Result<const PackedFunc*> LibraryModule::GetOwnFunction(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string key(name);
-  if (auto it = functions_.find(key); it != functions_.end()) return it->second.get();
-  std::string symbol = key;
-  if (key == kEntryName) {
+  if (const PackedFunc* known = functions_.Find(name)) return known;
+  std::string symbol(name);
+  if (name == kEntryName) {
     // __tvm_main__ is a data symbol holding the real entry function's name.
     void* entry = FindSymbol(kEntryName);
     if (entry == nullptr || !IsOwnSymbol(entry, base_, STT_OBJECT)) return static_cast<const PackedFunc*>(nullptr);
@@ -74,12 +72,7 @@ Result<const PackedFunc*> LibraryModule::GetOwnFunction(std::string_view name) {
   // symbol, nor libc's abort/free reached through the dependency chain.
   void* address = FindSymbol(symbol.c_str());
   if (address == nullptr || !IsOwnSymbol(address, base_, STT_FUNC)) return static_cast<const PackedFunc*>(nullptr);
-  auto func = std::make_unique<PackedFunc>();
-  func->call = reinterpret_cast<hetrt_packed_cfunc_t>(address);
-  func->resource = nullptr;
-  const PackedFunc* result = func.get();
-  functions_.emplace(std::move(key), std::move(func));
-  return result;
+  return functions_.Keep(std::string(name), {reinterpret_cast<hetrt_packed_cfunc_t>(address), nullptr});
 }
 
 std::vector<std::string> LibraryModule::ListFunctionNames() const {

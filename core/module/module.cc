@@ -20,6 +20,19 @@ Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type
   return OkStatus();
 }
 
+const PackedFunc* FunctionTable::Find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = functions_.find(std::string(name));
+  return it == functions_.end() ? nullptr : it->second.get();
+}
+
+const PackedFunc* FunctionTable::Keep(std::string name, PackedFunc func) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = functions_.try_emplace(std::move(name), nullptr);
+  if (inserted) it->second = std::make_unique<PackedFunc>(func);
+  return it->second.get();
+}
+
 Result<const PackedFunc*> Module::GetFunction(std::string_view name) {
   // Depth-first over the import DAG, each module once (shared imports would
   // otherwise be searched once per path).

@@ -12,6 +12,7 @@
 
 #include "hetrt/module/library_module.h"
 #include "hetrt/module/metadata_module.h"
+#include "hetrt/module/system_lib_module.h"
 
 namespace hetrt {
 namespace {
@@ -164,6 +165,7 @@ void ReleaseBlobPages(const uint8_t* data, uint64_t size) {
 // tree died first.
 struct LiveTree {
   std::weak_ptr<Module> root;
+  std::shared_ptr<Module> kept;  // set for a tree that lives as long as the process
   bool keep_unloadable;
   PluginRegistry* plugins;
 };
@@ -179,6 +181,18 @@ const UnloadedModule* FindUnloaded(const Module& m) {
   for (const auto& i : m.imports())
     if (const UnloadedModule* u = FindUnloaded(*i)) return u;
   return nullptr;
+}
+
+// `existing`, the live root of `tree` loaded before for `source`, if `options` may share it.
+Result<std::shared_ptr<Module>> ReuseTree(std::shared_ptr<Module> existing, const LiveTree& tree,
+                                          const LoadOptions& options, PluginRegistry* plugins,
+                                          const std::string& source) {
+  if (tree.plugins != plugins)
+    return FailedPrecondition(source + " is already loaded through another plugin registry" +
+                              (tree.kept ? " (for the life of the process)" : "; release it first"));
+  if (tree.keep_unloadable && !options.keep_unloadable)
+    if (const UnloadedModule* u = FindUnloaded(*existing)) return u->reason().WithContext(source);
+  return existing;
 }
 
 }  // namespace
@@ -274,13 +288,9 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const Lo
   PluginRegistry* plugins = options.plugins ? options.plugins : &PluginRegistry::Global();
   auto& live = LiveTrees();
   if (auto it = live.find(library->dl_handle()); it != live.end()) {
-    if (std::shared_ptr<Module> existing = it->second.root.lock()) {
-      if (it->second.plugins != plugins)
-        return FailedPrecondition(path + " is already loaded through another plugin registry; release it first");
-      if (it->second.keep_unloadable && !options.keep_unloadable)
-        if (const UnloadedModule* u = FindUnloaded(*existing)) return u->reason().WithContext(path);
-      return existing;  // `library` (a second dlopen reference) is released here
-    }
+    // `library` (a second dlopen reference) is released on return.
+    if (std::shared_ptr<Module> existing = it->second.root.lock())
+      return ReuseTree(std::move(existing), it->second, options, plugins, path);
   }
   std::shared_ptr<Module> root = library;
   if (auto* blob = static_cast<const uint8_t*>(library->FindSymbol(kBlobSymbol))) {
@@ -296,7 +306,51 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const Lo
     ReleaseBlobPages(payload.data(), payload.size());
   }
   library->InstallContext();
-  live[library->dl_handle()] = {root, options.keep_unloadable, plugins};
+  live[library->dl_handle()] = {root, nullptr, options.keep_unloadable, plugins};
+  return root;
+}
+
+namespace {
+// One tree per system-lib prefix for the rest of the process, as TVM keeps
+// them: the host code is never unloaded, and it caches the function handles
+// it got through __tvm_module_ctx in its own static variables. Leaked on
+// purpose: nothing may tear the trees down at exit while such code could run.
+std::map<std::string, LiveTree>& SystemLibTrees() {
+  static auto* trees = new std::map<std::string, LiveTree>();
+  return *trees;
+}
+}  // namespace
+
+Result<std::shared_ptr<Module>> LoadSystemLib(const std::string& prefix, const LoadOptions& options) {
+  std::lock_guard<std::mutex> live_lock(g_live_mutex);
+  PluginRegistry* plugins = options.plugins ? options.plugins : &PluginRegistry::Global();
+  const std::string name = prefix.empty() ? std::string("the system library") : "system library '" + prefix + "'";
+  if (auto it = SystemLibTrees().find(prefix); it != SystemLibTrees().end())
+    return ReuseTree(it->second.kept, it->second, options, plugins, name);
+  auto library = std::make_shared<SystemLibModule>(prefix);
+  HETRT_ASSIGN_OR_RETURN(void* ctx, library->FindRuntimeSymbol("__tvm_module_ctx"));
+  HETRT_ASSIGN_OR_RETURN(void* blob_address, library->FindRuntimeSymbol(kBlobSymbol));
+  if (ctx == nullptr && blob_address == nullptr && library->ListFunctionNames().empty())
+    return NotFound(name + " registered no symbols: link host code compiled with TVM's --system-lib (and its devc.c) " +
+                    "into this program");
+  std::shared_ptr<Module> root = library;
+  if (const auto* blob = static_cast<const uint8_t*>(blob_address)) {
+    // Only the blob's own length prefix says how long it is; it must at least
+    // stay inside the loaded segment that holds it.
+    const uint64_t available = BytesToSegmentEnd(blob);
+    const std::string source = name + ": " + prefix + kBlobSymbol;
+    if (available < 8)
+      return DataLoss(source + " is not inside a loaded segment of the program (or shorter than 8 bytes)");
+    HETRT_ASSIGN_OR_RETURN(auto payload, BlobPayload({blob, static_cast<size_t>(available)}, source));
+    LoadOptions in_memory = options;
+    in_memory.payload_is_file_mapping = false;
+    HETRT_ASSIGN_OR_RETURN(root, LoadModuleTreeFromBlob(payload, library, source, in_memory));
+  }
+  // A tree missing a module (inspection) is neither kept nor given to the
+  // host code as its context: it cannot run, and a later load may complete it.
+  if (FindUnloaded(*root) != nullptr) return root;
+  HETRT_RETURN_IF_ERROR(library->InstallContext());
+  SystemLibTrees()[prefix] = {root, root, options.keep_unloadable, plugins};
   return root;
 }
 

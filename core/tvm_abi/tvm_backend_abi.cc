@@ -8,8 +8,10 @@
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/base/log.h"
 #include "hetrt/device/device.h"
 #include "hetrt/device/task_pool.h"
+#include "hetrt/tvm_abi/system_lib_registry.h"
 #include "tvm_abi/backend_routes.h"
 
 #define HETRT_C_EXPORT extern "C" __attribute__((visibility("default")))
@@ -182,12 +184,18 @@ HETRT_C_EXPORT int TVMBackendParallelBarrier(int task_id, hetrt_parallel_group_e
   return -1;
 }
 
-// System-library C code registers its symbols from static constructors. hetrt
-// finds functions by dlsym (exported symbols) or through the library's
-// TVMSystemLibEntryPoint table, so registration only has to succeed.
-HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) noexcept {
-  (void)ptr;
-  return name == nullptr ? -1 : 0;
+// System-library host code (TVM's --system-lib) registers its functions,
+// __tvm_module_ctx and __tvm_dev_mblob from static constructors, before main()
+// and usually ignoring the result: a refusal is also logged, and a later
+// LoadSystemLib or lookup of that name fails with the same message.
+HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) noexcept try {
+  hetrt::Status s = hetrt::SystemLibRegistry::Global().Register(name, ptr);
+  if (s.ok()) return 0;
+  hetrt::Log(hetrt::LogLevel::kError, "system-lib", s.message());
+  return hetrt::Fail(s.message());
+} catch (...) {
+  hetrt::ReportException("TVMBackendRegisterSystemLibSymbol");
+  return -1;
 }
 
 namespace hetrt {

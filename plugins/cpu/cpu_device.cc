@@ -164,11 +164,15 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
 hetrt_error_t* Free(hetrt_free_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_free_args_t, kind);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
-  if (hetrt_error_t* error = CheckKind(args->kind)) return error;
+  hetrt_instance_t* self = args->self;
+  if (hetrt_error_t* error = CheckKind(args->kind)) {
+    self->memory_counters.FreeFailed();
+    return error;
+  }
   if (args->data == nullptr) return nullptr;  // like free(NULL)
   AllocHeader* header = HeaderOf(args->data);
-  hetrt_instance_t* self = args->self;
   if (header->tag != kAllocTag || header->owner != self) {
+    self->memory_counters.FreeFailed();
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                       "cpu plugin: free of %p, which this instance did not allocate or already freed", args->data);
   }

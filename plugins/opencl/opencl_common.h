@@ -31,6 +31,9 @@ struct BufferDescriptor {
   size_t size = 0;
   int device_id = 0;
   void* host = nullptr;  // HOST_VISIBLE: the persistent mapping, unmapped at free
+  // The instance whose allocate() made it, until free: free refuses a pointer
+  // of another instance, a workspace buffer or bytes that are no descriptor.
+  const void* allocated_by = nullptr;
 };
 
 }  // namespace hetrt::opencl

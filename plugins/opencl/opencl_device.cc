@@ -121,6 +121,7 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       if (status != CL_SUCCESS) return ClError("clCreateBuffer", status);
       desc->size = static_cast<size_t>(args->nbytes);
       desc->device_id = args->device.device_id;
+      desc->allocated_by = inst;
       args->data = desc.release();
       args->host_pointer = nullptr;
       break;
@@ -133,6 +134,7 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       if (hetrt_error_t* e = CreateMapped(d, size, args->alignment, &desc->buffer, &desc->host)) return e;
       desc->size = static_cast<size_t>(args->nbytes);
       desc->device_id = args->device.device_id;
+      desc->allocated_by = inst;
       args->host_pointer = desc->host;
       args->data = desc.release();
       break;
@@ -184,6 +186,9 @@ hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
     return released == CL_SUCCESS ? nullptr : ClError("clReleaseMemObject", released);
   }
   auto* desc = static_cast<BufferDescriptor*>(args->data);
+  if (desc->allocated_by != inst)
+    return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not memory this OpenCL instance allocated");
+  desc->allocated_by = nullptr;
   Device* owner = inst->devices.at(desc->device_id);
   if (owner == nullptr) owner = d;
   // Releasing is safe right after: the buffer goes once queued commands are done.

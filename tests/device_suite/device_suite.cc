@@ -25,6 +25,7 @@ std::vector<Backend> AllBackends() {
   opencl.guaranteed_alignment = 64;  // PoCL maps pinned memory at 64-byte boundaries
   Backend sim{"template_sim", kDLExtDev, HETRT_SUITE_SIM_PLUGIN};
   sim.copies_to_pinned_labelled_as_device = false;  // its pinned memory is plain host memory
+  sim.counts_failed_frees = false;                  // the template keeps statistics of its own
   return {cpu, opencl, vulkan, sim, cuda};
 }
 

@@ -30,6 +30,7 @@ struct Backend {
   bool has_modules = true;                          // declares type_keys
   uint64_t guaranteed_alignment = 4096;             // larger alignments may be refused
   bool copies_to_pinned_labelled_as_device = true;  // pinned memory named by its device, not the host
+  bool counts_failed_frees = true;                  // memory_stats reports failed_frees (ABI 2.3)
   // Options under which device memory allocated is copied through the
   // device's queue rather than by the host (Vulkan: direct_mapping=0), and
   // the options that undo them.

@@ -1,5 +1,6 @@
 // Memory on every backend: kinds, alignment, zero bytes, refusals, statistics
 // per instance, copies in every direction with offsets, and the workspace.
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -57,6 +58,33 @@ TEST_P(Memory, EveryKindHonoursAlignmentsUpTo4096AndHoldsItsBytes) {
       }
     }
   }
+}
+
+// A free the plugin refuses (of bytes it never allocated: zeros, no tag nor
+// descriptor of its own) comes back as an error, is counted in failed_frees,
+// and, through the core's allocator (a tensor's free, with nobody to return
+// the error to), is logged.
+TEST_P(Memory, RefusedFreesAreCountedAndLogged) {
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats before, plugin()->MemoryStats(device()));
+  std::vector<uint64_t> never_allocated(512, 0);
+  void* stranger = &never_allocated[256];
+  EXPECT_FALSE(client().Free(stranger).ok());
+  ::testing::internal::CaptureStderr();
+  memory().Free(stranger);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "hetrt[core] error: free of %p on %s failed: plugin '", stranger,
+                DeviceToString(device()).c_str());
+  EXPECT_NE(log.find(expected), std::string::npos) << log;
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats after, plugin()->MemoryStats(device()));
+  EXPECT_EQ(after.num_allocations, before.num_allocations);
+  if (!backend().counts_failed_frees) {
+    EXPECT_FALSE(after.failed_frees.has_value()) << "reported without counting: " << *after.failed_frees;
+    return;
+  }
+  ASSERT_TRUE(before.failed_frees.has_value());
+  ASSERT_TRUE(after.failed_frees.has_value());
+  EXPECT_EQ(*after.failed_frees, *before.failed_frees + 2);
 }
 
 TEST_P(Memory, ZeroByteAllocationsAreDistinctAndFreeable) {

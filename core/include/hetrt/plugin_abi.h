@@ -1,4 +1,5 @@
-/* hetrt plugin ABI, version 2 (2.1: module.sample).
+/* hetrt plugin ABI, version 2 (2.1: module.sample; 2.2: whole_model.sample;
+ * 2.3: memory_stats.failed_frees).
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
  * shared object that exports one symbol, HETRT_PLUGIN_ENTRY_SYMBOL, returning a
@@ -36,7 +37,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 2
-#define HETRT_PLUGIN_ABI_MINOR 2
+#define HETRT_PLUGIN_ABI_MINOR 3
 /* Stable across ABI majors so that a mismatch can be detected and reported:
  * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
@@ -270,7 +271,14 @@ typedef struct hetrt_memory_stats_args {
   uint64_t peak_bytes_in_use; /* out */
   uint64_t bytes_limit;       /* out: 0 when unknown */
   uint64_t num_allocations;   /* out: live allocations */
+  /* ABI 2.3. out: free calls naming this device that returned an error, this
+   * instance. The core presets HETRT_STAT_NOT_REPORTED; a plugin that does not
+   * count (an older one, or one that chooses not to) leaves it. */
+  uint64_t failed_frees;
 } hetrt_memory_stats_args_t;
+
+/* A statistic the plugin did not report (see failed_frees). */
+#define HETRT_STAT_NOT_REPORTED UINT64_MAX
 
 typedef enum hetrt_memory_kind {
   /* Device-local memory; `data` is only meaningful to this plugin. */

@@ -29,9 +29,18 @@ class PendingHostLibrary final : public Module {
 // CSR import tree comes last.
 Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root);
 
+// How devc.c names and publishes the blob.
+struct DevcOptions {
+  // For a system library (TVM's --system-lib): a static constructor registers
+  // the blob with TVMBackendRegisterSystemLibSymbol, and LoadSystemLib finds
+  // it there once the object is linked into a program.
+  bool system_lib = false;
+  // TVM's system-lib prefix, in front of the symbol's name (system_lib only).
+  std::string symbol_prefix = {};
+};
 // C source defining `const unsigned char __tvm_dev_mblob[]` as string literals
 // (compiles in seconds for tens of megabytes, unlike a list of integers).
-std::string EmitDevcC(std::span<const uint8_t> blob_symbol);
+std::string EmitDevcC(std::span<const uint8_t> blob_symbol, const DevcOptions& options = {});
 
 struct LinkOptions {
   std::string compiler = "cc";          // or a cross compiler

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -29,6 +30,8 @@ struct DeviceMemoryStats {
   uint64_t peak_bytes_in_use = 0;
   uint64_t bytes_limit = 0;
   uint64_t num_allocations = 0;
+  // Frees that returned an error (ABI 2.3); nullopt when the plugin does not count them.
+  std::optional<uint64_t> failed_frees;
 };
 
 // Shared: tensors from its allocators, modules it loaded and executors that

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hetrt/exec/graph_executor.h"
@@ -11,7 +12,9 @@
 namespace hetrt {
 
 struct GraphModelFiles {
-  std::string library;          // deploy.so, or lib.so of a triple
+  // deploy.so, or lib.so of a triple; "system-lib" (or "system-lib:PREFIX")
+  // for the system library linked into this program (LoadSystemLib).
+  std::string library;
   std::string graph_json = {};  // set for a triple
   std::string params = {};      // optional, for a triple
 };
@@ -20,6 +23,10 @@ struct GraphModel {
   std::shared_ptr<Module> root;
   std::unique_ptr<GraphExecutor> executor;
 };
+
+// The system-lib prefix `library` names ("system-lib" -> "", "system-lib:m1_"
+// -> "m1_"); nullopt for a file path.
+std::optional<std::string> SystemLibPrefix(const std::string& library);
 
 // `options.params` is ignored: params come from the factory or the params file.
 Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options);

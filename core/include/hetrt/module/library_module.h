@@ -3,9 +3,7 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "hetrt/module/module.h"
 
@@ -36,8 +34,7 @@ class LibraryModule final : public Module {
   std::string path_;
   void* handle_;
   uintptr_t base_ = 0;  // load address, to tell this library's symbols from its dependencies'
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+  FunctionTable functions_;
 };
 
 }  // namespace hetrt

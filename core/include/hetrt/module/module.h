@@ -21,6 +21,19 @@ namespace hetrt {
 Status CallPackedFunc(const PackedFunc& func, hetrt_value_t* args, int32_t* type_codes, int32_t num_args,
                       hetrt_value_t* ret = nullptr, int32_t* ret_type_code = nullptr);
 
+// The packed functions a module has handed out, by name, at addresses that
+// stay valid for the module's lifetime (compiled code and caches keep them).
+class FunctionTable {
+ public:
+  const PackedFunc* Find(std::string_view name) const;
+  // Keeps `func` under `name` unless another thread got there first; the one kept.
+  const PackedFunc* Keep(std::string name, PackedFunc func);
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
+};
+
 class Module : public FunctionEnvironment {
  public:
   explicit Module(std::string type_key) : type_key_(std::move(type_key)) {}

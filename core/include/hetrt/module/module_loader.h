@@ -30,6 +30,15 @@ struct LoadOptions {
 // the library module itself when the file has no blob.
 Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const LoadOptions& options = {});
 
+// Loads the system library linked into this program (TVM's runtime.SystemLib):
+// the functions host code compiled with --system-lib registered before main(),
+// the module tree of the __tvm_dev_mblob its devc.c registered, and its
+// __tvm_module_ctx pointed at the library module. `prefix` selects one of
+// several models linked into one program (TVM's system-lib prefix). The tree
+// is built once per prefix and kept for the life of the process (compiled code
+// caches handles into it); later calls return it.
+Result<std::shared_ptr<Module>> LoadSystemLib(const std::string& prefix = "", const LoadOptions& options = {});
+
 // Builds a module tree from a blob payload (the bytes after the u64 length
 // prefix). `library` fills the "_lib" slot; it may be null when the blob has
 // none. Exposed for tests and fuzzing.

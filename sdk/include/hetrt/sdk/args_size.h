@@ -37,7 +37,7 @@ HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_set_option_args_t, value);
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_global_functions_args_t, num_functions);
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_device_count_args_t, unavailable_reason);
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_device_attribute_args_t, string);
-HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_memory_stats_args_t, num_allocations);
+HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_memory_stats_args_t, num_allocations);  // 2.3 appended failed_frees
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_allocate_args_t, host_pointer);
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_free_args_t, kind);
 HETRT_SDK_ARGS_INTRODUCED_WITH(hetrt_can_copy_args_t, can_copy);

@@ -167,6 +167,15 @@ struct CommonDeviceEntries {
     args->stream = Current::Get(self->serial, args->device.device_id);
     return nullptr;
   }
+  // DeviceTable's free calls this when free returned an error: the device the
+  // call named (if it is one of this instance's) counts it in failed_frees.
+  static void CountFailedFree(const hetrt_free_args_t* args) noexcept {
+    try {
+      Instance* self = args->self;
+      if (self->devices.Owns(args->device)) self->devices.at(args->device.device_id)->memory_counters.FreeFailed();
+    } catch (...) {  // (device discovery ran before any allocation: nothing here throws in practice)
+    }
+  }
 
  private:
   static hetrt_error_t* CheckDevice(Instance* self, DLDevice device) {
@@ -174,6 +183,18 @@ struct CommonDeviceEntries {
     return self->devices.Find(device, &d);
   }
 };
+
+// The free entry of a plugin whose entries can count failed frees: every
+// error free returns is counted once, here, whatever path in the plugin made
+// it (a free with an unusable args struct names no device and is not counted).
+template <class Impl, const char* Label>
+hetrt_error_t* CountingFree(hetrt_free_args_t* args) noexcept {
+  hetrt_error_t* error = Entry<&Impl::Free, Label>::Call(args);
+  if (error != nullptr && args != nullptr && args->struct_size >= kArgsMinSize<hetrt_free_args_t> &&
+      args->self != nullptr)
+    Impl::CountFailedFree(args);
+  return error;
+}
 
 // The device table: each entry `Impl` has wrapped in Entry<..., Label>; an
 // entry it lacks stays NULL (the core reports it as unimplemented).
@@ -187,7 +208,11 @@ constexpr hetrt_device_api_t DeviceTable() {
   HETRT_SDK_ENTRY(device_attribute, DeviceAttribute)
   HETRT_SDK_ENTRY(memory_stats, MemoryStats)
   HETRT_SDK_ENTRY(allocate, Allocate)
-  HETRT_SDK_ENTRY(free, Free)
+  if constexpr (requires(const hetrt_free_args_t* args) { Impl::CountFailedFree(args); }) {
+    api.free = CountingFree<Impl, Label>;
+  } else {
+    HETRT_SDK_ENTRY(free, Free)
+  }
   HETRT_SDK_ENTRY(can_copy, CanCopy)
   HETRT_SDK_ENTRY(copy, Copy)
   HETRT_SDK_ENTRY(stream_create, StreamCreate)
