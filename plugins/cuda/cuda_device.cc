@@ -587,9 +587,13 @@ hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
     if (!d->context_ready.load(std::memory_order_relaxed)) {
       if (CUresult r = cu->cuDevicePrimaryCtxRetain(&d->context, d->handle))
         return Error(d, "retaining the primary context", r);
+      // The clock stream at the greatest priority: a sample is not scheduled
+      // behind kernels pending on other streams.
+      int least = 0, greatest = 0;
       CUresult r = cu->cuCtxSetCurrent(d->context);
       if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
-      if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->clock_stream, CU_STREAM_NON_BLOCKING);
+      if (r == CUDA_SUCCESS) r = cu->cuCtxGetStreamPriorityRange(&least, &greatest);
+      if (r == CUDA_SUCCESS) r = cu->cuStreamCreateWithPriority(&d->clock_stream, CU_STREAM_NON_BLOCKING, greatest);
       if (r != CUDA_SUCCESS) {
         if (d->stream) cu->cuStreamDestroy(d->stream);
         d->stream = nullptr;
