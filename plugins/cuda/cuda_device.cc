@@ -416,10 +416,14 @@ hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
 // between events, so the device clock is defined by an anchor event: its
 // device time is the host time at which it completed (the middle of the
 // window in which that happened), and every later time adds the elapsed time
-// since. Elapsed times are float milliseconds, so the anchor is renewed every
-// few seconds (chained: the new anchor's time adds the elapsed time since the
-// old one) to keep sub-microsecond resolution.
+// since. Elapsed times are float milliseconds (a 24-bit mantissa: 0.5 us at 4
+// s, 0.25 ms at an hour), so before any time is read an anchor older than
+// kAnchorLifetimeNs is renewed: chained (the new anchor's time adds the
+// elapsed time since the old one) while the old one is young enough for that
+// to be exact to a microsecond, else taken from the host clock again, as the
+// first one was (chaining from it would keep its error for good).
 constexpr uint64_t kAnchorLifetimeNs = 4'000'000'000ULL;
+constexpr uint64_t kAnchorChainableNs = 8'000'000'000ULL;
 
 // Records `event` on d's clock stream and waits for it; [*before, *after] is
 // the host window in which it completed.
@@ -432,18 +436,36 @@ hetrt_error_t* StampClock(hetrt_instance* inst, Device* d, CUevent event, uint64
   return nullptr;
 }
 
-// Device time of a completed timing event, relative to d's anchor (made on first use).
+// Device time of a completed timing event, relative to d's anchor.
 hetrt_error_t* DeviceNs(hetrt_instance* inst, Device* d, CUevent event, int64_t* out) {
-  if (d->anchor == nullptr) {
-    if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &d->anchor)) return e;
-    uint64_t before = 0, after = 0;
-    if (hetrt_error_t* e = StampClock(inst, d, d->anchor, &before, &after)) return e;
-    d->anchor_ns = static_cast<int64_t>(before + (after - before) / 2);
-    d->anchor_taken_at = after;
-  }
   double ms = 0;
   if (hetrt_error_t* e = ElapsedMs(inst, d, d->anchor, event, &ms)) return e;
   *out = d->anchor_ns + std::llround(ms * 1e6);
+  return nullptr;
+}
+
+// Makes d's anchor (the first one, or a renewed one) before a time is read;
+// d's context current and its clock_mutex held.
+hetrt_error_t* FreshAnchor(hetrt_instance* inst, Device* d) {
+  const uint64_t age = sdk::MonotonicNs() - d->anchor_taken_at;
+  if (d->anchor != nullptr && age <= kAnchorLifetimeNs) return nullptr;
+  CUevent next = nullptr;
+  if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &next)) return e;
+  uint64_t before = 0, after = 0;
+  int64_t ns = 0;
+  hetrt_error_t* error = StampClock(inst, d, next, &before, &after);
+  if (error == nullptr) {
+    ns = static_cast<int64_t>(before + (after - before) / 2);
+    if (d->anchor != nullptr && age <= kAnchorChainableNs) error = DeviceNs(inst, d, next, &ns);
+  }
+  if (error != nullptr) {
+    inst->driver()->cuEventDestroy(next);
+    return error;
+  }
+  if (d->anchor != nullptr) inst->driver()->cuEventDestroy(d->anchor);
+  d->anchor = next;
+  d->anchor_ns = ns;
+  d->anchor_taken_at = after;
   return nullptr;
 }
 
@@ -455,6 +477,7 @@ hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args)
   Device* d = e->device;
   std::lock_guard<std::mutex> lock(d->clock_mutex);
   if (hetrt_error_t* err = inst->Activate(d)) return err;
+  if (hetrt_error_t* err = FreshAnchor(inst, d)) return err;
   int64_t ns = 0;
   if (hetrt_error_t* err = DeviceNs(inst, d, e->event, &ns)) return err;
   args->device_ns = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
@@ -468,6 +491,7 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
   std::lock_guard<std::mutex> lock(d->clock_mutex);
+  if (hetrt_error_t* e = FreshAnchor(inst, d)) return e;
   CUevent sample = nullptr;
   if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &sample)) return e;
   hetrt_error_t* error = nullptr;
@@ -482,16 +506,6 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
       args->host_ns = before + (after - before) / 2;
       args->device_ns = static_cast<uint64_t>(std::max<int64_t>(device_ns, 0));
       args->uncertainty_ns = (after - before + 1) / 2;
-    }
-  }
-  // Renew an old anchor: this sample becomes it, its time chained from the old one.
-  if (error == nullptr && sdk::MonotonicNs() - d->anchor_taken_at > kAnchorLifetimeNs) {
-    int64_t ns = 0;
-    error = DeviceNs(inst, d, sample, &ns);
-    if (error == nullptr) {
-      std::swap(d->anchor, sample);
-      d->anchor_ns = ns;
-      d->anchor_taken_at = sdk::MonotonicNs();
     }
   }
   inst->driver()->cuEventDestroy(sample);

@@ -262,34 +262,42 @@ TEST_F(CudaPaths, TheClockStreamHasTheGreatestPriority) {
   HETRT_ASSERT_OK(cu.DestroyStream(user));
 }
 
-// Event times are float milliseconds after an anchor event, renewed every 4
-// seconds (chained); across a renewal, times stay on the host clock and an
-// event timed before it keeps its time.
-TEST_F(CudaPaths, TimestampsStayOnTheHostClockAcrossAnchorRenewals) {
+// Event times are float milliseconds after an anchor event, renewed once
+// older than 4 seconds by whatever reads a time, chained from the old anchor
+// while that is exact to a microsecond (8 seconds), else from the host clock.
+
+// "elapsed cuEventElapsedTime start=<a> end=<b>" lines of the fake's log, as (a, b).
+std::vector<std::pair<std::string, std::string>> Elapsed(const std::string& log) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t at = log.find("elapsed cuEventElapsedTime start="); at != std::string::npos;
+       at = log.find("elapsed cuEventElapsedTime start=", at + 1)) {
+    const size_t start = at + 33, end = log.find(" end=", start);
+    pairs.emplace_back(log.substr(start, end - start), log.substr(end + 5, log.find('\n', end) - end - 5));
+  }
+  return pairs;
+}
+// The event of the first "record stream=<s> event=<e>" line.
+std::string FirstRecorded(const std::string& log) {
+  const size_t at = log.find(" event=", log.find("record stream="));
+  return at == std::string::npos ? "" : log.substr(at + 7, log.find('\n', at) - at - 7);
+}
+
+TEST_F(CudaPaths, EventTimestampsRenewTheAnchorAndStayOnTheHostClock) {
   auto own = OwnRegistry();  // a fresh anchor
   HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, own->ForDevice(kCu));
   const Device cu(plugin, kCu);
-  HETRT_ASSERT_OK_AND_ASSIGN(auto first_clock, cu.Clock());
   HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * early, cu.NewEvent(HETRT_EVENT_TIMING));
+  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * late, cu.NewEvent(HETRT_EVENT_TIMING));
   HETRT_ASSERT_OK(cu.Record(early, nullptr));
   HETRT_ASSERT_OK_AND_ASSIGN(uint64_t early_ns, cu.Timestamp(early));
   std::this_thread::sleep_for(4100ms);
-  std::string log;
-  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * late, cu.NewEvent(HETRT_EVENT_TIMING));
   uint64_t host_before = 0, host_after = 0, late_ns = 0, early_again = 0;
-  log = FakeLog([&] {
-    auto renewed = cu.Clock();  // renews the anchor
-    EXPECT_TRUE(renewed.ok());
-    if (renewed.ok()) {
-      EXPECT_NEAR(static_cast<double>(renewed->device_ns), static_cast<double>(renewed->host_ns),
-                  static_cast<double>(renewed->uncertainty_ns) + 1e6);
-      EXPECT_GT(renewed->device_ns, first_clock.device_ns + 4'000'000'000ULL);
-    }
+  const std::string log = FakeLog([&] {
     host_before = sdk::MonotonicNs();
     EXPECT_TRUE(cu.Record(late, nullptr).ok());
     EXPECT_TRUE(cu.SynchronizeEvent(late).ok());
     host_after = sdk::MonotonicNs();
-    auto t = cu.Timestamp(late);
+    auto t = cu.Timestamp(late);  // renews the anchor first
     EXPECT_TRUE(t.ok());
     late_ns = t.ok() ? *t : 0;
     auto e = cu.Timestamp(early);
@@ -300,20 +308,42 @@ TEST_F(CudaPaths, TimestampsStayOnTheHostClockAcrossAnchorRenewals) {
   EXPECT_LE(late_ns, host_after + 1'000'000);
   EXPECT_NEAR(static_cast<double>(early_again), static_cast<double>(early_ns), 2000.0)
       << "an event timed before the renewal moved";
+  HETRT_ASSERT_OK_AND_ASSIGN(auto clock, cu.Clock());
+  EXPECT_NEAR(static_cast<double>(clock.device_ns), static_cast<double>(clock.host_ns),
+              static_cast<double>(clock.uncertainty_ns) + 1e6);
   if (OnFakeDriver()) {
-    // The renewal: the samples before it measure from the old anchor, the
-    // timestamps after it from the new one, the clock's own sample event.
-    auto start_of = [](const std::string& line) { return line.substr(line.find(" start=") + 7, line.find(' ', line.find(" start=") + 7) - line.find(" start=") - 7); };
-    const size_t first = log.find("elapsed cuEventElapsedTime start=");
-    const size_t last = log.rfind("elapsed cuEventElapsedTime start=");
-    const size_t sample = log.find("record stream=");
-    ASSERT_TRUE(first != std::string::npos && sample != std::string::npos) << log;
-    const std::string sample_event = log.substr(log.find(" event=", sample) + 7,
-                                                log.find('\n', sample) - log.find(" event=", sample) - 7);
-    EXPECT_NE(start_of(log.substr(first)), sample_event) << log;
-    EXPECT_EQ(start_of(log.substr(last)), sample_event) << "the anchor was not renewed:\n" << log;
+    // Chained: the new anchor timed from the old one, then both events from the new one.
+    const std::string anchor = FirstRecorded(log.substr(log.find("record stream=") + 1));
+    const auto pairs = Elapsed(log);
+    ASSERT_EQ(pairs.size(), 3u) << log;
+    EXPECT_EQ(pairs[0].second, anchor) << log;
+    EXPECT_EQ(pairs[1].first, anchor) << log;
+    EXPECT_EQ(pairs[2].first, anchor) << log;
   }
   for (hetrt_event_t* e : {early, late}) HETRT_ASSERT_OK(cu.DestroyEvent(e));
+}
+
+TEST_F(CudaPaths, AnAnchorTooOldToChainIsTakenFromTheHostClockAgain) {
+  auto own = OwnRegistry();
+  HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, own->ForDevice(kCu));
+  const Device cu(plugin, kCu);
+  HETRT_ASSERT_OK(cu.Clock().status());
+  std::this_thread::sleep_for(8100ms);
+  hetrt_device_clock_args_t clock{};
+  const std::string log = FakeLog([&] {
+    auto c = cu.Clock();
+    EXPECT_TRUE(c.ok());
+    if (c.ok()) clock = *c;
+  });
+  EXPECT_NEAR(static_cast<double>(clock.device_ns), static_cast<double>(clock.host_ns),
+              static_cast<double>(clock.uncertainty_ns) + 1e6);
+  if (OnFakeDriver()) {
+    // The new anchor is not timed from the old one: every sample is timed from it.
+    const std::string anchor = FirstRecorded(log);
+    const auto pairs = Elapsed(log);
+    ASSERT_EQ(pairs.size(), 5u) << log;
+    for (const auto& [start, end] : pairs) EXPECT_EQ(start, anchor) << log;
+  }
 }
 
 // ------------------------------------------------------------ asynchronous errors
