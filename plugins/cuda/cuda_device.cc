@@ -413,17 +413,15 @@ hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
 }
 
 // The device clock. CUDA has no absolute event times, only elapsed times
-// between events, so the device clock is defined by an anchor event: its
-// device time is the host time at which it completed (the middle of the
+// between events, so the device clock is defined by an anchor event: the first
+// one's device time is the host time at which it completed (the middle of the
 // window in which that happened), and every later time adds the elapsed time
-// since. Elapsed times are float milliseconds (a 24-bit mantissa: 0.5 us at 4
-// s, 0.25 ms at an hour), so before any time is read an anchor older than
-// kAnchorLifetimeNs is renewed: chained (the new anchor's time adds the
-// elapsed time since the old one) while the old one is young enough for that
-// to be exact to a microsecond, else taken from the host clock again, as the
-// first one was (chaining from it would keep its error for good).
+// since. Elapsed times are float milliseconds (a 24-bit mantissa: 0.5 us at
+// 4 s, 0.25 ms at an hour), so whatever reads a time first renews an anchor
+// older than kAnchorLifetimeNs, chained: the new anchor's time adds the elapsed
+// time since the old one, so the device clock goes on without a jump (taking
+// it from the host clock again would jump by the drift between the clocks).
 constexpr uint64_t kAnchorLifetimeNs = 4'000'000'000ULL;
-constexpr uint64_t kAnchorChainableNs = 8'000'000'000ULL;
 
 // Records `event` on d's clock stream and waits for it; [*before, *after] is
 // the host window in which it completed.
@@ -444,19 +442,20 @@ hetrt_error_t* DeviceNs(hetrt_instance* inst, Device* d, CUevent event, int64_t*
   return nullptr;
 }
 
-// Makes d's anchor (the first one, or a renewed one) before a time is read;
-// d's context current and its clock_mutex held.
+// Makes d's first anchor, or renews an old one, before a time is read; d's
+// context current and its clock_mutex held.
 hetrt_error_t* FreshAnchor(hetrt_instance* inst, Device* d) {
-  const uint64_t age = sdk::MonotonicNs() - d->anchor_taken_at;
-  if (d->anchor != nullptr && age <= kAnchorLifetimeNs) return nullptr;
+  if (d->anchor != nullptr && sdk::MonotonicNs() - d->anchor_taken_at <= kAnchorLifetimeNs) return nullptr;
   CUevent next = nullptr;
   if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &next)) return e;
   uint64_t before = 0, after = 0;
   int64_t ns = 0;
   hetrt_error_t* error = StampClock(inst, d, next, &before, &after);
   if (error == nullptr) {
-    ns = static_cast<int64_t>(before + (after - before) / 2);
-    if (d->anchor != nullptr && age <= kAnchorChainableNs) error = DeviceNs(inst, d, next, &ns);
+    if (d->anchor == nullptr)
+      ns = static_cast<int64_t>(before + (after - before) / 2);
+    else
+      error = DeviceNs(inst, d, next, &ns);
   }
   if (error != nullptr) {
     inst->driver()->cuEventDestroy(next);

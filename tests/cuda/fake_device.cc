@@ -59,7 +59,7 @@ CUresult NeedInit() {
 }
 
 CUresult NeedContext(Lock&) {
-  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (t_current == nullptr || t_current->retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;  // none, or destroyed
   return t_current->sticky;
 }
 

@@ -165,7 +165,8 @@ using Lock = std::unique_lock<std::mutex>;
 extern thread_local CUctx_st* t_current;
 
 CUresult NeedInit();
-// CUDA_ERROR_INVALID_CONTEXT without a current context, else its sticky error.
+// CUDA_ERROR_INVALID_CONTEXT without a current context (or with one whose
+// last retain was released: destroyed), else its sticky error.
 CUresult NeedContext(Lock& lock);
 // The context a stream belongs to (NULL: the current context's legacy stream).
 inline CUctx_st* ContextOf(CUstream s) { return s ? s->ctx : t_current; }

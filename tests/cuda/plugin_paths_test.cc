@@ -262,9 +262,9 @@ TEST_F(CudaPaths, TheClockStreamHasTheGreatestPriority) {
   HETRT_ASSERT_OK(cu.DestroyStream(user));
 }
 
-// Event times are float milliseconds after an anchor event, renewed once
-// older than 4 seconds by whatever reads a time, chained from the old anchor
-// while that is exact to a microsecond (8 seconds), else from the host clock.
+// Event times are float milliseconds after an anchor event, renewed (chained)
+// once older than 4 seconds by whatever reads a time first: event_timestamp
+// alone keeps its resolution, and the device clock goes on without a jump.
 
 // "elapsed cuEventElapsedTime start=<a> end=<b>" lines of the fake's log, as (a, b).
 std::vector<std::pair<std::string, std::string>> Elapsed(const std::string& log) {
@@ -276,13 +276,8 @@ std::vector<std::pair<std::string, std::string>> Elapsed(const std::string& log)
   }
   return pairs;
 }
-// The event of the first "record stream=<s> event=<e>" line.
-std::string FirstRecorded(const std::string& log) {
-  const size_t at = log.find(" event=", log.find("record stream="));
-  return at == std::string::npos ? "" : log.substr(at + 7, log.find('\n', at) - at - 7);
-}
 
-TEST_F(CudaPaths, EventTimestampsRenewTheAnchorAndStayOnTheHostClock) {
+TEST_F(CudaPaths, EventTimestampsRenewTheAnchorAndTheDeviceClockGoesOnWithoutAJump) {
   auto own = OwnRegistry();  // a fresh anchor
   HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, own->ForDevice(kCu));
   const Device cu(plugin, kCu);
@@ -304,16 +299,20 @@ TEST_F(CudaPaths, EventTimestampsRenewTheAnchorAndStayOnTheHostClock) {
     EXPECT_TRUE(e.ok());
     early_again = e.ok() ? *e : 0;
   });
-  EXPECT_GE(late_ns + 1'000'000, host_before);
-  EXPECT_LE(late_ns, host_after + 1'000'000);
   EXPECT_NEAR(static_cast<double>(early_again), static_cast<double>(early_ns), 2000.0)
-      << "an event timed before the renewal moved";
+      << "the device clock jumped at the renewal";
+  // Mapped onto the host clock, `late` completed while the host waited for it.
   HETRT_ASSERT_OK_AND_ASSIGN(auto clock, cu.Clock());
-  EXPECT_NEAR(static_cast<double>(clock.device_ns), static_cast<double>(clock.host_ns),
-              static_cast<double>(clock.uncertainty_ns) + 1e6);
+  const double host_late = static_cast<double>(late_ns) - static_cast<double>(clock.device_ns) +
+                           static_cast<double>(clock.host_ns);
+  const double margin = static_cast<double>(clock.uncertainty_ns) + 100'000;
+  EXPECT_GE(host_late, static_cast<double>(host_before) - margin);
+  EXPECT_LE(host_late, static_cast<double>(host_after) + margin);
   if (OnFakeDriver()) {
-    // Chained: the new anchor timed from the old one, then both events from the new one.
-    const std::string anchor = FirstRecorded(log.substr(log.find("record stream=") + 1));
+    // The new anchor (the clock stream's record) timed from the old one, then both events from it.
+    const size_t renewal = log.find(" event=", log.find("record stream=", log.find("record stream=") + 1));
+    ASSERT_NE(renewal, std::string::npos) << log;
+    const std::string anchor = log.substr(renewal + 7, log.find('\n', renewal) - renewal - 7);
     const auto pairs = Elapsed(log);
     ASSERT_EQ(pairs.size(), 3u) << log;
     EXPECT_EQ(pairs[0].second, anchor) << log;
@@ -321,29 +320,6 @@ TEST_F(CudaPaths, EventTimestampsRenewTheAnchorAndStayOnTheHostClock) {
     EXPECT_EQ(pairs[2].first, anchor) << log;
   }
   for (hetrt_event_t* e : {early, late}) HETRT_ASSERT_OK(cu.DestroyEvent(e));
-}
-
-TEST_F(CudaPaths, AnAnchorTooOldToChainIsTakenFromTheHostClockAgain) {
-  auto own = OwnRegistry();
-  HETRT_ASSERT_OK_AND_ASSIGN(Plugin * plugin, own->ForDevice(kCu));
-  const Device cu(plugin, kCu);
-  HETRT_ASSERT_OK(cu.Clock().status());
-  std::this_thread::sleep_for(8100ms);
-  hetrt_device_clock_args_t clock{};
-  const std::string log = FakeLog([&] {
-    auto c = cu.Clock();
-    EXPECT_TRUE(c.ok());
-    if (c.ok()) clock = *c;
-  });
-  EXPECT_NEAR(static_cast<double>(clock.device_ns), static_cast<double>(clock.host_ns),
-              static_cast<double>(clock.uncertainty_ns) + 1e6);
-  if (OnFakeDriver()) {
-    // The new anchor is not timed from the old one: every sample is timed from it.
-    const std::string anchor = FirstRecorded(log);
-    const auto pairs = Elapsed(log);
-    ASSERT_EQ(pairs.size(), 5u) << log;
-    for (const auto& [start, end] : pairs) EXPECT_EQ(start, anchor) << log;
-  }
 }
 
 // ------------------------------------------------------------ asynchronous errors
