@@ -24,3 +24,4 @@ done
 echo "tsan: device_suite_test (cpu)"
 ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cpu'
 
+if grep -q '^cuda_test:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then cmake --build build-tsan -j "$jobs" --target cuda_test; export HETRT_CUDA_DRIVER="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"; echo "tsan: cuda_test, device_suite_test (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"; ./build-tsan/bin/cuda_test --gtest_brief=1; ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cuda'; ./build-tsan/bin/stress_test --gtest_brief=1 --gtest_filter='*Cuda*'; fi

@@ -413,12 +413,14 @@ hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
 }
 
 // The device clock. CUDA has no absolute event times, only elapsed times
-// between events, so the device clock is defined by an anchor event: its
-// device time is the host time at which it completed (the middle of the
+// between events, so the device clock is defined by an anchor event: the first
+// one's device time is the host time at which it completed (the middle of the
 // window in which that happened), and every later time adds the elapsed time
-// since. Elapsed times are float milliseconds, so the anchor is renewed every
-// few seconds (chained: the new anchor's time adds the elapsed time since the
-// old one) to keep sub-microsecond resolution.
+// since. Elapsed times are float milliseconds (a 24-bit mantissa: 0.5 us at
+// 4 s, 0.25 ms at an hour), so whatever reads a time first renews an anchor
+// older than kAnchorLifetimeNs, chained: the new anchor's time adds the elapsed
+// time since the old one, so the device clock goes on without a jump (taking
+// it from the host clock again would jump by the drift between the clocks).
 constexpr uint64_t kAnchorLifetimeNs = 4'000'000'000ULL;
 
 // Records `event` on d's clock stream and waits for it; [*before, *after] is
@@ -432,18 +434,37 @@ hetrt_error_t* StampClock(hetrt_instance* inst, Device* d, CUevent event, uint64
   return nullptr;
 }
 
-// Device time of a completed timing event, relative to d's anchor (made on first use).
+// Device time of a completed timing event, relative to d's anchor.
 hetrt_error_t* DeviceNs(hetrt_instance* inst, Device* d, CUevent event, int64_t* out) {
-  if (d->anchor == nullptr) {
-    if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &d->anchor)) return e;
-    uint64_t before = 0, after = 0;
-    if (hetrt_error_t* e = StampClock(inst, d, d->anchor, &before, &after)) return e;
-    d->anchor_ns = static_cast<int64_t>(before + (after - before) / 2);
-    d->anchor_taken_at = after;
-  }
   double ms = 0;
   if (hetrt_error_t* e = ElapsedMs(inst, d, d->anchor, event, &ms)) return e;
   *out = d->anchor_ns + std::llround(ms * 1e6);
+  return nullptr;
+}
+
+// Makes d's first anchor, or renews an old one, before a time is read; d's
+// context current and its clock_mutex held.
+hetrt_error_t* FreshAnchor(hetrt_instance* inst, Device* d) {
+  if (d->anchor != nullptr && sdk::MonotonicNs() - d->anchor_taken_at <= kAnchorLifetimeNs) return nullptr;
+  CUevent next = nullptr;
+  if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &next)) return e;
+  uint64_t before = 0, after = 0;
+  int64_t ns = 0;
+  hetrt_error_t* error = StampClock(inst, d, next, &before, &after);
+  if (error == nullptr) {
+    if (d->anchor == nullptr)
+      ns = static_cast<int64_t>(before + (after - before) / 2);
+    else
+      error = DeviceNs(inst, d, next, &ns);
+  }
+  if (error != nullptr) {
+    inst->driver()->cuEventDestroy(next);
+    return error;
+  }
+  if (d->anchor != nullptr) inst->driver()->cuEventDestroy(d->anchor);
+  d->anchor = next;
+  d->anchor_ns = ns;
+  d->anchor_taken_at = after;
   return nullptr;
 }
 
@@ -455,6 +476,7 @@ hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args)
   Device* d = e->device;
   std::lock_guard<std::mutex> lock(d->clock_mutex);
   if (hetrt_error_t* err = inst->Activate(d)) return err;
+  if (hetrt_error_t* err = FreshAnchor(inst, d)) return err;
   int64_t ns = 0;
   if (hetrt_error_t* err = DeviceNs(inst, d, e->event, &ns)) return err;
   args->device_ns = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
@@ -468,6 +490,7 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
   std::lock_guard<std::mutex> lock(d->clock_mutex);
+  if (hetrt_error_t* e = FreshAnchor(inst, d)) return e;
   CUevent sample = nullptr;
   if (hetrt_error_t* e = CreateCuEvent(inst, d, true, &sample)) return e;
   hetrt_error_t* error = nullptr;
@@ -482,16 +505,6 @@ hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
       args->host_ns = before + (after - before) / 2;
       args->device_ns = static_cast<uint64_t>(std::max<int64_t>(device_ns, 0));
       args->uncertainty_ns = (after - before + 1) / 2;
-    }
-  }
-  // Renew an old anchor: this sample becomes it, its time chained from the old one.
-  if (error == nullptr && sdk::MonotonicNs() - d->anchor_taken_at > kAnchorLifetimeNs) {
-    int64_t ns = 0;
-    error = DeviceNs(inst, d, sample, &ns);
-    if (error == nullptr) {
-      std::swap(d->anchor, sample);
-      d->anchor_ns = ns;
-      d->anchor_taken_at = sdk::MonotonicNs();
     }
   }
   inst->driver()->cuEventDestroy(sample);
@@ -587,9 +600,13 @@ hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
     if (!d->context_ready.load(std::memory_order_relaxed)) {
       if (CUresult r = cu->cuDevicePrimaryCtxRetain(&d->context, d->handle))
         return Error(d, "retaining the primary context", r);
+      // The clock stream at the greatest priority: a sample is not scheduled
+      // behind kernels pending on other streams.
+      int least = 0, greatest = 0;
       CUresult r = cu->cuCtxSetCurrent(d->context);
       if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
-      if (r == CUDA_SUCCESS) r = cu->cuStreamCreate(&d->clock_stream, CU_STREAM_NON_BLOCKING);
+      if (r == CUDA_SUCCESS) r = cu->cuCtxGetStreamPriorityRange(&least, &greatest);
+      if (r == CUDA_SUCCESS) r = cu->cuStreamCreateWithPriority(&d->clock_stream, CU_STREAM_NON_BLOCKING, greatest);
       if (r != CUDA_SUCCESS) {
         if (d->stream) cu->cuStreamDestroy(d->stream);
         d->stream = nullptr;

@@ -35,7 +35,7 @@ struct Device {
   std::atomic<bool> context_ready{false};
   CUcontext context = nullptr;
   CUstream stream = nullptr;        // the default stream (non-blocking: never the legacy NULL stream)
-  CUstream clock_stream = nullptr;  // device_clock samples here, never behind user work
+  CUstream clock_stream = nullptr;  // device_clock samples here (greatest priority), never behind user work
 
   // memory_stats: allocate() minus free() of this instance.
   sdk::MemoryCounters memory_counters;

@@ -13,7 +13,6 @@ namespace hetrt::cuda {
 namespace {
 
 #define HETRT_CUDA_STR(x) #x
-#define HETRT_CUDA_XSTR(x) HETRT_CUDA_STR(x)
 
 constexpr const char* kDefaultLibrary = "libcuda.so.1";
 
@@ -24,23 +23,23 @@ std::string RealPathOf(void* handle, const std::string& fallback) {
   return realpath(map->l_name, resolved) ? resolved : map->l_name;
 }
 
-// Every entry point through cuGetProcAddress (the version cuda.h means, for
-// the CUDA version these headers are), else through dlsym of the versioned
-// name. Returns the first one missing, or "".
+// Every entry point, each exactly the variant the table names: through
+// cuGetProcAddress at the version that introduced it (so the driver answers
+// with that variant, never a newer one), else by its exported name. Returns
+// the exported name of the first one missing, or "".
 std::string Resolve(void* handle, Driver* d) {
-  using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
-  auto find = [&](const char* name, const char* versioned) -> void* {
+  auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(handle, "cuGetProcAddress_v2"));
+  auto find = [&](const char* name, const char* symbol, int version) -> void* {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult found{};
-    if (get_proc && get_proc(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) == CUDA_SUCCESS &&
+    if (get_proc && get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) == CUDA_SUCCESS &&
         found == CU_GET_PROC_ADDRESS_SUCCESS && fn != nullptr)
       return fn;
-    return dlsym(handle, versioned);
+    return dlsym(handle, symbol);
   };
-#define HETRT_CUDA_RESOLVE(name)                                                                    \
-  d->name = reinterpret_cast<decltype(d->name)>(find(HETRT_CUDA_STR(name), HETRT_CUDA_XSTR(name))); \
-  if (d->name == nullptr) return HETRT_CUDA_STR(name);
+#define HETRT_CUDA_RESOLVE(name, symbol, version)                                                             \
+  d->name = reinterpret_cast<decltype(d->name)>(find(HETRT_CUDA_STR(name), HETRT_CUDA_STR(symbol), version)); \
+  if (d->name == nullptr) return HETRT_CUDA_STR(symbol);
   HETRT_CUDA_DRIVER_FUNCTIONS(HETRT_CUDA_RESOLVE)
 #undef HETRT_CUDA_RESOLVE
   return "";

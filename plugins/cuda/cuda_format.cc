@@ -55,6 +55,16 @@ std::string DescribeFatbin(std::span<const uint8_t> data) {
   return "fatbin: " + (entries.empty() ? std::string("no entries") : entries);
 }
 
+// A cubin's SM from its ELF header: e_flags holds it in bits 8-15 from ELF ABI
+// version 8 (nvcc 13), in bits 0-7 before.
+std::string DescribeCubin(std::span<const uint8_t> data) {
+  uint32_t flags = 0;
+  if (data.size() < 64 || data[4] != 2 /* ELFCLASS64 */) return "cubin";
+  std::memcpy(&flags, data.data() + 48, 4);
+  const uint32_t sm = data[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+  return sm ? "cubin for sm_" + std::to_string(sm) : "cubin";
+}
+
 }  // namespace
 
 ImageKind DetectImage(std::span<const uint8_t> data) {
@@ -108,7 +118,7 @@ std::string DescribeImage(std::span<const uint8_t> data) {
       const std::string target = PtxDirective(AsText(data), ".target");
       return "PTX " + PtxDirective(AsText(data), ".version") + (target.empty() ? "" : " for " + target);
     }
-    case ImageKind::kCubin: return "cubin";
+    case ImageKind::kCubin: return DescribeCubin(data);
     case ImageKind::kFatbin: return DescribeFatbin(data);
     default: return "unknown (first bytes " + HexPrefix(data) + ")";
   }

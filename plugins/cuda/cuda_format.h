@@ -32,7 +32,7 @@ const char* ImageKindName(ImageKind kind);  // "PTX", "cubin", "fatbin", "unknow
 // (".target") -> "sm_75". Empty when absent.
 std::string PtxDirective(std::string_view ptx, std::string_view directive);
 
-// One line for messages: "PTX 9.0 for sm_75", "cubin", "fatbin: sm_80 cubin,
+// One line for messages: "PTX 9.0 for sm_75", "cubin for sm_80", "fatbin: sm_80 cubin,
 // compute_75 PTX", or "unknown (first bytes 00 11 ...)".
 std::string DescribeImage(std::span<const uint8_t> data);
 
