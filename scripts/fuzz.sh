@@ -39,18 +39,37 @@ for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file of
 done
 
 mkdir -p build-fuzz/logs build-fuzz/crashes
-failed=()
-for t in "${targets[@]}"; do
+# One target per core at a time (FUZZ_JOBS overrides); each writes its own log
+# and, when it fails, its exit status to build-fuzz/logs/<target>.failed.
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+fuzz_one() {
+  local t=$1 status=0
   # GraphJson gets inputs up to 1 MiB so deep nesting and long arrays are reachable.
+  local max_len
   max_len=$([ "$t" = GraphJson ] && echo 1048576 || echo 262144)
-  echo "fuzz: $t for ${seconds}s"
-  status=0
+  rm -f build-fuzz/logs/"$t".failed
   ./build-fuzz/bin/fuzz_"$t" build-fuzz/corpus/"$t" -max_total_time="$seconds" -max_len="$max_len" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
     > build-fuzz/logs/"$t".log 2>&1 || status=$?
-  grep -E "stat::number_of_executed_units|cov:|ERROR|crash-|leak-|timeout-|oom-" build-fuzz/logs/"$t".log | tail -4
-  if [ "$status" -ne 0 ]; then
-    echo "fuzz: $t FAILED (exit $status); log build-fuzz/logs/$t.log, input in build-fuzz/crashes/"
+  [ "$status" -eq 0 ] || echo "$status" > build-fuzz/logs/"$t".failed
+}
+echo "fuzz: ${#targets[@]} target(s) for ${seconds}s each, $jobs at a time"
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+failed=()
+for t in "${targets[@]}"; do
+  echo "fuzz: $t: $(grep -E "stat::number_of_executed_units" build-fuzz/logs/"$t".log | sed 's/.*: //') executions"
+  if [ -f build-fuzz/logs/"$t".failed ]; then
+    grep -E "ERROR|crash-|leak-|timeout-|oom-" build-fuzz/logs/"$t".log | tail -4
+    echo "fuzz: $t FAILED (exit $(cat build-fuzz/logs/"$t".failed)); log build-fuzz/logs/$t.log, input in build-fuzz/crashes/"
     failed+=("$t")
   fi
 done

@@ -9,7 +9,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FL
   -DHETRT_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 export ASAN_OPTIONS="use_sigaltstack=0:detect_leaks=1:strict_string_checks=1:allocator_may_return_null=1 ${ASAN_OPTIONS:-}"
-export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp ${LSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:use_tls=0 ${LSAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1 ${UBSAN_OPTIONS:-}"
 # Sanitizer builds run Vulkan without its validation layer (tests/CMakeLists.txt says why).
 if [ -n "${HETRT_REQUIRE:-}" ]; then export HETRT_REQUIRE="$HETRT_REQUIRE,-vulkan-validation"; fi

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bitset>
 #include <filesystem>
@@ -12,6 +13,9 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/exec/schedule_plan.h"
@@ -356,21 +360,45 @@ HETRT_INSTANTIATE_PER_FIXTURE(
       return true;
     }));
 
+// The devices a fixture's graph places nodes on (attrs.device_index holds
+// device types), the CPU first.
+std::vector<DLDevice> GraphDevices(const std::string& graph_json) {
+  std::vector<DLDevice> devices = {kCpu};
+  const auto graph = nlohmann::json::parse(testing::ReadText(graph_json), nullptr, false);
+  if (graph.is_discarded() || !graph.contains("attrs") || !graph["attrs"].contains("device_index")) return devices;
+  for (const auto& type : graph["attrs"]["device_index"].at(1)) {
+    const DLDevice device{static_cast<DLDeviceType>(type.get<int>()), 0};
+    const bool known = std::any_of(devices.begin(), devices.end(),
+                                   [&](const DLDevice& d) { return d.device_type == device.device_type; });
+    if (!known) devices.push_back(device);
+  }
+  return devices;
+}
+
 TEST_P(AsyncExecutorOnFixture, GivesTheSequentialOutputsBitForBit) {
   const std::string dir = testing::TvmFixture(fixture());
+  const std::vector<DLDevice> devices = GraphDevices(dir + "/graph.json");
+  for (const DLDevice& device : devices) {
+    auto plugin = PluginRegistry::Global().ForDevice(device);
+    if (plugin.ok()) continue;
+    if (device.device_type == kDLCUDA) GTEST_SKIP() << "no CUDA device: " << plugin.status().message();
+    const std::string name = device.device_type == kDLOpenCL   ? "opencl"
+                             : device.device_type == kDLVulkan ? "vulkan"
+                                                               : DeviceToString(device);
+    HETRT_MISSING(name, "the graph places nodes on " << name << ": " << plugin.status().message());
+  }
   std::vector<Tensor> outputs[2];
   for (int sequential = 0; sequential < 2; ++sequential) {
     GraphExecutor::Options options;
-    options.devices = {kCpu, kCl};
+    options.devices = devices;
     options.sequential = sequential;
-    auto m = OpenGraphModel({dir + "/deploy.so"}, options);
-    if (!m.ok()) GTEST_SKIP() << "not runnable on the CPU + OpenCL here: " << m.status().message();
+    HETRT_ASSERT_OK_AND_ASSIGN(auto m, OpenGraphModel({dir + "/deploy.so"}, options));
     HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(dir + "/inputs.params"));
     for (const auto& p : inputs)
-      if (m->executor->InputIndex(p.name) >= 0) HETRT_ASSERT_OK(m->executor->SetInput(p.name, p.tensor));
-    HETRT_ASSERT_OK(m->executor->Run());
-    for (int i = 0; i < m->executor->NumOutputs(); ++i) {
-      HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m->executor->GetOutput(i));
+      if (m.executor->InputIndex(p.name) >= 0) HETRT_ASSERT_OK(m.executor->SetInput(p.name, p.tensor));
+    HETRT_ASSERT_OK(m.executor->Run());
+    for (int i = 0; i < m.executor->NumOutputs(); ++i) {
+      HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(i));
       outputs[sequential].push_back(std::move(out));
     }
   }
