@@ -140,11 +140,13 @@ std::string CpuAndCudaPluginsOnly() {
   const fs::path cuda_plugin = PluginRegistry::Global().ForTypeKey("cuda").value()->path();
   const fs::path cpu_plugin = PluginRegistry::Global().ForDeviceType(kDLCPU).value()->path();
   const fs::path dir = ::testing::TempDir() + "/hetrt_cuda_only_" + std::to_string(getpid());
+  // Fresh each time: a folder left by an earlier process with the same pid may
+  // link to another build's data (one since deleted).
+  fs::remove_all(dir);
   fs::create_directories(dir / "hetrt-plugins");
   const fs::path lib_dir = cuda_plugin.parent_path().parent_path();
   fs::copy_file(lib_dir / "libhetrt_core.so", dir / "libhetrt_core.so", fs::copy_options::overwrite_existing);
-  std::error_code exists;
-  fs::create_directory_symlink(lib_dir / "hetrt", dir / "hetrt", exists);
+  fs::create_directory_symlink(lib_dir / "hetrt", dir / "hetrt");
   for (const fs::path& plugin : {cuda_plugin, cpu_plugin})
     fs::copy_file(plugin, dir / "hetrt-plugins" / plugin.filename(), fs::copy_options::overwrite_existing);
   return "LD_LIBRARY_PATH=" + dir.string();
