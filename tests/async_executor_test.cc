@@ -13,12 +13,11 @@
 #include <random>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/exec/schedule_plan.h"
+#include "hetrt/formats/graph.h"
 #include "kernel_set.h"
 #include "test_support.h"
 #include "two_branch_model.h"
@@ -360,17 +359,16 @@ HETRT_INSTANTIATE_PER_FIXTURE(
       return true;
     }));
 
-// The devices a fixture's graph places nodes on (attrs.device_index holds
+// The devices a fixture's graph places nodes on (its device_index holds
 // device types), the CPU first.
 std::vector<DLDevice> GraphDevices(const std::string& graph_json) {
   std::vector<DLDevice> devices = {kCpu};
-  const auto graph = nlohmann::json::parse(testing::ReadText(graph_json), nullptr, false);
-  if (graph.is_discarded() || !graph.contains("attrs") || !graph["attrs"].contains("device_index")) return devices;
-  for (const auto& type : graph["attrs"]["device_index"].at(1)) {
-    const DLDevice device{static_cast<DLDeviceType>(type.get<int>()), 0};
-    const bool known = std::any_of(devices.begin(), devices.end(),
-                                   [&](const DLDevice& d) { return d.device_type == device.device_type; });
-    if (!known) devices.push_back(device);
+  auto graph = ParseGraphJson(testing::ReadText(graph_json), graph_json);
+  if (!graph.ok()) return devices;
+  for (const int32_t type : graph->device_types) {
+    const bool known =
+        std::any_of(devices.begin(), devices.end(), [&](const DLDevice& d) { return d.device_type == type; });
+    if (!known) devices.push_back(DLDevice{static_cast<DLDeviceType>(type), 0});
   }
   return devices;
 }
