@@ -28,6 +28,7 @@
 #include "hetrt/serve/inference_server.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
+#include "two_stage_model.h"
 
 namespace hetrt {
 namespace {
@@ -52,8 +53,9 @@ struct Environment {
   std::unique_ptr<serve::InferenceServer> server;
   std::unique_ptr<serve::Frontend> rest, grpc;
   int rest_port = 0, grpc_port = 0;
-  std::map<std::string, std::vector<Input>> inputs;  // one request's inputs per model
-  std::map<std::string, std::string> libs;           // model -> deploy library (in-process baseline)
+  std::map<std::string, std::vector<Input>> inputs;      // one request's inputs per model
+  std::map<std::string, std::string> libs;               // model -> deploy library (in-process baseline)
+  std::map<std::string, std::vector<DLDevice>> devices;  // model -> devices in process (default: the CPU)
   std::string error;
 };
 
@@ -107,6 +109,33 @@ Environment& Env() {
     Link(e->repo, "batch4_padded", batch4, R"({"max_batch_size": 4})");
     Link(e->repo, "batch4_batched", batch4,
          R"({"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 2000}})");
+    // CPU+OpenCL in two stages one after the other: one instance leaves each
+    // device idle half the time, two keep both busy.
+    // Run with one CPU thread per executor (HETRT_NUM_THREADS=1, as serving
+    // with several instances is configured): the CPU stage (~2.5 ms here)
+    // then holds one core, and PoCL's OpenCL stage (~1.2 ms) has the rest.
+    kernels::TwoStageShape stage;
+    stage.cpu_layers = 8;
+    stage.accel_layers = 2;
+    stage.rows = 64;
+    stage.width = 128;
+    auto staged = kernels::BuildTwoStageModel(kDLOpenCL, stage);
+    const std::string two_stage = e->repo + "/two_stage.so";
+    s = staged.ok()
+            ? kernels::ExportGraph(staged->graph_json, staged->params, std::vector<int32_t>{kDLOpenCL}, two_stage)
+            : staged.status();
+    if (!s.ok()) {
+      e->error = s.message();
+      return e;
+    }
+    Link(e->repo, "two_stage_x1", two_stage, R"({"instance_group": [{"count": 1, "devices": ["cpu", "opencl"]}]})");
+    Link(e->repo, "two_stage_x2", two_stage, R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}]})");
+    Input stage_in{"data", {stage.rows, stage.width}, std::string(stage.rows * stage.width * sizeof(float), '\0')};
+    for (int64_t i = 0; i < stage.rows * stage.width; ++i)
+      reinterpret_cast<float*>(stage_in.bytes.data())[i] = std::cos(0.01f * static_cast<float>(i));
+    e->inputs["two_stage_x1"] = e->inputs["two_stage_x2"] = {stage_in};
+    e->libs["two_stage_x1"] = e->libs["two_stage_x2"] = two_stage;
+    e->devices["two_stage_x1"] = {{kDLCPU, 0}, {kDLOpenCL, 0}};
     Input row{"data", {1, 256}, std::string(256 * sizeof(float), '\0')};
     for (int i = 0; i < 256; ++i)
       reinterpret_cast<float*>(row.bytes.data())[i] = std::sin(0.1f * static_cast<float>(i));
@@ -170,6 +199,7 @@ bool EnvReady(benchmark::State& state) {
 void InProcess(benchmark::State& state, const std::string& model) {
   if (!EnvReady(state)) return;
   GraphExecutor::Options options;
+  if (auto it = Env().devices.find(model); it != Env().devices.end()) options.devices = it->second;
   auto opened = OpenModel({Env().libs.at(model)}, options);
   if (!opened.ok()) return state.SkipWithError(opened.status().message().c_str());
   Executor& ex = *opened->executor;
@@ -282,6 +312,11 @@ void Register() {
   // CPU+OpenCL: one instance vs two (devices overlap across requests).
   add("Serve/hetero_x1/Grpc", Grpc, "hetero_x1", {4});
   add("Serve/hetero_x2/Grpc", Grpc, "hetero_x2", {4});
+  // The same on a model whose devices take turns within a request (two stages):
+  // two instances let one request's OpenCL stage run beside another's CPU stage.
+  add("Serve/two_stage_x1/InProcess", InProcess, "two_stage_x1", {1, 2});
+  add("Serve/two_stage_x1/Grpc", Grpc, "two_stage_x1", {4});
+  add("Serve/two_stage_x2/Grpc", Grpc, "two_stage_x2", {4});
 }
 
 }  // namespace

@@ -140,7 +140,13 @@ if ! skipped micro micro_table micro_pipe; then
   run micro_pipe txt "$build/bin/hetrt" run "$fixtures/mlf/mlp_aot_mlf.tar" --device micro \
     --inputs "$fixtures/mlf/mlp_inputs.params" --repeat "$pipe_runs"
 fi
-skipped serving serve_bench || gbench serve_bench "$build/bin/serve_bench" "${serve_time[@]}"
+if ! skipped serving serve_bench serve_bench_one_cpu_thread; then
+  gbench serve_bench "$build/bin/serve_bench" --benchmark_filter=-two_stage "${serve_time[@]}"
+  # Instances overlapping devices: one CPU thread per executor, as a server with
+  # several instances is configured, so one request's CPU stage leaves PoCL a core.
+  gbench serve_bench_one_cpu_thread HETRT_NUM_THREADS=1 "$build/bin/serve_bench" \
+    --benchmark_filter='two_stage|hetero' "${serve_time[@]}"
+fi
 if skipped cuda cuda_bench; then
   :
 elif ! has cuda_bench; then

@@ -379,6 +379,21 @@ def serving(raw):
             return "%s (%s)" % (fmt_rate(x), fmt_ratio(x / y))
         return compute
 
+    one = _load(s, raw, "serve_bench_one_cpu_thread")
+
+    def one_cpu(path, threads):
+        return one.get("Serve/%s/threads:%d" % (path, threads)).counter("items_per_second")
+
+    def overlap(model):
+        def compute():
+            x1, x2 = one_cpu(model + "_x1/Grpc", 4), one_cpu(model + "_x2/Grpc", 4)
+            return "%s vs %s (%s)" % (fmt_rate(x2), fmt_rate(x1), fmt_ratio(x2 / x1))
+        return compute
+
+    def in_process_overlap():
+        x1, x2 = one_cpu("two_stage_x1/InProcess", 1), one_cpu("two_stage_x1/InProcess", 2)
+        return "%s vs %s (%s)" % (fmt_rate(x2), fmt_rate(x1), fmt_ratio(x2 / x1))
+
     s.table(["what", "in process", "gRPC", "REST binary"], [
         ["`mlp`, 1 instance, concurrency 1, p50 / p99", lat("mlp/InProcess"), grpc_lat, lat("mlp/RestBinary")],
         ["`mlp`, 1 instance, requests/s at concurrency 1 / 4 / 16", lambda: rate("mlp/InProcess", 1) + " (c1)",
@@ -393,6 +408,12 @@ def serving(raw):
                                rate("batch4_padded/Grpc", 16)), ""],
         ["`hetero_opencl_seed` (CPU + OpenCL), concurrency 4: 2 instances (ratio to 1)", "",
          lambda: "%s vs %s" % (versus("hetero_x2/Grpc", 4, "hetero_x1/Grpc", 4)(), rate("hetero_x1/Grpc", 4)), ""],
+    ])
+    s.text("One CPU thread per executor (`HETRT_NUM_THREADS=1`), CPU + OpenCL, concurrency 4, "
+           "2 instances vs 1 (in process: 2 threads each with an executor vs 1):", where=("doc", "readme"))
+    s.table(["model", "in process", "gRPC"], [
+        ["two-stage model (CPU stage, then OpenCL stage)", in_process_overlap, overlap("two_stage")],
+        ["`hetero_opencl_seed`", "", overlap("hetero")],
     ])
     return s
 

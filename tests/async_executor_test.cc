@@ -21,6 +21,7 @@
 #include "kernel_set.h"
 #include "test_support.h"
 #include "two_branch_model.h"
+#include "two_stage_model.h"
 
 // Counts operator new calls while armed, from any thread (Run() must not allocate).
 // GCC cannot see that these replacements pair malloc with free.
@@ -194,6 +195,40 @@ TEST(AsyncExecutor, TwoBranchModelMatchesTheCpuInEveryMode) {
     HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, RunTwoBranch(kDLOpenCL, options));
     EXPECT_TRUE(testing::TensorsClose(out, reference, 1e-4, 1e-4));
   }
+}
+
+// The serve bench's two-stage model (CPU stage feeding an OpenCL stage across a
+// __copy) computes what the same layers compute on the CPU alone, run after run.
+TEST(AsyncExecutor, TwoStageModelMatchesTheCpu) {
+  HETRT_REQUIRE_OPENCL();
+  kernels::TwoStageShape shape;
+  shape.cpu_layers = 3;
+  shape.accel_layers = 2;
+  shape.rows = 8;
+  shape.width = 64;
+  Tensor input = Tensor::EmptyHost({shape.rows, shape.width}, {kDLFloat, 32, 1}).value();
+  for (int64_t i = 0; i < input.num_elements(); ++i) input.data_as<float>()[i] = std::cos(0.01f * i);
+  std::vector<Tensor> outputs;
+  for (int32_t accel : {kDLCPU, kDLOpenCL}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoStageModel(accel, shape));
+    const std::string path = TempPath(std::string("two_stage_") + (accel == kDLCPU ? "cpu" : "cl") + ".so");
+    HETRT_ASSERT_OK(kernels::ExportGraph(built.graph_json, built.params, accel == kDLOpenCL, path));
+    GraphExecutor::Options options;
+    options.devices = {kCpu};
+    if (accel != kDLCPU) options.devices.push_back(kCl);
+    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({path}, options));
+    // The accelerator stage really is on the accelerator: a __copy feeds it.
+    EXPECT_EQ(built.graph_json.find("__copy") != std::string::npos, accel != kDLCPU);
+    HETRT_ASSERT_OK(m.executor->SetInput("data", input));
+    for (int run = 0; run < 2; ++run) HETRT_ASSERT_OK(m.executor->Run());
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+    ASSERT_EQ(out.shape(), (std::vector<int64_t>{shape.rows, shape.width}));
+    outputs.push_back(std::move(out));
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < outputs[0].num_elements(); ++i) sum += std::abs(outputs[0].data_as<float>()[i]);
+  EXPECT_GT(sum, 0.0) << "relu left nothing: the comparison would prove little";
+  EXPECT_TRUE(testing::TensorsClose(outputs[1], outputs[0], 1e-4, 1e-4));
 }
 
 struct Interval {

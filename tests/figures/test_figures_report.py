@@ -57,6 +57,9 @@ class RenderedFigures(unittest.TestCase):
                         "= 5.03 ms / 3.47 ms = **1.45x**")
         self.assertLine("- two-branch model, 1 CPU thread + 1 PoCL thread: asynchronous / slower branch alone "
                         "= 3.40 ms / 3.36 ms = **1.01x**")
+        # serve_bench_one_cpu_thread: 2 instances against 1 (and 2 executors against 1) of one run
+        self.assertLine("| two-stage model (CPU stage, then OpenCL stage) | 506/s vs 281/s (1.80x) "
+                        "| 428/s vs 285/s (1.50x) |")
         self.assertLine("- `hetero_opencl_seed` asynchronous / the device round trip alone (means): "
                         "38.1 us / 23.4 us = 1.63x")
         self.assertLine("| cnn | 1.30 ms | 1.37 ms (1.05x) | 4.95 ms (3.81x) | 1.49e-08 |")
