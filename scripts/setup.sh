@@ -17,6 +17,7 @@ packages=(
   # REST (cpp-httplib); curl, python3-grpcio and h2load are independent test clients.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcpp-httplib-dev
   curl python3-grpcio python3-protobuf nghttp2-client  # Node.js and npm come with the machine
+  iproute2  # ss: the serving tests read the listeners' accept backlogs
   python3-yaml  # tests/deploy: reads the KServe manifests
   clang  # scripts/fuzz.sh: libFuzzer harnesses (CI runs each for 15 s)
 )

@@ -146,16 +146,24 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
 };
 
 // gRPC's default health service reports what it is told; this keeps it telling
-// InferenceServer::Ready() (models load and unload, the server drains) for the
-// whole server ("") and for the inference service by name.
+// InferenceServer::Ready() for the whole server ("") and for the inference
+// service by name, pushed as readiness changes (models load and unload, the
+// server begins to drain) so probes see NOT_SERVING while requests finish.
 class HealthReporter {
  public:
   HealthReporter(InferenceServer& server, grpc::HealthCheckServiceInterface* health)
       : server_(server), health_(health) {
+    // Observed before the first report, so no change falls between the two.
+    observer_ = server_.AddReadinessObserver([this] {
+      std::lock_guard lock(mutex_);
+      changed_ = true;
+      wake_.notify_all();
+    });
     Report(server_.Ready());
     thread_ = std::thread([this] { Run(); });
   }
   ~HealthReporter() {
+    server_.RemoveReadinessObserver(observer_);
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -167,12 +175,17 @@ class HealthReporter {
   }
 
  private:
-  static constexpr auto kPollInterval = std::chrono::milliseconds(100);
-
+  // Ready() is read here, not in the observer: the observer runs on the thread
+  // changing readiness, which may hold the server's locks.
   void Run() {
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, kPollInterval, [this] { return stopping_; })) {
-      bool ready = server_.Ready();
+    while (true) {
+      wake_.wait(lock, [this] { return stopping_ || changed_; });
+      if (stopping_) return;
+      changed_ = false;
+      lock.unlock();
+      const bool ready = server_.Ready();
+      lock.lock();
       if (ready != reported_) Report(ready);
     }
   }
@@ -188,7 +201,9 @@ class HealthReporter {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool changed_ = false;
   bool reported_ = false;
+  int observer_ = -1;
   std::thread thread_;
 };
 
@@ -242,7 +257,7 @@ class GrpcFrontend final : public Frontend {
   void Stop() override {
     std::lock_guard lock(mutex_);
     if (!grpc_server_) return;
-    health_.reset();  // NOT_SERVING first, so probes stop routing here
+    health_.reset();  // NOT_SERVING (already so when the server drained first)
     // New calls are refused at once; calls in flight get kShutdownGrace to
     // finish before they are cancelled.
     grpc_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);

@@ -75,6 +75,16 @@ struct InferenceServer::State {
   bool draining = false;  // under mutex
   int64_t in_flight = 0;  // under mutex
   std::condition_variable idle;
+  // Readiness observers: called under observers_mutex (so removal waits for a
+  // call in progress), never under mutex.
+  std::mutex observers_mutex;
+  std::map<int, std::function<void()>> observers;
+  int next_observer = 0;
+
+  void NotifyReadiness() {
+    std::lock_guard<std::mutex> lock(observers_mutex);
+    for (auto& [id, observer] : observers) observer();
+  }
 
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version) const;
 };
@@ -180,11 +190,14 @@ Status InferenceServer::Load(const std::string& model) {
   std::lock_guard<std::mutex> load_lock(state_->load_mutex);
   const std::string dir = options_.model_repository + "/" + model;
   auto fail = [&](const Status& s) {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    ModelEntry& entry = state_->models[model];
-    entry.wanted = true;
-    entry.reason = s.message();
-    if (entry.versions.empty()) entry.state = "UNAVAILABLE";
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      ModelEntry& entry = state_->models[model];
+      entry.wanted = true;
+      entry.reason = s.message();
+      if (entry.versions.empty()) entry.state = "UNAVAILABLE";
+    }
+    state_->NotifyReadiness();
     return s;
   };
   {
@@ -226,6 +239,7 @@ Status InferenceServer::Load(const std::string& model) {
   }
   // The versions replaced finish what they queued; callers holding them get
   // their responses, new requests already go to the new versions.
+  state_->NotifyReadiness();
   for (auto& [number, v] : retired) v->Stop();
   std::fprintf(stderr, "hetrt serve: model '%s' loaded (%zu version(s))\n", model.c_str(), chosen->size());
   return OkStatus();
@@ -244,6 +258,7 @@ Status InferenceServer::Unload(const std::string& model) {
     it->second.state = "UNAVAILABLE";
     it->second.reason = "unloaded";
   }
+  state_->NotifyReadiness();
   for (auto& [number, v] : retired) v->Stop();
   return OkStatus();
 }
@@ -258,10 +273,30 @@ std::string InferenceServer::MetricsText() const {
   return RenderMetrics(versions);
 }
 
+int InferenceServer::AddReadinessObserver(std::function<void()> observer) {
+  std::lock_guard<std::mutex> lock(state_->observers_mutex);
+  state_->observers.emplace(state_->next_observer, std::move(observer));
+  return state_->next_observer++;
+}
+
+void InferenceServer::RemoveReadinessObserver(int id) {
+  std::lock_guard<std::mutex> lock(state_->observers_mutex);
+  state_->observers.erase(id);
+}
+
+void InferenceServer::BeginDrain() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->draining) return;
+    state_->draining = true;
+  }
+  state_->NotifyReadiness();
+}
+
 void InferenceServer::Drain() {
+  BeginDrain();
   {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->draining = true;
     state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
   }
   std::lock_guard<std::mutex> load_lock(state_->load_mutex);

@@ -20,14 +20,16 @@ struct ServeArgs {
 };
 
 int Serve(ServeArgs& args) {
-  WarnAboutUnusedPlugins();
   // Signals are taken by sigwait below, never by a handler in a random thread:
-  // blocked here, before any thread starts, so every thread inherits the mask.
+  // blocked here, before any thread starts (the plugin registry's first use
+  // starts the CPU plugin's pool), so every thread inherits the mask. A thread
+  // without it would take a SIGTERM arriving during the drain and die of it.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  WarnAboutUnusedPlugins();
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
   args.options.max_request_bytes = static_cast<size_t>(args.max_request_mib) << 20;
@@ -42,9 +44,12 @@ int Serve(ServeArgs& args) {
   listeners.push_back({serve::MakeRestFrontend(**server), args.http_port});
   listeners.push_back({serve::MakeGrpcFrontend(**server), args.grpc_port});
   listeners.push_back({serve::MakeMetricsFrontend(**server), args.metrics_port});
+  // Drain first, listeners after: while requests in flight finish, probes still
+  // get answers (not ready, NOT_SERVING) and new requests a clear 503 /
+  // UNAVAILABLE, instead of refused connections.
   auto stop_all = [&] {
-    for (Listener& l : listeners) l.frontend->Stop();
     (*server)->Drain();
+    for (Listener& l : listeners) l.frontend->Stop();
   };
   for (Listener& l : listeners) {
     auto port = l.frontend->Start(args.host, l.port);

@@ -429,3 +429,46 @@ TEST(InferenceServer, DrainLetsRequestsInFlightFinishAndRefusesNewOnes) {
 
 }  // namespace
 }  // namespace hetrt::serve
+
+namespace hetrt::serve {
+namespace {
+
+// Health services that push status (gRPC's) learn of every readiness change at
+// once: a load, an unload, the start of a drain; and not after removal.
+TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  Repository repo;
+  repo.Link("mlp", 1, dir, {"deploy.so"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  std::atomic<int> calls{0};
+  std::vector<bool> seen;  // Ready() as each call left it
+  std::mutex seen_mutex;
+  const int id = server->AddReadinessObserver([&] {
+    ++calls;
+    std::lock_guard lock(seen_mutex);
+    seen.push_back(server->Ready());
+  });
+  // A model asked for that cannot load makes the server not ready; unloading
+  // it (no longer asked for) makes it ready again; so does reloading mlp.
+  std::ofstream(repo.VersionDir("broken", 1) + "/deploy.so") << "not a shared library";
+  EXPECT_FALSE(server->Load("broken").ok());
+  HETRT_ASSERT_OK(server->Unload("broken"));
+  HETRT_ASSERT_OK(server->Load("mlp"));
+  server->BeginDrain();
+  server->BeginDrain();  // a second call changes nothing and tells nobody
+  EXPECT_EQ(seen, (std::vector<bool>{false, true, true, false}));
+  EXPECT_TRUE(server->Live());
+  EXPECT_FALSE(server->Ready());
+  // Draining: metadata still answers, inference is refused with the reason.
+  EXPECT_TRUE(server->Metadata("mlp", "").ok());
+  auto refused = server->Infer(RequestFromParams("mlp", dir + "/inputs.params"));
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("shutting down"), std::string::npos) << refused.status().message();
+  server->RemoveReadinessObserver(id);
+  server->Drain();
+  EXPECT_EQ(calls.load(), 4);
+}
+
+}  // namespace
+}  // namespace hetrt::serve

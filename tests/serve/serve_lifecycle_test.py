@@ -1,7 +1,8 @@
 """`hetrt serve` as a process: SIGTERM while requests are in flight loses none
-of them and exits 0; the listeners print their lines; /metrics counts what was
+of them, reports not ready (REST) and NOT_SERVING (gRPC health) while they
+finish, and exits 0; the listeners print their lines; /metrics counts what was
 served; dynamic batching through REST returns the unbatched rows; a burst of new
-connections is accepted whole.
+connections is accepted whole; every listener's accept backlog holds a burst.
 
 Usage: serve_lifecycle_test.py HETRT MAKE_BATCH_MODEL  (fixtures from $HETRT_FIXTURES)
 """
@@ -72,37 +73,73 @@ def output_array(body, index=0):
     return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
 
 
+def grpc_health(address):
+    """grpc.health.v1.Health/Check on "" (the whole server): the raw reply.
+    Debian packages no health stubs; the empty request is b"" and the status is
+    field 1: SERVING = b"\\x08\\x01", NOT_SERVING = b"\\x08\\x02"."""
+    import grpc
+    with grpc.insecure_channel(address) as channel:
+        try:
+            return channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10)
+        except grpc.RpcError as e:  # a refused or cancelled call is an answer too
+            return f"{e.code()}: {e.details()}"
+
+
+def in_flight(address, model):
+    status, text = get(address, "/metrics")
+    line = [l for l in text.splitlines() if l.startswith(f'hetrt_inference_in_flight{{model="{model}"')]
+    return float(line[0].split()[-1]) if line else 0.0
+
+
 def sigterm_in_flight(hetrt, fixtures):
-    """Six slow requests (one instance, resnet18, ~50 ms a run); SIGTERM once all
-    six are accepted (queued or running); all six answered, and the server exits 0."""
+    """Ten slow requests (one instance, resnet18, ~50 ms a run); SIGTERM once all
+    ten are accepted (queued or running). While they finish, the server drains
+    as Kubernetes expects: gRPC health NOT_SERVING, /v2/health/ready 503, still
+    live, new requests 503. All ten are answered, and the server exits 0."""
     resnet = os.path.join(fixtures, "resnet18")
     repo = fixture_repository(fixtures, {"resnet": ("resnet18", ["deploy.so"], None)})
     data = np.load(os.path.join(resnet, "inputs_data.npy"))
     expected = np.load(os.path.join(resnet, "output_0.npy"))
     server = Server(hetrt, repo)
+    check(grpc_health(server.grpc) == b"\x08\x01", "gRPC health is not SERVING before SIGTERM")
     results = []
+    count = 10
 
     def client():
         results.append(infer_binary(server.http, "resnet", {"data": data}))
 
-    threads = [threading.Thread(target=client) for _ in range(6)]
+    threads = [threading.Thread(target=client) for _ in range(count)]
     for t in threads:
         t.start()
-    # Wait until the server has all six (queued or running), then stop it.
+    # Wait until the server has all of them (queued or running), then stop it.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        status, text = get(server.metrics, "/metrics")
-        line = [l for l in text.splitlines() if l.startswith('hetrt_inference_in_flight{model="resnet"')]
-        if line and float(line[0].split()[-1]) >= 6:
+        if in_flight(server.metrics, "resnet") >= count:
             break
         time.sleep(0.005)
     else:
-        check(False, "six requests never were in flight at once")
+        check(False, f"{count} requests never were in flight at once")
+    server.proc.send_signal(signal.SIGTERM)
+    # The drain, seen from outside while the requests finish.
+    deadline = time.monotonic() + 10
+    health = grpc_health(server.grpc)
+    while health != b"\x08\x02" and time.monotonic() < deadline:
+        health = grpc_health(server.grpc)
+    check(health == b"\x08\x02", f"gRPC health answered {health!r} while draining, expected NOT_SERVING")
+    check(get(server.http, "/v2/health/ready")[0] == 503, "/v2/health/ready is not 503 while draining")
+    check(get(server.http, "/v2/health/live")[0] == 200, "/v2/health/live is not 200 while draining")
+    code, body = infer_binary(server.http, "resnet", {"data": data})
+    check(code == 503 and "shutting down" in body.get("error", ""),
+          f"a new request while draining got {code} {body}, expected 503 'the server is shutting down'")
+    left = in_flight(server.metrics, "resnet")
+    check(left > 0, "every request had finished before the drain was checked: the checks above proved nothing")
+    # stop() sends SIGTERM again if the server still runs: a second signal during
+    # the drain must not kill it (every thread blocks it; only sigwait takes it).
     status = server.stop()
     for t in threads:
         t.join(60)
     check(status == 0, f"hetrt serve exited {status} after SIGTERM, expected 0")
-    check(len(results) == 6, f"{len(results)} of 6 in-flight requests were answered")
+    check(len(results) == count, f"{len(results)} of {count} in-flight requests were answered")
     for code, body in results:
         check(code == 200, f"an in-flight request got {code}: {body}")
         if code == 200:
@@ -191,6 +228,29 @@ def simultaneous_connections(hetrt, fixtures):
     shutil.rmtree(repo)
 
 
+def listen_backlogs(hetrt, fixtures):
+    """Each listener's accept queue holds a burst of new connections: httplib
+    listens with a backlog of 5 unless told otherwise, and under full load
+    bursts of 16 clients then lost requests. ss reports a listening socket's
+    backlog as its Send-Q."""
+    repo = fixture_repository(fixtures, {"mlp": ("mlp", ["deploy.so"], None)})
+    with open("/proc/sys/net/core/somaxconn") as f:
+        wanted = min(128, int(f.read()))
+    with Server(hetrt, repo) as server:
+        for protocol, address in sorted(server.address.items()):
+            port = address.rsplit(":", 1)[1]
+            try:
+                out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True,
+                                     check=True).stdout.split()
+            except (OSError, subprocess.CalledProcessError) as e:
+                check(False, f"ss (iproute2, installed by scripts/setup.sh) cannot list listeners: {e}")
+                break
+            check(len(out) >= 3 and out[0] == "LISTEN", f"ss shows no listener on the {protocol} port {port}: {out}")
+            if len(out) >= 3:
+                check(int(out[2]) >= wanted, f"the {protocol} listener's backlog is {out[2]}, expected >= {wanted}")
+    shutil.rmtree(repo)
+
+
 def main():
     hetrt, make_batch_model = sys.argv[1], sys.argv[2]
     fixtures = os.path.join(os.environ.get("HETRT_FIXTURES",
@@ -201,6 +261,7 @@ def main():
     sigterm_in_flight(hetrt, fixtures)
     batching_over_rest(hetrt, make_batch_model)
     simultaneous_connections(hetrt, fixtures)
+    listen_backlogs(hetrt, fixtures)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

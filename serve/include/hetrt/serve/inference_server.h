@@ -3,6 +3,7 @@
 // frontends call it from their own threads. Knows nothing of HTTP or gRPC.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +54,18 @@ class InferenceServer final {
   // Prometheus text exposition of every metric.
   std::string MetricsText() const;
 
-  // Stops taking new requests (Infer answers Unavailable) and waits for those
-  // in flight; frontends stop accepting before this is called.
+  // Calls `observer` (on the thread making the change, no lock held) whenever
+  // Ready() may have changed: a model loaded or unloaded, draining began. For
+  // health services that push status (gRPC's) instead of being asked.
+  int AddReadinessObserver(std::function<void()> observer);
+  // After it returns, the observer is not running and will not be called.
+  void RemoveReadinessObserver(int id);
+
+  // Shutdown, as Triton does it: from BeginDrain on, Ready() is false and Infer
+  // answers Unavailable while health, metadata and metrics still answer, so
+  // probes take this server out of rotation; Drain also waits for the requests
+  // in flight and stops the models. Frontends stop listening after Drain.
+  void BeginDrain();
   void Drain();
 
  private:
