@@ -88,7 +88,9 @@ record() {  # record NAME REASON: NAME did not run, and why
 run() {
   local name=$1 suffix=$2
   shift 2
-  local line="$*"
+  local line
+  printf -v line '%q ' "$@"  # quoted: the line pastes into a shell as it ran ("a|b" stays one argument)
+  line=${line% }
   line=${line//$HETRT_FIXTURES/\$HETRT_FIXTURES}
   echo "$line" >"$raw/$name.cmd"
   say "$name: $line"
