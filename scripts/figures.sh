@@ -142,12 +142,21 @@ if ! skipped micro micro_table micro_pipe; then
   run micro_pipe txt "$build/bin/hetrt" run "$fixtures/mlf/mlp_aot_mlf.tar" --device micro \
     --inputs "$fixtures/mlf/mlp_inputs.params" --repeat "$pipe_runs"
 fi
-if ! skipped serving serve_bench serve_bench_one_cpu_thread; then
+if ! skipped serving serve_bench serve_bench_pinned_devices serve_bench_pinned_devices_batch; then
   gbench serve_bench "$build/bin/serve_bench" --benchmark_filter=-two_stage "${serve_time[@]}"
-  # Instances overlapping devices: one CPU thread per executor, as a server with
-  # several instances is configured, so one request's CPU stage leaves PoCL a core.
-  gbench serve_bench_one_cpu_thread HETRT_NUM_THREADS=1 "$build/bin/serve_bench" \
+  # Instances overlapping devices, with each device on a core of its own so that
+  # one instance and two have the same hardware: the process (CPU stages, one
+  # thread per executor; gRPC; clients) on the last core, PoCL's one worker
+  # pinned to core 0 (POCL_AFFINITY pins worker i to core i). Once with the
+  # default scheduling, once with SCHED_BATCH (chrt -b 0: no wakeup preemption,
+  # so two requests' CPU stages on one core run one after the other instead of
+  # time-sliced side by side).
+  pinned=(HETRT_NUM_THREADS=1 POCL_MAX_PTHREAD_COUNT=1 POCL_AFFINITY=1)
+  last_core=$(($(nproc) - 1))
+  gbench serve_bench_pinned_devices "${pinned[@]}" taskset -c "$last_core" "$build/bin/serve_bench" \
     --benchmark_filter='two_stage|hetero' "${serve_time[@]}"
+  gbench serve_bench_pinned_devices_batch "${pinned[@]}" chrt -b 0 taskset -c "$last_core" "$build/bin/serve_bench" \
+    --benchmark_filter='two_stage' "${serve_time[@]}"
 fi
 if skipped cuda cuda_bench; then
   :

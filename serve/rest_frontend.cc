@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <csignal>
 #include <mutex>
 #include <thread>
@@ -23,6 +24,9 @@ constexpr time_t kReadWriteTimeoutSeconds = 10;
 // Idle keep-alive connections close after this (and Stop waits at most this
 // long for one); the request count per connection is practically unbounded.
 constexpr time_t kKeepAliveSeconds = 5;
+// How long Stop lets open connections finish by themselves: an idle one has
+// closed by then (keep-alive timeout).
+constexpr auto kStopGrace = std::chrono::seconds(kKeepAliveSeconds + 1);
 constexpr size_t kKeepAliveMaxRequests = 1u << 30;
 
 // httplib serves each connection on one worker for its whole keep-alive life,
@@ -153,13 +157,19 @@ class HttpListener : public Frontend {
   // down ends httplib's accept loop instead (it closes the socket itself); its
   // workers then serve what their connections send until the client closes
   // or stays idle for the keep-alive timeout, and listen_after_bind joins them.
+  // A client that keeps sending on its connection (retrying the 503s of a
+  // draining server, say) would hold that forever: past kStopGrace, httplib's
+  // stop() ends each connection after the request it is serving.
   void Stop() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!thread_.joinable()) return;
-    if (listen_fd_ >= 0)
+    if (listen_fd_ >= 0) {
       ::shutdown(listen_fd_, SHUT_RDWR);
-    else
-      http_.stop();
+      const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+      while (!listen_returned_ && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!listen_returned_) http_.stop();
     thread_.join();
     listen_fd_ = -1;
   }

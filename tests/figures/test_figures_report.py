@@ -57,9 +57,10 @@ class RenderedFigures(unittest.TestCase):
                         "= 5.03 ms / 3.47 ms = **1.45x**")
         self.assertLine("- two-branch model, 1 CPU thread + 1 PoCL thread: asynchronous / slower branch alone "
                         "= 3.40 ms / 3.36 ms = **1.01x**")
-        # serve_bench_one_cpu_thread: 2 instances against 1 (and 2 executors against 1) of one run
-        self.assertLine("| two-stage model (CPU stage, then OpenCL stage) | 506/s vs 281/s (1.80x) "
-                        "| 428/s vs 285/s (1.50x) |")
+        # serve_bench_pinned_devices(_batch): 2 instances against 1 (and 2 executors against 1) of one run each
+        self.assertLine("| two-stage model (CPU stage, then OpenCL stage), default scheduling "
+                        "| 351/s vs 257/s (1.37x) | 320/s vs 244/s (1.31x) |")
+        self.assertLine("| two-stage model, SCHED_BATCH (`chrt -b 0`) | 474/s vs 264/s (1.80x) | 385/s vs 251/s (1.53x) |")
         self.assertLine("- `hetero_opencl_seed` asynchronous / the device round trip alone (means): "
                         "38.1 us / 23.4 us = 1.63x")
         self.assertLine("| cnn | 1.30 ms | 1.37 ms (1.05x) | 4.95 ms (3.81x) | 1.49e-08 |")

@@ -437,13 +437,15 @@ namespace {
 // once: a load, an unload, the start of a drain; and not after removal.
 TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {
   HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  // Declared before the server: an early failed assertion leaves the observer
+  // registered, and the server's destructor (a drain) still calls it.
+  std::atomic<int> calls{0};
+  std::vector<bool> seen;  // Ready() as each call left it
+  std::mutex seen_mutex;
   Repository repo;
   repo.Link("mlp", 1, dir, {"deploy.so"});
   auto server = Start(repo);
   ASSERT_TRUE(server);
-  std::atomic<int> calls{0};
-  std::vector<bool> seen;  // Ready() as each call left it
-  std::mutex seen_mutex;
   const int id = server->AddReadinessObserver([&] {
     ++calls;
     std::lock_guard lock(seen_mutex);
@@ -466,6 +468,7 @@ TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(refused.status().message().find("shutting down"), std::string::npos) << refused.status().message();
   server->RemoveReadinessObserver(id);
+  EXPECT_TRUE(server->Unload("mlp").ok());  // a change nobody hears of any more
   server->Drain();
   EXPECT_EQ(calls.load(), 4);
 }

@@ -2,7 +2,8 @@
 of them, reports not ready (REST) and NOT_SERVING (gRPC health) while they
 finish, and exits 0; the listeners print their lines; /metrics counts what was
 served; dynamic batching through REST returns the unbatched rows; a burst of new
-connections is accepted whole; every listener's accept backlog holds a burst.
+connections is accepted whole; a client that keeps sending does not hold the
+drain; every listener's accept backlog holds a burst.
 
 Usage: serve_lifecycle_test.py HETRT MAKE_BATCH_MODEL  (fixtures from $HETRT_FIXTURES)
 """
@@ -91,17 +92,29 @@ def in_flight(address, model):
     return float(line[0].split()[-1]) if line else 0.0
 
 
-def sigterm_in_flight(hetrt, fixtures):
-    """Ten slow requests (one instance, resnet18, ~50 ms a run); SIGTERM once all
-    ten are accepted (queued or running). While they finish, the server drains
-    as Kubernetes expects: gRPC health NOT_SERVING, /v2/health/ready 503, still
-    live, new requests 503. All ten are answered, and the server exits 0."""
+def sigterm_in_flight(hetrt, fixtures, make_batch_model):
+    """Ten slow requests (one instance, resnet18, ~50 ms a run) and one row that
+    a batch-4 model holds for its 3 s queue delay; SIGTERM once all are accepted
+    (queued or running). While they finish, the server drains as Kubernetes
+    expects: gRPC health NOT_SERVING, /v2/health/ready 503, still live, new
+    requests 503. All are answered, and the server exits 0."""
     resnet = os.path.join(fixtures, "resnet18")
     repo = fixture_repository(fixtures, {"resnet": ("resnet18", ["deploy.so"], None)})
+    # The held row keeps the drain open for seconds on any machine, however fast.
+    os.makedirs(os.path.join(repo, "held", "1"))
+    subprocess.check_call([make_batch_model, os.path.join(repo, "held", "1")], stdout=subprocess.DEVNULL)
+    with open(os.path.join(repo, "held", "config.json"), "w") as f:
+        json.dump({"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 3000000}}, f)
     data = np.load(os.path.join(resnet, "inputs_data.npy"))
     expected = np.load(os.path.join(resnet, "output_0.npy"))
     server = Server(hetrt, repo)
     check(grpc_health(server.grpc) == b"\x08\x01", "gRPC health is not SERVING before SIGTERM")
+    status, meta = get(server.http, "/v2/models/held")
+    held_input = json.loads(meta)["inputs"][0]["name"] if status == 200 else "?"
+    held = []
+    holder = threading.Thread(target=lambda: held.append(
+        infer_json(server.http, "held", {held_input: np.ones((1, 32), dtype=np.float32)})))
+    holder.start()
     results = []
     count = 10
 
@@ -114,11 +127,11 @@ def sigterm_in_flight(hetrt, fixtures):
     # Wait until the server has all of them (queued or running), then stop it.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if in_flight(server.metrics, "resnet") >= count:
+        if in_flight(server.metrics, "resnet") >= count and in_flight(server.metrics, "held") >= 1:
             break
         time.sleep(0.005)
     else:
-        check(False, f"{count} requests never were in flight at once")
+        check(False, f"{count} + 1 requests never were in flight at once")
     server.proc.send_signal(signal.SIGTERM)
     # The drain, seen from outside while the requests finish.
     deadline = time.monotonic() + 10
@@ -131,13 +144,15 @@ def sigterm_in_flight(hetrt, fixtures):
     code, body = infer_binary(server.http, "resnet", {"data": data})
     check(code == 503 and "shutting down" in body.get("error", ""),
           f"a new request while draining got {code} {body}, expected 503 'the server is shutting down'")
-    left = in_flight(server.metrics, "resnet")
-    check(left > 0, "every request had finished before the drain was checked: the checks above proved nothing")
+    check(in_flight(server.metrics, "held") > 0,
+          "the held row was answered before the drain was checked: the checks above proved nothing")
     # stop() sends SIGTERM again if the server still runs: a second signal during
     # the drain must not kill it (every thread blocks it; only sigwait takes it).
     status = server.stop()
-    for t in threads:
+    for t in threads + [holder]:
         t.join(60)
+    check(len(held) == 1 and held[0][0] == 200 and output_array(held[0][1]).shape == (1, 32),
+          f"the held row was not answered whole: {held}")
     check(status == 0, f"hetrt serve exited {status} after SIGTERM, expected 0")
     check(len(results) == count, f"{len(results)} of {count} in-flight requests were answered")
     for code, body in results:
@@ -228,6 +243,44 @@ def simultaneous_connections(hetrt, fixtures):
     shutil.rmtree(repo)
 
 
+def chatty_client_does_not_hold_the_drain(hetrt, fixtures):
+    """A client that keeps sending on one keep-alive connection (as one retrying
+    a draining server's 503s would) must not keep the server from exiting: it
+    stops within its grace (6 s), and exits 0."""
+    repo = fixture_repository(fixtures, {"mlp": ("mlp", ["deploy.so"], None)})
+    server = Server(hetrt, repo)
+    host, port = server.http.rsplit(":", 1)
+    stop_at = time.monotonic() + 60
+    answers = []
+
+    def chatty():
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            while time.monotonic() < stop_at:
+                conn.request("GET", "/v2/health/ready")
+                response = conn.getresponse()
+                response.read()
+                answers.append(response.status)
+        except (OSError, http.client.HTTPException):
+            pass  # the server closed the connection: what this test wants
+        conn.close()
+
+    thread = threading.Thread(target=chatty, daemon=True)
+    thread.start()
+    while len(answers) < 10 and time.monotonic() < stop_at:
+        time.sleep(0.01)
+    start = time.monotonic()
+    try:
+        status = server.stop(timeout=20)
+        check(status == 0, f"hetrt serve exited {status} with a chatty client, expected 0")
+        check(time.monotonic() - start < 15, "hetrt serve took more than 15 s to stop with a chatty client")
+    except RuntimeError as e:
+        check(False, f"a client sending on a keep-alive connection held the drain: {e}")
+    check(200 in answers and 503 in answers, "the chatty client never saw the server ready, then draining (503)")
+    thread.join(5)
+    shutil.rmtree(repo)
+
+
 def listen_backlogs(hetrt, fixtures):
     """Each listener's accept queue holds a burst of new connections: httplib
     listens with a backlog of 5 unless told otherwise, and under full load
@@ -258,9 +311,10 @@ def main():
                             "tvm-0.18")
     if not os.path.isdir(os.path.join(fixtures, "resnet18")):
         return missing_fixtures(fixtures)
-    sigterm_in_flight(hetrt, fixtures)
+    sigterm_in_flight(hetrt, fixtures, make_batch_model)
     batching_over_rest(hetrt, make_batch_model)
     simultaneous_connections(hetrt, fixtures)
+    chatty_client_does_not_hold_the_drain(hetrt, fixtures)
     listen_backlogs(hetrt, fixtures)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0

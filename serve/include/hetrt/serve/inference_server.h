@@ -54,9 +54,12 @@ class InferenceServer final {
   // Prometheus text exposition of every metric.
   std::string MetricsText() const;
 
-  // Calls `observer` (on the thread making the change, no lock held) whenever
-  // Ready() may have changed: a model loaded or unloaded, draining began. For
-  // health services that push status (gRPC's) instead of being asked.
+  // Calls `observer` whenever Ready() may have changed: a model loaded or
+  // unloaded, draining began. For health services that push status (gRPC's)
+  // instead of being asked. It runs on the thread making the change, holding
+  // the server's observer lock (and, from Load/Unload, its load lock): it may
+  // read (Ready, Metadata) but must only signal its own thread for anything
+  // more; calling Load, Unload, Drain or the observer functions deadlocks.
   int AddReadinessObserver(std::function<void()> observer);
   // After it returns, the observer is not running and will not be called.
   void RemoveReadinessObserver(int id);
