@@ -74,6 +74,13 @@ Input FromNpy(const std::string& name, const std::string& path) {
   return in;
 }
 
+// A model hetrt built for itself, exported for `device_type` (kDLCPU: host code
+// only) into `path`; the build's error when it failed.
+Status ExportBuilt(const Result<GraphBuilder::Built>& built, int32_t device_type, const std::string& path) {
+  if (!built.ok()) return built.status();
+  return kernels::ExportGraph(built->graph_json, built->params, std::vector<int32_t>{device_type}, path);
+}
+
 Environment& Env() {
   static Environment* env = [] {
     auto* e = new Environment();
@@ -100,8 +107,7 @@ Environment& Env() {
     auto built = kernels::BuildTwoBranchModel(kDLCPU, shape);
     const std::string batch4 = e->repo + "/batch4.so";
     fs::create_directories(e->repo);
-    Status s = built.ok() ? kernels::ExportGraph(built->graph_json, built->params, std::vector<int32_t>{kDLCPU}, batch4)
-                          : built.status();
+    Status s = ExportBuilt(built, kDLCPU, batch4);
     if (!s.ok()) {
       e->error = s.message();
       return e;
@@ -120,11 +126,8 @@ Environment& Env() {
     stage.accel_layers = 3;
     stage.rows = 64;
     stage.width = 128;
-    auto staged = kernels::BuildTwoStageModel(kDLOpenCL, stage);
     const std::string two_stage = e->repo + "/two_stage.so";
-    s = staged.ok()
-            ? kernels::ExportGraph(staged->graph_json, staged->params, std::vector<int32_t>{kDLOpenCL}, two_stage)
-            : staged.status();
+    s = ExportBuilt(kernels::BuildTwoStageModel(kDLOpenCL, stage), kDLOpenCL, two_stage);
     if (!s.ok()) {
       e->error = s.message();
       return e;

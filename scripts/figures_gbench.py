@@ -60,10 +60,9 @@ class Result:
 class Bench:
     """One binary's Google Benchmark JSON."""
 
-    def __init__(self, name, data, command):
+    def __init__(self, name, data):
         self.name = name
         self.context = data.get("context", {})
-        self.command = command
         groups = {}
         for e in data.get("benchmarks", []):
             groups.setdefault(key_of(e.get("run_name") or e["name"]), []).append(e)
@@ -84,13 +83,18 @@ class RawFolder:
 
     def __init__(self, path):
         self.path = path
+        self._texts = {}  # (name, suffix) -> text or None: each file is read once
+        self._benches = {}  # name -> Bench: each JSON is parsed once
 
     def _read(self, name, suffix):
-        p = os.path.join(self.path, name + suffix)
-        if not os.path.exists(p):
-            return None
-        with open(p, encoding="utf-8") as f:
-            return f.read()
+        if (name, suffix) not in self._texts:
+            p = os.path.join(self.path, name + suffix)
+            text = None
+            if os.path.exists(p):
+                with open(p, encoding="utf-8") as f:
+                    text = f.read()
+            self._texts[(name, suffix)] = text
+        return self._texts[(name, suffix)]
 
     def command(self, name):
         return (self._read(name, ".cmd") or "").strip()
@@ -104,25 +108,22 @@ class RawFolder:
         return Missing(("not run: " + reason) if reason else "no output from %s (did it run?)" % name)
 
     def bench(self, name):
+        if name in self._benches:
+            return self._benches[name]
         text = self._read(name, ".json")
         if text is None:
             raise self._absent(name)
         try:
-            return Bench(name, json.loads(text), self.command(name))
+            self._benches[name] = Bench(name, json.loads(text))
         except (ValueError, KeyError) as e:
             raise Missing("%s.json unreadable: %s" % (name, e))
+        return self._benches[name]
 
     def text(self, name):
         text = self._read(name, ".txt")
         if text is None:
             raise self._absent(name)
         return text
-
-    def json(self, name):
-        text = self._read(name, ".json")
-        if text is None:
-            raise self._absent(name)
-        return json.loads(text)
 
 
 def sig(v):

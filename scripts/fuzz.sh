@@ -68,7 +68,7 @@ failed=()
 for t in "${targets[@]}"; do
   echo "fuzz: $t: $(grep -E "stat::number_of_executed_units" build-fuzz/logs/"$t".log | sed 's/.*: //') executions"
   if [ -f build-fuzz/logs/"$t".failed ]; then
-    grep -E "ERROR|crash-|leak-|timeout-|oom-" build-fuzz/logs/"$t".log | tail -4
+    grep -E "ERROR|crash-|leak-|timeout-|oom-" build-fuzz/logs/"$t".log | tail -4 || true  # none: still report it
     echo "fuzz: $t FAILED (exit $(cat build-fuzz/logs/"$t".failed)); log build-fuzz/logs/$t.log, input in build-fuzz/crashes/"
     failed+=("$t")
   fi

@@ -10,9 +10,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
 targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test serve_test hetrt hetrt_plugin_cpu)
-if grep -q '^hetrt_plugin_opencl:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then
-  targets+=(hetrt_plugin_opencl)
-fi
+known=$(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/:.*//')
+has_target() { grep -qx "$1" <<<"$known"; }
+has_target hetrt_plugin_opencl && targets+=(hetrt_plugin_opencl)
+has_target cuda_test && targets+=(cuda_test)
 cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export HETRT_FIXTURES="${HETRT_FIXTURES:-$PWD/../shared/fixtures}"
@@ -24,4 +25,10 @@ done
 echo "tsan: device_suite_test (cpu)"
 ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cpu'
 
-if grep -q '^cuda_test:' <(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/ .*//'); then cmake --build build-tsan -j "$jobs" --target cuda_test; export HETRT_CUDA_DRIVER="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"; echo "tsan: cuda_test, device_suite_test (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"; ./build-tsan/bin/cuda_test --gtest_brief=1; ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cuda'; ./build-tsan/bin/stress_test --gtest_brief=1 --gtest_filter='*Cuda*'; fi
+if has_target cuda_test; then
+  export HETRT_CUDA_DRIVER="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"
+  echo "tsan: cuda_test, device_suite_test (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"
+  ./build-tsan/bin/cuda_test --gtest_brief=1
+  ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cuda'
+  ./build-tsan/bin/stress_test --gtest_brief=1 --gtest_filter='*Cuda*'
+fi

@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "grpc_infer_codec.h"
 #include "grpc_service.grpc.pb.h"
@@ -154,42 +153,23 @@ class HealthReporter {
   HealthReporter(InferenceServer& server, grpc::HealthCheckServiceInterface* health)
       : server_(server), health_(health) {
     // Observed before the first report, so no change falls between the two.
-    observer_ = server_.AddReadinessObserver([this] {
-      std::lock_guard lock(mutex_);
-      changed_ = true;
-      wake_.notify_all();
-    });
-    Report(server_.Ready());
-    thread_ = std::thread([this] { Run(); });
+    observer_ = server_.AddReadinessObserver([this] { Report(); });
+    Report();
   }
   ~HealthReporter() {
-    server_.RemoveReadinessObserver(observer_);
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
+    server_.RemoveReadinessObserver(observer_);  // waits for a report in progress
     // NOT_SERVING from now on, whatever is set later.
     if (health_ != nullptr) health_->Shutdown();
   }
 
  private:
-  // Ready() is read here, not in the observer: the observer runs on the thread
-  // changing readiness, which may hold the server's locks.
-  void Run() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return stopping_ || changed_; });
-      if (stopping_) return;
-      changed_ = false;
-      lock.unlock();
-      const bool ready = server_.Ready();
-      lock.lock();
-      if (ready != reported_) Report(ready);
-    }
-  }
-  void Report(bool ready) {
+  // On the thread that changed readiness: observers run without the server's
+  // state lock, so Ready() can be read here. Serialized, so the last report
+  // is the latest state.
+  void Report() {
+    std::lock_guard lock(mutex_);
+    const bool ready = server_.Ready();
+    if (reported_ == ready) return;
     reported_ = ready;
     if (health_ == nullptr) return;
     health_->SetServingStatus("", ready);
@@ -199,12 +179,8 @@ class HealthReporter {
   InferenceServer& server_;
   grpc::HealthCheckServiceInterface* health_;
   std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool changed_ = false;
-  bool reported_ = false;
+  std::optional<bool> reported_;  // under mutex_
   int observer_ = -1;
-  std::thread thread_;
 };
 
 class GrpcFrontend final : public Frontend {

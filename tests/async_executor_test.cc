@@ -174,14 +174,21 @@ Tensor TwoBranchInput() {
   return t;
 }
 
-Result<Tensor> RunTwoBranch(int32_t accel, GraphExecutor::Options options) {
+// Opens `library` on the CPU (+ `accel`), sets "data", runs it twice (a second
+// run reuses everything) and returns output 0.
+Result<Tensor> RunLibrary(const std::string& library, int32_t accel, const Tensor& data,
+                          GraphExecutor::Options options) {
   options.devices = {kCpu};
   if (accel != kDLCPU) options.devices.push_back({static_cast<DLDeviceType>(accel), 0});
-  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({TwoBranchLibrary(accel)}, options));
-  HETRT_RETURN_IF_ERROR(m.executor->SetInput("data", TwoBranchInput()));
+  HETRT_ASSIGN_OR_RETURN(GraphModel m, OpenGraphModel({library}, options));
+  HETRT_RETURN_IF_ERROR(m.executor->SetInput("data", data));
   HETRT_RETURN_IF_ERROR(m.executor->Run());
-  HETRT_RETURN_IF_ERROR(m.executor->Run());  // a second run reuses everything
+  HETRT_RETURN_IF_ERROR(m.executor->Run());
   return m.executor->GetOutput(0);
+}
+
+Result<Tensor> RunTwoBranch(int32_t accel, GraphExecutor::Options options) {
+  return RunLibrary(TwoBranchLibrary(accel), accel, TwoBranchInput(), options);
 }
 
 TEST(AsyncExecutor, TwoBranchModelMatchesTheCpuInEveryMode) {
@@ -213,15 +220,9 @@ TEST(AsyncExecutor, TwoStageModelMatchesTheCpu) {
     HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoStageModel(accel, shape));
     const std::string path = TempPath(std::string("two_stage_") + (accel == kDLCPU ? "cpu" : "cl") + ".so");
     HETRT_ASSERT_OK(kernels::ExportGraph(built.graph_json, built.params, accel == kDLOpenCL, path));
-    GraphExecutor::Options options;
-    options.devices = {kCpu};
-    if (accel != kDLCPU) options.devices.push_back(kCl);
-    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel m, OpenGraphModel({path}, options));
     // The accelerator stage really is on the accelerator: a __copy feeds it.
     EXPECT_EQ(built.graph_json.find("__copy") != std::string::npos, accel != kDLCPU);
-    HETRT_ASSERT_OK(m.executor->SetInput("data", input));
-    for (int run = 0; run < 2; ++run) HETRT_ASSERT_OK(m.executor->Run());
-    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, m.executor->GetOutput(0));
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, RunLibrary(path, accel, input, {}));
     ASSERT_EQ(out.shape(), (std::vector<int64_t>{shape.rows, shape.width}));
     outputs.push_back(std::move(out));
   }
@@ -415,9 +416,7 @@ TEST_P(AsyncExecutorOnFixture, GivesTheSequentialOutputsBitForBit) {
     auto plugin = PluginRegistry::Global().ForDevice(device);
     if (plugin.ok()) continue;
     if (device.device_type == kDLCUDA) GTEST_SKIP() << "no CUDA device: " << plugin.status().message();
-    const std::string name = device.device_type == kDLOpenCL   ? "opencl"
-                             : device.device_type == kDLVulkan ? "vulkan"
-                                                               : DeviceToString(device);
+    const std::string name = DeviceTypeName(device.device_type);
     HETRT_MISSING(name, "the graph places nodes on " << name << ": " << plugin.status().message());
   }
   std::vector<Tensor> outputs[2];

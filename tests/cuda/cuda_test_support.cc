@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "hetrt/base/byte_stream.h"
 
@@ -19,8 +18,8 @@ namespace hetrt::cuda_testing {
 std::vector<uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
 std::vector<uint8_t> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+  auto bytes = ReadFileBytes(path);
+  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
 }
 
 std::vector<uint8_t> CudaBlob(const std::string& fmt, const std::vector<FunctionSpec>& functions,
@@ -69,9 +68,7 @@ Result<std::string> TestKernelsPtx() {
 Result<std::vector<uint8_t>> TestKernelsCubin(int sm) {
 #ifdef HETRT_HAVE_CUDA_TEST_KERNELS
   const std::string path = std::string(HETRT_TEST_CUBIN_DIR) + "/cuda_test_kernels_sm" + std::to_string(sm) + ".cubin";
-  std::vector<uint8_t> bytes = ReadFile(path);
-  if (bytes.empty()) return NotFound("no cubin at " + path);
-  return bytes;
+  return ReadFileBytes(path);  // its error names the path
 #else
   (void)sm;
   return Unimplemented("built without nvcc: no test kernels");

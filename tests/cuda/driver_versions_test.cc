@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <cstring>
 
 #include "cuda_driver.h"
 #include "cuda_test_support.h"

@@ -3,7 +3,6 @@
 // kernel names from the PTX entries or the ELF symbol tables), functions
 // exist only when the image has them and the fake can run them, and launches
 // are checked as cuLaunchKernel checks them before they queue.
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>

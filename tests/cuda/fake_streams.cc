@@ -185,12 +185,9 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   Lock lock(S().mutex);
   CUctx_st* ctx = ContextOf(stream);
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (stream == nullptr) {
-    // The legacy stream: its work and that of the blocking streams before it.
-    WaitFor(lock, MarkNow(lock, ctx, nullptr));
-  } else {
-    WaitFor(lock, MarkNow(lock, ctx, stream));
-  }
+  // For the legacy stream (nullptr) the mark covers its work and that of the
+  // blocking streams before it.
+  WaitFor(lock, MarkNow(lock, ctx, stream));
   return ctx->sticky;
 }
 
@@ -255,9 +252,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent event) {
 
 // The 2.0 variant reports a fault of earlier work, as every call does; the
 // 12.8 one need not ("not guaranteed to return the latest errors").
-CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  return ElapsedTime(ms, start, end, true);
-}
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) { return ElapsedTime(ms, start, end, true); }
 CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
   return ElapsedTime(ms, start, end, false);
 }

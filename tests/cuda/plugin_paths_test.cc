@@ -3,7 +3,6 @@
 // bare cubin, events not reached yet, stream waits that order only up to
 // their event, the clock's anchor renewal and its high-priority stream,
 // running out of device memory, and a kernel fault that surfaces later.
-#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>

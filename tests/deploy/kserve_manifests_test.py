@@ -101,11 +101,9 @@ def check_runtime(hetrt, name, spec, repository):
                 with urllib.request.urlopen(req, timeout=30) as r:
                     out = json.loads(r.read())["outputs"][0]["data"]
                 assert out and all(v == 3.0 for v in out), out
-            else:  # grpc.health.v1.Health/Check on "": an empty request; SERVING is field 1 = 1
-                import grpc
-                with grpc.insecure_channel(address) as channel:
-                    answer = channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10)
-                assert answer == b"\x08\x01", f"{name}: gRPC health on {port['name']} answered {answer!r}"
+            else:
+                answer = server_process.grpc_health(address)
+                assert answer == server_process.SERVING, f"{name}: gRPC health on {port['name']} answered {answer!r}"
         for probe in ("livenessProbe", "readinessProbe"):
             get = container[probe]["httpGet"]
             status, _ = http_get(here(get["port"]), get["path"])

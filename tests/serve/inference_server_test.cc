@@ -427,12 +427,6 @@ TEST(InferenceServer, DrainLetsRequestsInFlightFinishAndRefusesNewOnes) {
   EXPECT_EQ(server->Infer(request).status().code(), StatusCode::kUnavailable);
 }
 
-}  // namespace
-}  // namespace hetrt::serve
-
-namespace hetrt::serve {
-namespace {
-
 // Health services that push status (gRPC's) learn of every readiness change at
 // once: a load, an unload, the start of a drain; and not after removal.
 TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {

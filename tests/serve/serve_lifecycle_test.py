@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_process import Server, fixture_repository, missing_fixtures  # noqa: E402
+from server_process import (NOT_SERVING, SERVING, Server, fixture_repository,  # noqa: E402
+                            grpc_health, missing_fixtures)
 
 FAILURES = []
 
@@ -74,16 +75,14 @@ def output_array(body, index=0):
     return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
 
 
-def grpc_health(address):
-    """grpc.health.v1.Health/Check on "" (the whole server): the raw reply.
-    Debian packages no health stubs; the empty request is b"" and the status is
-    field 1: SERVING = b"\\x08\\x01", NOT_SERVING = b"\\x08\\x02"."""
-    import grpc
-    with grpc.insecure_channel(address) as channel:
-        try:
-            return channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10)
-        except grpc.RpcError as e:  # a refused or cancelled call is an answer too
-            return f"{e.code()}: {e.details()}"
+def add_batch_model(repo, model, make_batch_model, config=None):
+    """`model` version 1 in `repo`: the batch-4 model make_batch_model builds, with `config`."""
+    version = os.path.join(repo, model, "1")
+    os.makedirs(version)
+    subprocess.check_call([make_batch_model, version], stdout=subprocess.DEVNULL)
+    if config:
+        with open(os.path.join(repo, model, "config.json"), "w") as f:
+            json.dump(config, f)
 
 
 def in_flight(address, model):
@@ -101,14 +100,12 @@ def sigterm_in_flight(hetrt, fixtures, make_batch_model):
     resnet = os.path.join(fixtures, "resnet18")
     repo = fixture_repository(fixtures, {"resnet": ("resnet18", ["deploy.so"], None)})
     # The held row keeps the drain open for seconds on any machine, however fast.
-    os.makedirs(os.path.join(repo, "held", "1"))
-    subprocess.check_call([make_batch_model, os.path.join(repo, "held", "1")], stdout=subprocess.DEVNULL)
-    with open(os.path.join(repo, "held", "config.json"), "w") as f:
-        json.dump({"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 3000000}}, f)
+    add_batch_model(repo, "held", make_batch_model,
+                    {"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 3000000}})
     data = np.load(os.path.join(resnet, "inputs_data.npy"))
     expected = np.load(os.path.join(resnet, "output_0.npy"))
     server = Server(hetrt, repo)
-    check(grpc_health(server.grpc) == b"\x08\x01", "gRPC health is not SERVING before SIGTERM")
+    check(grpc_health(server.grpc) == SERVING, "gRPC health is not SERVING before SIGTERM")
     status, meta = get(server.http, "/v2/models/held")
     held_input = json.loads(meta)["inputs"][0]["name"] if status == 200 else "?"
     held = []
@@ -136,9 +133,9 @@ def sigterm_in_flight(hetrt, fixtures, make_batch_model):
     # The drain, seen from outside while the requests finish.
     deadline = time.monotonic() + 10
     health = grpc_health(server.grpc)
-    while health != b"\x08\x02" and time.monotonic() < deadline:
+    while health != NOT_SERVING and time.monotonic() < deadline:
         health = grpc_health(server.grpc)
-    check(health == b"\x08\x02", f"gRPC health answered {health!r} while draining, expected NOT_SERVING")
+    check(health == NOT_SERVING, f"gRPC health answered {health!r} while draining, expected NOT_SERVING")
     check(get(server.http, "/v2/health/ready")[0] == 503, "/v2/health/ready is not 503 while draining")
     check(get(server.http, "/v2/health/live")[0] == 200, "/v2/health/live is not 200 while draining")
     code, body = infer_binary(server.http, "resnet", {"data": data})
@@ -175,12 +172,7 @@ def batching_over_rest(hetrt, make_batch_model):
     for model, config in (("plain", None),
                           ("batched", {"max_batch_size": 4,
                                        "dynamic_batching": {"max_queue_delay_microseconds": 2000000}})):
-        version = os.path.join(root, model, "1")
-        os.makedirs(version)
-        subprocess.check_call([make_batch_model, version], stdout=subprocess.DEVNULL)
-        if config:
-            with open(os.path.join(root, model, "config.json"), "w") as f:
-                json.dump(config, f)
+        add_batch_model(root, model, make_batch_model, config)
     with Server(hetrt, root) as server:
         status, meta = get(server.http, "/v2/models/batched")
         check(status == 200, f"metadata: {status}")

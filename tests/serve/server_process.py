@@ -94,6 +94,22 @@ def fixture_repository(fixtures, layout):
     return root
 
 
+# grpc.health.v1.Health/Check answers on "" (the whole server), raw: Debian
+# packages no health stubs; the empty request is b"" and the status is field 1.
+SERVING, NOT_SERVING = b"\x08\x01", b"\x08\x02"
+
+
+def grpc_health(address):
+    """The raw answer of grpc.health.v1.Health/Check on "" at `address`, or
+    "CODE: details" when the call fails (a refused call is an answer too)."""
+    import grpc
+    with grpc.insecure_channel(address) as channel:
+        try:
+            return channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10)
+        except grpc.RpcError as e:
+            return f"{e.code()}: {e.details()}"
+
+
 def missing_fixtures(root):
     """Exit status for a test whose fixtures are not under `root`: 77 (ctest's
     SKIP_RETURN_CODE) unless HETRT_REQUIRE asks for fixtures ("all" in CI), then 1."""
