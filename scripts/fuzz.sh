@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest)
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest RelaxExecutable)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 san="-fsanitize=address,undefined"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -36,6 +36,20 @@ for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file of
   [ -n "${nbytes:-}" ] || continue
   dd if="$(dirname "$info")/deploy.so" of="build-fuzz/corpus/ModuleBlob/$(basename "$(dirname "$info")")" \
     bs=1 skip=$((offset + 8)) count="$nbytes" status=none
+done
+
+# Relax executables: the image after the "relax.Executable" key in each deploy.so's blob.
+mkdir -p build-fuzz/corpus/RelaxExecutable
+for so in "$fixtures"-relax/*/deploy.so; do
+  [ -f "$so" ] || continue
+  python3 - "$so" "build-fuzz/corpus/RelaxExecutable/$(basename "$(dirname "$so")")" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+key = b"relax.Executable"
+at = data.find(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+n = struct.unpack_from("<Q", data, at)[0]
+open(sys.argv[2], "wb").write(data[at + 8:at + 8 + n])
+PY
 done
 
 mkdir -p build-fuzz/logs build-fuzz/crashes

@@ -134,6 +134,22 @@ TEST(ParserFuzz, ModuleBlob) {
   FuzzFromSeeds(&fuzz::ModuleBlob, seeds, 50000);
 }
 
+TEST(ParserFuzz, RelaxExecutable) {
+  // The executable images of the Relax fixtures (the blob entry's payload).
+  std::vector<std::vector<uint8_t>> seeds;
+  const std::filesystem::path root = std::filesystem::path(testing::FixturesRoot()) / "tvm-0.18-relax";
+  for (const char* model : {"relax_dyn_batch", "relax_hetero_opencl"}) {
+    LoadOptions options;
+    options.keep_unloadable = true;
+    auto tree = LoadModuleFile((root / model / "deploy.so").string(), options);
+    if (!tree.ok()) continue;
+    auto bytes = (*tree)->SaveToBinary();
+    if (bytes.ok() && bytes->size() > 8) seeds.emplace_back(bytes->begin() + 8, bytes->end());
+  }
+  if (seeds.empty()) HETRT_MISSING("fixtures", "no Relax fixtures under " << root.string());
+  FuzzFromSeeds(&fuzz::RelaxExecutable, seeds, 3000);
+}
+
 TEST(ParserFuzz, MlfTar) {
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   std::vector<std::vector<uint8_t>> seeds;

@@ -92,12 +92,12 @@ int Bench(const BenchArgs& args) {
   auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
   if (!model.ok()) return Fail(model.status().message());
   GraphExecutor& ex = *model->executor;
-  if (!args.inputs.empty()) {
-    auto inputs = LoadParamDictFile(args.inputs);
+  for (const std::string& file : args.inputs) {
+    auto inputs = LoadParamDictFile(file);
     if (!inputs.ok()) return Fail(inputs.status().message());
     for (const auto& p : *inputs)
       if (ex.InputIndex(p.name) >= 0)
-        if (Status s = ex.SetInput(p.name, p.tensor); !s.ok()) return Fail(s.message());
+        if (Status s = ex.SetInput(p.name, p.tensor); !s.ok()) return Fail(file + ": " + s.message());
   }
   GraphExecutor::RunProfile run;
   for (int i = 0; i < args.warmup; ++i)

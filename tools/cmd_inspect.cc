@@ -7,6 +7,7 @@
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/tensor.h"
 #include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/graph.h"
 #include "hetrt/module/module_loader.h"
 
@@ -108,6 +109,7 @@ Command AddInspectCommand(CLI::App& app) {
     std::set<const Module*> seen;
     PrintTree(**root, 1, seen);
     if (auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root->get())) PrintGraphSummary(*factory);
+    if (auto* relax = dynamic_cast<RelaxExecutableModule*>(root->get())) PrintRelaxSummary(*relax);
     return 0;
   };
 }

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/relax_executor.h"
 #include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
@@ -99,7 +100,7 @@ int Run(const RunArgs& args) {
       Status s = (*cpu)->SetOption("num_threads", std::to_string(args.threads));
       if (!s.ok()) return Fail(s.message());
     }
-    model = OpenModel({args.model, args.graph, args.params}, options);
+    model = OpenModel({args.model, args.graph, args.params, args.function}, options);
     if (!model.ok())
       return Fail(model.status().message() +
                   (why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")"));
@@ -121,11 +122,11 @@ int Run(const RunArgs& args) {
     bound[static_cast<size_t>(index)] = true;
     return true;
   };
-  if (!args.inputs.empty()) {
-    auto inputs = LoadParamDictFile(args.inputs);
+  for (const std::string& file : args.inputs) {
+    auto inputs = LoadParamDictFile(file);
     if (!inputs.ok()) return Fail(inputs.status().message());
     for (const auto& p : *inputs)
-      if (!bind(p.name, p.tensor, args.inputs)) return 1;
+      if (!bind(p.name, p.tensor, file)) return 1;
   }
   for (const std::string& spec : args.input_files) {
     auto eq = spec.find('=');
@@ -137,9 +138,14 @@ int Run(const RunArgs& args) {
     if (!bind(name, *tensor, path)) return 1;
   }
   for (int i = 0; i < ex.NumInputs(); ++i)
-    if (!bound[static_cast<size_t>(i)])
+    if (!bound[static_cast<size_t>(i)]) {
+      // A Relax function's inputs have no storage before they are given.
+      if (dynamic_cast<RelaxExecutor*>(&ex) != nullptr)
+        return Fail(args.model + ": input '" + ex.InputName(i) + "' was not given (--inputs FILE.params or --input " +
+                    ex.InputName(i) + "=FILE.npy)");
       std::fprintf(stderr, "hetrt: warning: input '%s' was not given; it holds whatever the memory held\n",
                    ex.InputName(i).c_str());
+    }
 
   std::vector<double> ms;
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
@@ -189,7 +195,7 @@ int Run(const RunArgs& args) {
 
 Command AddRunCommand(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
-  auto* cmd = AddModelCommand(app, "run", "Run a graph model and print its outputs", *args,
+  auto* cmd = AddModelCommand(app, "run", "Run a model (graph, AOT, Relax VM, MLF) and print its outputs", *args,
                               "deploy.so, lib.so with --graph, or a model file a whole-model plugin runs (MLF .tar)");
   cmd->add_option("--input", args->input_files, "NAME=FILE.npy, repeatable");
   cmd->add_option("--transport", args->transport,

@@ -10,6 +10,10 @@
 
 #include "hetrt/base/dtype.h"
 
+namespace hetrt {
+class RelaxExecutableModule;
+}
+
 namespace hetrt::cli {
 
 using Command = std::function<int()>;
@@ -28,6 +32,10 @@ Command AddServeCommand(CLI::App& app);
 // ("--threads must be between 1 and 1024, got 0").
 CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max);
 
+// `hetrt inspect`'s part for a Relax executable: functions, constants,
+// bytecode, and the builtins and kernels each function calls.
+void PrintRelaxSummary(const RelaxExecutableModule& module);
+
 // One warning line on stderr when the global registry could not use some
 // plugin path entry (a missing folder, a file that is not a plugin, an ABI
 // mismatch); `hetrt plugins` has the details.
@@ -35,11 +43,12 @@ void WarnAboutUnusedPlugins();
 
 // What `run` and `bench` share: the model files, inputs, devices and executor mode.
 struct ModelArgs {
-  std::string model, graph, params, inputs;
+  std::string model, graph, params, function;
+  std::vector<std::string> inputs;  // param-dict files, merged in order
   std::vector<std::string> devices{"cpu"};
   bool sequential = false, staged_copies = false;
 };
-// A sub-command running a model: registers MODEL, --graph, --params, --inputs,
+// A sub-command running a model: registers MODEL, --graph, --params, --inputs, --function,
 // --device, --sequential and --staged-copies into `args`.
 CLI::App* AddModelCommand(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& args,
                           const std::string& model_help);

@@ -13,7 +13,12 @@ CLI::App* AddModelCommand(CLI::App& app, const std::string& name, const std::str
   cmd->add_option("MODEL", args.model, model_help)->required();
   cmd->add_option("--graph", args.graph, "graph.json (with a lib.so)");
   cmd->add_option("--params", args.params, "params file (with --graph)");
-  cmd->add_option("--inputs", args.inputs, "param-dict file of inputs (names matched to graph inputs)");
+  cmd->add_option("--inputs", args.inputs,
+                  "param-dict file of inputs, matched by name to the model's inputs; repeatable (files merge, so "
+                  "weights can stay in a file of their own)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--function", args.function, "Relax executables: the function to run (default main)");
   cmd->add_option("--device", args.devices, "cpu[:N], opencl[:N], ...; repeatable, in order")->take_all();
   cmd->add_flag("--sequential", args.sequential, "one node at a time, every copy blocking (TVM's order)");
   cmd->add_flag("--staged-copies", args.staged_copies,

@@ -54,6 +54,16 @@ Status ByteReader::Error(std::string_view field, std::string_view detail) const 
                   std::string(detail));
 }
 
+Status ByteReader::ExpectMagic(uint64_t expected, std::string_view field, std::string_view hint) {
+  uint64_t found = 0;
+  HETRT_RETURN_IF_ERROR(ReadU64(&found, field));
+  if (found == expected) return OkStatus();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "expected 0x%016llX, found 0x%016llX", static_cast<unsigned long long>(expected),
+                static_cast<unsigned long long>(found));
+  return Error(field, std::string(buf) + (hint.empty() ? "" : " (" + std::string(hint) + ")"));
+}
+
 Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -141,16 +141,21 @@ Tensor Tensor::Borrow(void* data, DLDevice device, std::vector<int64_t> shape, D
   return t;
 }
 
-Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype) const {
+Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset) const {
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
-  const uint64_t need = static_cast<uint64_t>(count) * DataTypeBytes(dtype);
-  if (need > capacity_)
-    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " needs " +
-                           std::to_string(need) + " bytes but the storage has " + std::to_string(capacity_));
+  const uint64_t elem = DataTypeBytes(dtype);
+  if (elem != 0 && static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem)
+    return InvalidArgument("view " + ShapeToString(shape) + " is too large");
+  const uint64_t need = static_cast<uint64_t>(count) * elem;
+  if (byte_offset > capacity_ || need > capacity_ - byte_offset)
+    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " at byte " +
+                           std::to_string(byte_offset) + " needs " + std::to_string(need) +
+                           " bytes but the storage has " + std::to_string(capacity_));
   Tensor t;
   t.buffer_ = buffer_;
   t.Init(dl_.data, dl_.device, std::move(shape), dtype);
-  t.capacity_ = capacity_;
+  t.dl_.byte_offset = dl_.byte_offset + byte_offset;
+  t.capacity_ = capacity_ - byte_offset;
   return t;
 }
 

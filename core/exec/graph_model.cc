@@ -3,6 +3,7 @@
 #include "hetrt/base/byte_stream.h"
 #include "hetrt/exec/aot_executor.h"
 #include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/relax_executor.h"
 #include "hetrt/module/module_loader.h"
 
 namespace hetrt {
@@ -71,6 +72,19 @@ namespace hetrt {
 
 Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options) {
   HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));
+  if (files.graph_json.empty() && dynamic_cast<RelaxExecutableModule*>(root.get()) != nullptr) {
+    RelaxVirtualMachine::Options vm_options;
+    vm_options.devices = options.devices;
+    vm_options.plugins = options.plugins;
+    auto vm = RelaxVirtualMachine::Create(root, std::move(vm_options));
+    if (!vm.ok()) return vm.status().WithContext(files.library);
+    auto executor = RelaxExecutor::Create(std::move(vm).value(), files.function.empty() ? "main" : files.function);
+    if (!executor.ok()) return executor.status().WithContext(files.library);
+    return Model{root, std::move(executor).value()};
+  }
+  if (!files.function.empty())
+    return InvalidArgument(files.library + ": --function goes with a Relax executable; the root module is '" +
+                           root->type_key() + "'");
   if (files.graph_json.empty() && dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
     auto executor = AotExecutor::Create(root, options.devices, options.plugins);
     if (!executor.ok()) return executor.status().WithContext(files.library);

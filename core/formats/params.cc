@@ -11,14 +11,8 @@ constexpr int32_t kMaxNDim = 64;  // far above any real model; bounds the shape 
 }
 
 Result<Tensor> ReadNDArray(ByteReader& r) {
-  uint64_t magic = 0, reserved = 0;
-  HETRT_RETURN_IF_ERROR(r.ReadU64(&magic, "NDArray magic"));
-  if (magic != kNDArrayMagic) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "expected 0x%016llX, found 0x%016llX",
-                  static_cast<unsigned long long>(kNDArrayMagic), static_cast<unsigned long long>(magic));
-    return r.Error("NDArray magic", buf);
-  }
+  uint64_t reserved = 0;
+  HETRT_RETURN_IF_ERROR(r.ExpectMagic(kNDArrayMagic, "NDArray magic"));
   HETRT_RETURN_IF_ERROR(r.ReadU64(&reserved, "NDArray reserved"));
   int32_t device_type = 0, device_id = 0, ndim = 0;
   HETRT_RETURN_IF_ERROR(r.ReadI32(&device_type, "NDArray device_type"));

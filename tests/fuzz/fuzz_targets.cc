@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "hetrt/exec/graph_executor.h"
+#include "hetrt/exec/relax_executor.h"
 #include "hetrt/formats/elf_symbols.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
@@ -58,6 +59,17 @@ void GraphJson(const uint8_t* data, size_t size) {
 }
 
 void Npy(const uint8_t* data, size_t size) { (void)ReadNpy({data, size}, "fuzz"); }
+
+void RelaxExecutable(const uint8_t* data, size_t size) {
+  auto exe = ParseRelaxExecutable({data, size}, "fuzz");
+  if (!exe.ok()) return;
+  // What the loader and inspect do with a valid one must hold too.
+  (void)DisassembleRelaxExecutable(*exe);
+  for (uint32_t f = 0; f < exe->functions.size(); ++f)
+    if (exe->functions[f].kind == RelaxFunction::Kind::kVmFunc) (void)AnalyzeRelaxFunction(*exe, f, {{kDLCPU, 0}});
+  auto image = WriteRelaxExecutable(*exe);
+  if (image.ok() && !ParseRelaxExecutable(*image, "fuzz re-encoded").ok()) __builtin_trap();
+}
 
 void ElfSymbols(const uint8_t* data, size_t size) { (void)ReadElfDynamicSymbols({data, size}, "fuzz"); }
 

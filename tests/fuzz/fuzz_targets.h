@@ -17,5 +17,7 @@ void ElfSymbols(const uint8_t* data, size_t size);
 void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
 // A REST inference request body, "#<N>\n" first for Inference-Header-Content-Length: N.
 void RestInferRequest(const uint8_t* data, size_t size);
+// A Relax VM executable image (the relax.Executable blob entry's payload).
+void RelaxExecutable(const uint8_t* data, size_t size);
 
 }  // namespace hetrt::fuzz

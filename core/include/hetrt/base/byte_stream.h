@@ -29,6 +29,7 @@ class ByteReader {
   Status ReadI32(int32_t* out, std::string_view field) { return ReadPod(out, field); }
   Status ReadU16(uint16_t* out, std::string_view field) { return ReadPod(out, field); }
   Status ReadU8(uint8_t* out, std::string_view field) { return ReadPod(out, field); }
+  Status ReadF64(double* out, std::string_view field) { return ReadPod(out, field); }
 
   // `n` raw bytes, borrowed from the input.
   Status ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field);
@@ -52,6 +53,9 @@ class ByteReader {
 
   // DATA_LOSS "<source> at byte <offset>: <field>: <detail>".
   Status Error(std::string_view field, std::string_view detail) const;
+  // Reads a u64 magic number; a different one is an error showing both in hex,
+  // followed by `hint` ("not a Relax VM executable").
+  Status ExpectMagic(uint64_t expected, std::string_view field, std::string_view hint = {});
 
  private:
   template <typename T>

@@ -58,8 +58,10 @@ class Tensor {
   // Borrows memory someone else owns; the caller keeps it alive.
   static Tensor Borrow(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype);
 
-  // Same memory, another shape/dtype (compact, offset 0). Errors if it does not fit.
-  Result<Tensor> View(std::vector<int64_t> shape, DLDataType dtype) const;
+  // Same memory, another shape/dtype (compact), `byte_offset` bytes further in
+  // (DLTensor::byte_offset, so device handles stay unadjusted). Errors if it
+  // does not fit.
+  Result<Tensor> View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset = 0) const;
 
   bool defined() const { return dl_.data != nullptr || !shape_.empty() || buffer_ != nullptr; }
   DLTensor* dl() { return &dl_; }

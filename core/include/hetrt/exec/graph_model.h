@@ -17,6 +17,7 @@ struct GraphModelFiles {
   std::string library;
   std::string graph_json = {};  // set for a triple
   std::string params = {};      // optional, for a triple
+  std::string function = {};    // Relax executables: the function to run ("" = main)
 };
 
 struct GraphModel {
@@ -31,7 +32,9 @@ std::optional<std::string> SystemLibPrefix(const std::string& library);
 // `options.params` is ignored: params come from the factory or the params file.
 Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::Options options);
 
-// Any runnable model: a graph deploy.so or triple, or an AOT deploy.so.
+// Any runnable model: a graph deploy.so or triple, an AOT deploy.so, or a
+// Relax executable (its function `files.function` on `options.devices`, in
+// vm_initialization order).
 struct Model {
   std::shared_ptr<Module> root;
   std::unique_ptr<Executor> executor;

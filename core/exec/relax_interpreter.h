@@ -1,0 +1,106 @@
+// Inside the Relax VM: the resolved function pool, the decoded code the
+// interpreter walks, devices with their allocators, and the builtins' view of
+// all of it. RelaxVirtualMachine (relax_vm.cc) fills it at creation; the loop
+// (relax_interpreter.cc) and the builtins (relax_builtins.cc) run on it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/pooled_allocator.h"
+#include "hetrt/device/device.h"
+#include "hetrt/exec/relax_call_stats.h"
+#include "hetrt/exec/relax_value.h"
+#include "hetrt/formats/relax_executable.h"
+#include "hetrt/module/module.h"
+#include "hetrt/plugin_host/plugin_registry.h"
+
+namespace hetrt {
+
+// The arguments of one Call, read in place: registers of the current frame,
+// or values fixed at creation (immediates, constants, function references).
+struct RelaxOperand {
+  const RelaxValue* fixed = nullptr;  // NULL: a register of the frame
+  uint32_t reg = 0;
+};
+
+class RelaxCallArgs {
+ public:
+  RelaxCallArgs(const RelaxOperand* operands, const RelaxValue* regs, uint32_t size)
+      : operands_(operands), regs_(regs), size_(size) {}
+  // For calls made by builtins (closures): plain values.
+  RelaxCallArgs(const RelaxValue* values, uint32_t size) : values_(values), size_(size) {}
+  uint32_t size() const { return size_; }
+  const RelaxValue& operator[](uint32_t i) const {
+    if (values_ != nullptr) return values_[i];
+    const RelaxOperand& o = operands_[i];
+    return o.fixed != nullptr ? *o.fixed : regs_[o.reg];
+  }
+
+ private:
+  const RelaxOperand* operands_ = nullptr;
+  const RelaxValue* regs_ = nullptr;
+  const RelaxValue* values_ = nullptr;
+  uint32_t size_ = 0;
+};
+
+struct RelaxVmDevice {
+  Device device;
+  Allocator* allocator = nullptr;            // the pool, or the plugin's allocator (naive)
+  std::shared_ptr<PooledAllocator> pool;     // set when pooled
+};
+
+struct RelaxInterpreter;
+using RelaxBuiltin = Status (*)(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result);
+
+// A builtin hetrt implements, by TVM name; nullptr when there is none.
+RelaxBuiltin FindRelaxBuiltin(std::string_view name);
+// Why a builtin TVM has is refused (LLM-style state, debug hooks); nullopt when not refused.
+std::optional<std::string> RefusedRelaxBuiltin(std::string_view name);
+
+struct RelaxInterpreter {
+  struct Callee {
+    enum class Kind : uint8_t { kBuiltin, kKernel, kVmFunction } kind = Kind::kBuiltin;
+    RelaxBuiltin builtin = nullptr;
+    const PackedFunc* kernel = nullptr;
+  };
+  struct Instruction {
+    RelaxInstruction::Op op;
+    uint32_t callee = 0;      // Call
+    int64_t reg = 0;          // Call dst (>= 2^54: dropped), Ret result, If cond
+    int64_t offset = 0;       // Goto, If
+    uint32_t operands_begin = 0;
+    uint32_t num_operands = 0;
+  };
+
+  std::shared_ptr<Module> root;
+  std::shared_ptr<const RelaxExecutable> exe;
+  PluginRegistry* plugins = nullptr;
+  PluginRegistry* backend_registry = nullptr;  // NULL: compiled code uses the global routes
+  std::vector<DLDevice> device_list;
+  std::vector<RelaxVmDevice> devices;  // by VM device index; the host last
+  std::vector<RelaxValue> constants;   // tensors moved to devices[0]
+  std::vector<Callee> callees;         // by function index
+  std::vector<Instruction> code;
+  std::vector<RelaxOperand> operands;
+  std::vector<RelaxValue> fixed_values;  // immediates and function references the operands point at
+  std::vector<std::vector<RelaxValue>> frames;  // register files, reused by call depth
+  size_t depth = 0;
+  std::vector<hetrt_value_t> kernel_values;  // kernel call arguments, reused
+  std::vector<int32_t> kernel_codes;
+  RelaxCallStats stats;
+
+  Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
+  // Calls a function value, closure or function index with `args` (closure captures appended).
+  Result<RelaxValue> CallValue(const RelaxValue& callee, std::vector<RelaxValue> args);
+  Status CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,
+                    RelaxValue* result);
+  // The VM device index of (type, id), or -1.
+  int IndexOf(DLDevice device) const;
+  Result<Tensor> CopyTo(const Tensor& tensor, int device_index);
+  const std::string& FunctionName(uint32_t index) const { return exe->functions[index].name; }
+};
+
+}  // namespace hetrt

@@ -1,0 +1,293 @@
+// The Relax VM: creation (devices, constants, the function pool resolved
+// once) and the interpreter loop over the decoded code.
+#include "hetrt/exec/relax_vm.h"
+
+#include "exec/relax_interpreter.h"
+#include "hetrt/base/dtype.h"
+#include "tvm_abi/backend_routes.h"
+
+namespace hetrt {
+namespace {
+
+RelaxValue ConstantValue(const RelaxConstant& c) {
+  switch (c.type) {
+    case RelaxConstant::Type::kTensor: return RelaxValue::FromTensor(c.tensor);
+    case RelaxConstant::Type::kDataType: return RelaxValue::DataType(c.dtype);
+    case RelaxConstant::Type::kShape: return RelaxValue::Shape(c.shape);
+    case RelaxConstant::Type::kString: return RelaxValue::String(c.string);
+    case RelaxConstant::Type::kInt: return RelaxValue::Int(c.int_value);
+    case RelaxConstant::Type::kFloat: return RelaxValue::Float(c.float_value);
+  }
+  return {};
+}
+
+// Results nested deeper than this are refused rather than walked recursively.
+constexpr int kMaxResultDepth = 64;
+
+Status FlattenInto(const RelaxValue& v, const std::string& path, int depth, std::vector<Tensor>* out) {
+  if (depth > kMaxResultDepth) return InvalidArgument("result" + path + " nests tuples deeper than 64");
+  if (v.is(RelaxValue::Kind::kTensor)) {
+    out->push_back(v.tensor());
+    return OkStatus();
+  }
+  if (v.is(RelaxValue::Kind::kTuple)) {
+    for (size_t i = 0; i < v.tuple().size(); ++i)
+      HETRT_RETURN_IF_ERROR(FlattenInto(v.tuple()[i], path + "[" + std::to_string(i) + "]", depth + 1, out));
+    return OkStatus();
+  }
+  return InvalidArgument("result" + path + " is " + v.Describe() + ", not a tensor");
+}
+
+}  // namespace
+
+const char* RelaxValue::KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kNull: return "null";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kDataType: return "dtype";
+    case Kind::kTensor: return "tensor";
+    case Kind::kShape: return "shape";
+    case Kind::kString: return "string";
+    case Kind::kStorage: return "storage";
+    case Kind::kTuple: return "tuple";
+    case Kind::kFunction: return "function";
+    case Kind::kClosure: return "closure";
+    case Kind::kVm: return "vm";
+  }
+  return "?";
+}
+
+std::string RelaxValue::Describe() const {
+  switch (kind_) {
+    case Kind::kInt: return "int " + std::to_string(int_);
+    case Kind::kFloat: return "float " + std::to_string(float_);
+    case Kind::kDataType: return "dtype " + DataTypeToString(dtype_);
+    case Kind::kTensor:
+      return "tensor " + DataTypeToString(tensor().dtype()) + ShapeToString(tensor().shape()) + " on " +
+             DeviceToString(tensor().device());
+    case Kind::kShape: return "shape " + ShapeToString(shape());
+    case Kind::kString: return "string \"" + string() + "\"";
+    case Kind::kStorage:
+      return "storage of " + std::to_string(tensor().capacity_bytes()) + " bytes on " + DeviceToString(tensor().device());
+    case Kind::kTuple: return "tuple of " + std::to_string(tuple().size());
+    default: return KindName(kind_);
+  }
+}
+
+Result<std::vector<Tensor>> FlattenRelaxTensors(const RelaxValue& value) {
+  std::vector<Tensor> out;
+  HETRT_RETURN_IF_ERROR(FlattenInto(value, "", 0, &out));
+  return out;
+}
+
+// ---- creation
+
+RelaxVirtualMachine::RelaxVirtualMachine(std::unique_ptr<RelaxInterpreter> impl) : impl_(std::move(impl)) {}
+RelaxVirtualMachine::~RelaxVirtualMachine() {
+  // Results the caller still holds keep their pools alive; nothing else to do.
+}
+
+Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::shared_ptr<Module> root,
+                                                                         Options options) {
+  auto* module = dynamic_cast<RelaxExecutableModule*>(root.get());
+  if (module == nullptr)
+    return InvalidArgument("the root module is '" + (root ? root->type_key() : std::string("null")) +
+                           "', not a Relax executable (relax.Executable)");
+  auto impl = std::make_unique<RelaxInterpreter>();
+  impl->root = root;
+  impl->exe = module->executable();
+  impl->plugins = options.plugins ? options.plugins : &PluginRegistry::Global();
+  impl->backend_registry = options.plugins;
+  if (options.allocator != AllocatorKind::kNaive && options.allocator != AllocatorKind::kPooled)
+    return InvalidArgument("unknown allocator type " + std::to_string(static_cast<int>(options.allocator)) +
+                           " (1 naive, 2 pooled)");
+  if (options.devices.empty()) return InvalidArgument("a Relax VM needs at least one device");
+  // TVM's Python VirtualMachine appends the host when the list does not end with it.
+  if (options.devices.back().device_type != kDLCPU) options.devices.push_back({kDLCPU, 0});
+  impl->device_list = options.devices;
+  for (const DLDevice& d : options.devices) {
+    HETRT_ASSIGN_OR_RETURN(Device device, impl->plugins->DeviceFor(d));
+    RelaxVmDevice vm_device;
+    vm_device.device = device;
+    Allocator& backing = device.allocator();
+    if (options.allocator == AllocatorKind::kPooled) {
+      vm_device.pool = std::make_shared<PooledAllocator>(backing);
+      vm_device.allocator = vm_device.pool.get();
+    } else {
+      vm_device.allocator = &backing;
+    }
+    impl->devices.push_back(std::move(vm_device));
+  }
+
+  const RelaxExecutable& exe = *impl->exe;
+  // Constants: tensors live on devices[0] (TVM's vm_initialization).
+  impl->constants.reserve(exe.constants.size());
+  for (size_t i = 0; i < exe.constants.size(); ++i) {
+    const RelaxConstant& c = exe.constants[i];
+    if (c.type == RelaxConstant::Type::kTensor && impl->device_list[0].device_type != kDLCPU) {
+      auto moved = impl->CopyTo(c.tensor, 0);
+      if (!moved.ok()) return moved.status().WithContext("moving constant " + std::to_string(i) + " to devices[0]");
+      impl->constants.push_back(RelaxValue::FromTensor(std::move(moved).value()));
+    } else {
+      impl->constants.push_back(ConstantValue(c));
+    }
+  }
+
+  // The function pool: library functions (the imports) first, as TVM looks
+  // them up, then hetrt's builtins; refused and missing names fail here.
+  impl->callees.resize(exe.functions.size());
+  for (size_t i = 0; i < exe.functions.size(); ++i) {
+    const RelaxFunction& f = exe.functions[i];
+    RelaxInterpreter::Callee& callee = impl->callees[i];
+    if (f.kind == RelaxFunction::Kind::kVmFunc) {
+      callee.kind = RelaxInterpreter::Callee::Kind::kVmFunction;
+      continue;
+    }
+    if (auto refused = RefusedRelaxBuiltin(f.name)) return Unimplemented(*refused);
+    if (f.name.rfind("vm.builtin.", 0) != 0) {
+      HETRT_ASSIGN_OR_RETURN(const PackedFunc* kernel, root->GetFunction(f.name));
+      if (kernel != nullptr) {
+        callee.kind = RelaxInterpreter::Callee::Kind::kKernel;
+        callee.kernel = kernel;
+        continue;
+      }
+    }
+    if (RelaxBuiltin builtin = FindRelaxBuiltin(f.name)) {
+      callee.builtin = builtin;
+      continue;
+    }
+    if (const PackedFunc* global = GlobalFunctionRegistry::Get().Find(f.name)) {
+      callee.kind = RelaxInterpreter::Callee::Kind::kKernel;
+      callee.kernel = global;
+      continue;
+    }
+    return NotFound("the executable calls '" + f.name + "', which is neither a function of its library (" +
+                    (root->imports().empty() ? std::string("no library") : root->imports()[0]->type_key()) +
+                    ") nor a builtin hetrt implements");
+  }
+
+  // Decoded code: every operand points at a register or at a value fixed now.
+  size_t fixed_count = 0;
+  for (const RelaxArg& a : exe.args)
+    fixed_count += a.kind == RelaxArg::Kind::kImmediate || a.kind == RelaxArg::Kind::kFuncIdx;
+  impl->fixed_values.reserve(fixed_count + 2);  // addresses must stay put
+  impl->fixed_values.push_back(RelaxValue());
+  const RelaxValue* null_value = &impl->fixed_values.back();
+  impl->fixed_values.push_back(RelaxValue::Vm());
+  const RelaxValue* vm_value = &impl->fixed_values.back();
+  impl->code.reserve(exe.instructions.size());
+  size_t max_args = 0;
+  for (const RelaxInstruction& in : exe.instructions) {
+    RelaxInterpreter::Instruction out;
+    out.op = in.op;
+    out.reg = in.reg;
+    out.offset = in.operand;
+    if (in.op == RelaxInstruction::Op::kCall) {
+      out.callee = static_cast<uint32_t>(in.operand);
+      out.operands_begin = static_cast<uint32_t>(impl->operands.size());
+      out.num_operands = in.num_args;
+      max_args = std::max<size_t>(max_args, in.num_args);
+      for (const RelaxArg& a : exe.ArgsOf(in)) {
+        RelaxOperand o;
+        switch (a.kind) {
+          case RelaxArg::Kind::kRegister:
+            if (a.value == kRelaxVoidRegister)
+              o.fixed = null_value;
+            else if (a.value == kRelaxVmRegister)
+              o.fixed = vm_value;
+            else
+              o.reg = static_cast<uint32_t>(a.value);
+            break;
+          case RelaxArg::Kind::kImmediate:
+            impl->fixed_values.push_back(RelaxValue::Int(a.value));
+            o.fixed = &impl->fixed_values.back();
+            break;
+          case RelaxArg::Kind::kConstIdx: o.fixed = &impl->constants[static_cast<size_t>(a.value)]; break;
+          case RelaxArg::Kind::kFuncIdx:
+            impl->fixed_values.push_back(RelaxValue::Function(static_cast<uint32_t>(a.value)));
+            o.fixed = &impl->fixed_values.back();
+            break;
+        }
+        impl->operands.push_back(o);
+      }
+    }
+    impl->code.push_back(out);
+  }
+  impl->kernel_values.resize(max_args + 64);
+  impl->kernel_codes.resize(max_args + 64);
+  return std::unique_ptr<RelaxVirtualMachine>(new RelaxVirtualMachine(std::move(impl)));
+}
+
+// ---- queries
+
+const RelaxExecutable& RelaxVirtualMachine::executable() const { return *impl_->exe; }
+const std::vector<DLDevice>& RelaxVirtualMachine::devices() const { return impl_->device_list; }
+const RelaxCallStats& RelaxVirtualMachine::last_call_stats() const { return impl_->stats; }
+PluginRegistry& RelaxVirtualMachine::plugins() const { return *impl_->plugins; }
+
+Result<uint32_t> RelaxVirtualMachine::FindFunction(std::string_view name) const {
+  const int64_t index = impl_->exe->FindFunction(name);
+  if (index >= 0 && impl_->exe->functions[static_cast<size_t>(index)].kind == RelaxFunction::Kind::kVmFunc)
+    return static_cast<uint32_t>(index);
+  std::string names;
+  for (const std::string& n : FunctionNames()) names += (names.empty() ? "" : ", ") + n;
+  return NotFound("the executable has no function '" + std::string(name) + "' (its functions: " + names + ")");
+}
+
+std::vector<std::string> RelaxVirtualMachine::FunctionNames() const {
+  std::vector<std::string> names;
+  for (const RelaxFunction& f : impl_->exe->functions)
+    if (f.kind == RelaxFunction::Kind::kVmFunc) names.push_back(f.name);
+  return names;
+}
+
+const std::vector<std::string>& RelaxVirtualMachine::ParamNames(uint32_t function) const {
+  return impl_->exe->functions[function].param_names;
+}
+
+// ---- calls
+
+Result<RelaxValue> RelaxVirtualMachine::Invoke(std::string_view name, std::span<const RelaxValue> args) {
+  HETRT_ASSIGN_OR_RETURN(uint32_t index, FindFunction(name));
+  return Invoke(index, args);
+}
+
+Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<const RelaxValue> args) {
+  if (function >= impl_->exe->functions.size() ||
+      impl_->exe->functions[function].kind != RelaxFunction::Kind::kVmFunc)
+    return InvalidArgument("function index " + std::to_string(function) + " is not a VM function");
+  ClearLastError();
+  impl_->stats = {};
+  BackendRoutesScope backend(impl_->backend_registry ? impl_->backend_registry->backend_routes() : nullptr);
+  return impl_->Run(function, RelaxCallArgs(args.data(), static_cast<uint32_t>(args.size())));
+}
+
+Status RelaxVirtualMachine::Synchronize() {
+  for (const RelaxVmDevice& d : impl_->devices) {
+    if (d.device.device().device_type == kDLCPU || d.device.api()->stream_synchronize == nullptr) continue;
+    HETRT_RETURN_IF_ERROR(d.device.Synchronize(nullptr));
+  }
+  return OkStatus();
+}
+
+Result<Tensor> RelaxVirtualMachine::ToDevice(const Tensor& tensor, DLDevice device) {
+  const int index = impl_->IndexOf(device);
+  if (index < 0) return InvalidArgument(DeviceToString(device) + " is not one of the VM's devices");
+  if (tensor.device().device_type == device.device_type && tensor.device().device_id == device.device_id)
+    return tensor;
+  return impl_->CopyTo(tensor, index);
+}
+
+void RelaxVirtualMachine::ReleasePools() {
+  for (RelaxVmDevice& d : impl_->devices)
+    if (d.pool) d.pool->Release();
+}
+
+uint64_t RelaxVirtualMachine::PluginAllocations() const {
+  uint64_t total = 0;
+  for (const RelaxVmDevice& d : impl_->devices) total += d.pool ? d.pool->backing_allocations() : 0;
+  return total;
+}
+
+}  // namespace hetrt

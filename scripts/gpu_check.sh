@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine over the bundle of scripts/gpu_bundle.sh: the CUDA
+# tests on the real driver, the device suite's CUDA cases, the CUDA fixtures
+# through the CLI, and the CUDA benchmarks. Logs go to $OUT (or ./gpu-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+repo=$PWD
+[ -d .gpu/sysroot ] || tar -C .gpu -xJf .gpu/sysroot.tar.xz
+# The binaries carry the paths of the machine that built them: give them those.
+mkdir -p /work/main /work/shared
+[ "$repo" = /work/main ] || ln -sfn "$repo/.gpu/build" /work/main/build
+[ "$repo" != /work/main ] || ln -sfn .gpu/build build
+ln -sfn "$repo/.gpu/fixtures" /work/shared/fixtures
+export LD_LIBRARY_PATH=$repo/.gpu/sysroot:/work/main/build/lib HETRT_FIXTURES=/work/shared/fixtures
+bin=/work/main/build/bin
+nvidia-smi -L | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a "$out/gpu.txt"
+status=0
+step() { echo "== $1"; shift; "$@" || { echo "== FAILED ($?): $*"; status=1; }; }
+step plugins "$bin/hetrt" plugins 2>&1 | tee "$out/plugins.txt"
+step cuda_test timeout 300 "$bin/cuda_test" --gtest_filter='-CudaPersonality.*:FakeCudaDriver.*:CudaNoDevice.*' \
+  --gtest_output=xml:"$out/cuda_test.xml" > "$out/cuda_test.log" 2>&1
+tail -5 "$out/cuda_test.log"; grep -E '^\[  (FAILED|SKIPPED) ' "$out/cuda_test.log" | head -20
+step device_suite timeout 120 "$bin/device_suite_test" --gtest_filter='*cuda*' > "$out/device_suite.log" 2>&1
+tail -3 "$out/device_suite.log"
+for m in mlp_cuda hetero_cuda_seed; do
+  d=/work/shared/fixtures/tvm-0.18/$m
+  step "run $m" "$bin/hetrt" run "$d/deploy.so" --inputs "$d/inputs.params" --device cpu --device cuda --repeat 200 \
+    --save-outputs "$out/$m.out.params" 2>&1 | tail -3
+done
+step cuda_bench timeout 180 "$bin/cuda_bench" --benchmark_min_time=0.2 --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true --benchmark_out="$out/cuda_bench.json" --benchmark_out_format=json \
+  > "$out/cuda_bench.txt" 2>&1
+grep -E 'median|mean' "$out/cuda_bench.txt" | head -40
+echo "== status $status"
+exit $status

@@ -1,0 +1,323 @@
+// The Relax VM on TVM v0.18's relax.build executables (../shared/fixtures/
+// tvm-0.18-relax): every fixture on the devices its meta.json names, against
+// its expected outputs; symbolic batches the fixtures were not made with; the
+// pooled allocator's steady state; and bytecode the fixtures do not cover
+// (control flow, closures, tuples, nested calls, shape checks) on hand-made
+// executables.
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/relax_executor.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/module/module_loader.h"
+#include "relax_test_support.h"
+#include "test_support.h"
+
+namespace hetrt::testing {
+namespace {
+
+using Kind = RelaxValue::Kind;
+
+std::vector<FixtureParam> RelaxFixtureParams() { return FixtureParams(RelaxFixtureNames(), "Relax fixtures"); }
+
+using RelaxFixture = PerFixtureTest;
+
+// Opens the fixture on its meta.json devices, binds each case's inputs (and
+// the weights file of a weights-as-parameters model), runs, and compares.
+TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
+  const std::string dir = RelaxFixtureDir(fixture());
+  const nlohmann::json meta = ReadRelaxMeta(dir);
+  std::vector<DLDevice> devices;
+  for (const auto& d : meta["vm_initialization"]["devices"])
+    devices.push_back({static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()});
+  for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
+  GraphExecutor::Options options;
+  options.devices = devices;
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, options));
+  auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
+  ASSERT_NE(ex, nullptr);
+  EXPECT_EQ(ex->function_name(), meta["entry_function"].get<std::string>());
+  ASSERT_EQ(ex->NumInputs(), static_cast<int>(meta["function_params"].size()));
+  for (int i = 0; i < ex->NumInputs(); ++i) EXPECT_EQ(ex->InputName(i), meta["function_params"][i].get<std::string>());
+  for (const auto& c : meta["cases"]) {
+    SCOPED_TRACE("case " + c["name"].get<std::string>());
+    std::vector<std::string> files = {dir + "/" + c["inputs_file"].get<std::string>()};
+    if (meta["weights"]["kind"] == "parameters") files.push_back(dir + "/" + meta["weights"]["file"].get<std::string>());
+    for (const std::string& file : files) {
+      HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
+      for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex->SetInput(p.name, p.tensor));
+    }
+    HETRT_ASSERT_OK(ex->Run());
+    HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/" + c["outputs_file"].get<std::string>()));
+    ASSERT_EQ(ex->NumOutputs(), static_cast<int>(expected.size()));
+    for (size_t o = 0; o < expected.size(); ++o) {
+      HETRT_ASSERT_OK_AND_ASSIGN(Tensor got, ex->GetOutput(static_cast<int>(o)));
+      ExpectClose(got, FindParam(expected, "output_" + std::to_string(o))->tensor, "output_" + std::to_string(o));
+    }
+    // Inputs sit on the devices meta.json says their kernels read them on.
+    for (const auto& in : c["inputs"])
+      if (in.contains("device_index")) {
+        const int index = ex->InputIndex(in["name"].get<std::string>());
+        ASSERT_GE(index, 0);
+        EXPECT_EQ(ex->signature().params[static_cast<size_t>(index)].device_index, in["device_index"].get<int>())
+            << in["name"];
+      }
+  }
+}
+
+// The specs the server shows: -1 where the bytecode binds a symbolic dimension.
+TEST_P(RelaxFixture, InputSpecsComeFromTheBytecodesChecks) {
+  const std::string dir = RelaxFixtureDir(fixture());
+  const nlohmann::json meta = ReadRelaxMeta(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(dir + "/deploy.so", {.keep_unloadable = true}));
+  auto* module = dynamic_cast<RelaxExecutableModule*>(root.get());
+  ASSERT_NE(module, nullptr);
+  const int64_t main = module->executable()->FindFunction(meta["entry_function"].get<std::string>());
+  ASSERT_GE(main, 0);
+  const RelaxSignature sig = AnalyzeRelaxFunction(*module->executable(), static_cast<uint32_t>(main), {});
+  for (const auto& in : meta["inputs"]) {
+    auto it = std::find_if(sig.params.begin(), sig.params.end(), [&](const RelaxParamInfo& p) { return p.name == in["name"]; });
+    ASSERT_NE(it, sig.params.end()) << in["name"];
+    EXPECT_EQ(DataTypeToString(it->spec.dtype), in["dtype"].get<std::string>());
+    ASSERT_EQ(it->spec.shape.size(), in["shape"].size());
+    for (size_t d = 0; d < it->spec.shape.size(); ++d) {
+      if (!in["shape"][d].is_number()) continue;  // a symbolic dim is named, e.g. "n"
+      EXPECT_TRUE(it->spec.shape[d] == in["shape"][d].get<int64_t>() || it->spec.shape[d] == -1);
+    }
+  }
+  ASSERT_TRUE(sig.outputs_known);
+  ASSERT_EQ(sig.outputs.size(), meta["outputs"].size());
+}
+
+HETRT_INSTANTIATE_PER_FIXTURE(Relax, RelaxFixture, RelaxFixtureParams());
+
+// A batch size the fixture was not generated with: the first 3 rows of the
+// n=5 case give the first 3 rows of its expected output.
+TEST(RelaxDynamicBatch, RunsABatchSizeItWasNotMadeWith) {
+  const std::string dir = RelaxFixtureDir("relax_dyn_batch");
+  if (dir.empty()) HETRT_MISSING("fixtures", "relax_dyn_batch not found under " << FixturesRoot());
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, {}));
+  auto& ex = *model.executor;
+  EXPECT_EQ(ex.InputSpec(0).shape, (std::vector<int64_t>{-1, 784}));
+  EXPECT_EQ(ex.OutputSpec(0).shape, (std::vector<int64_t>{-1, 10}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto in5, LoadParamDictFile(dir + "/inputs_n5.params"));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto out5, LoadParamDictFile(dir + "/outputs_n5.params"));
+  const Tensor& x5 = in5[0].tensor;
+  for (int64_t rows : {3, 1, 5, 2}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor x, x5.View({rows, 784}, x5.dtype()));
+    HETRT_ASSERT_OK(ex.SetInput(0, x));
+    HETRT_ASSERT_OK(ex.Run());
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, ex.GetOutput(0));
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{rows, 10}));
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor want, out5[0].tensor.View({rows, 10}, out5[0].tensor.dtype()));
+    ExpectClose(y, want, "output_0");
+  }
+}
+
+// After the first call with a set of shapes, calls take nothing from the
+// plugin; a larger symbolic dimension grows the pool once.
+TEST(RelaxPool, SteadyStateAllocatesNothingFromThePlugin) {
+  const std::string dir = RelaxFixtureDir("relax_dyn_batch");
+  if (dir.empty()) HETRT_MISSING("fixtures", "relax_dyn_batch not found under " << FixturesRoot());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(dir + "/deploy.so"));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, RelaxVirtualMachine::Create(root, {}));
+  HETRT_ASSERT_OK_AND_ASSIGN(Device cpu, PluginRegistry::Global().DeviceFor({kDLCPU, 0}));
+  auto call = [&](int64_t rows) {
+    Tensor x = Random({rows, 784}, 7);
+    std::vector<RelaxValue> args = {RelaxValue::FromTensor(x)};
+    auto r = vm->Invoke("main", args);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  };
+  call(4);
+  const uint64_t after_first = vm->PluginAllocations();
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats stats_first, cpu.MemoryStats());
+  for (int i = 0; i < 5; ++i) call(4);
+  EXPECT_EQ(vm->PluginAllocations(), after_first);
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats stats_again, cpu.MemoryStats());
+  EXPECT_EQ(stats_again.num_allocations, stats_first.num_allocations);
+  call(64);  // every intermediate is larger: new blocks, once
+  const uint64_t after_growth = vm->PluginAllocations();
+  EXPECT_GT(after_growth, after_first);
+  for (int i = 0; i < 3; ++i) call(64);
+  call(4);  // the smaller blocks are still pooled
+  EXPECT_EQ(vm->PluginAllocations(), after_growth);
+  vm->ReleasePools();
+  HETRT_ASSERT_OK_AND_ASSIGN(DeviceMemoryStats stats_released, cpu.MemoryStats());
+  EXPECT_LT(stats_released.num_allocations, stats_again.num_allocations + (after_growth - after_first));
+}
+
+// Bad inputs through the executor: a clear error, and the model keeps working.
+TEST(RelaxErrors, WrongInputsAreRefusedWithTheParameterName) {
+  const std::string dir = RelaxFixtureDir("relax_mlp");
+  if (dir.empty()) HETRT_MISSING("fixtures", "relax_mlp not found under " << FixturesRoot());
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, {}));
+  auto& ex = *model.executor;
+  EXPECT_FALSE(ex.Run().ok());  // nothing set yet
+  Status s = ex.SetInput(0, Random({1, 783}, 1));
+  EXPECT_NE(s.message().find("'data'"), std::string::npos) << s.message();
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor ints, Tensor::EmptyHost({1, 784}, {kDLInt, 32, 1}));
+  s = ex.SetInput(0, ints);
+  EXPECT_NE(s.message().find("int32"), std::string::npos) << s.message();
+  s = ex.SetInput(0, Random({784}, 1));
+  EXPECT_NE(s.message().find("rank"), std::string::npos) << s.message();
+  EXPECT_EQ(ex.SetInput("weights", Random({1, 784}, 1)).code(), StatusCode::kNotFound);
+  HETRT_ASSERT_OK(ex.SetInput(0, Random({1, 784}, 1)));
+  HETRT_ASSERT_OK(ex.Run());
+  // The VM's own checks, called directly with a wrong tensor.
+  auto* relax = dynamic_cast<RelaxExecutor*>(&ex);
+  std::vector<RelaxValue> bad = {RelaxValue::FromTensor(Random({2, 784}, 1))};
+  auto r = relax->vm().Invoke("main", bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("ErrorContext"), std::string::npos) << r.status().message();
+  std::vector<RelaxValue> none;
+  r = relax->vm().Invoke("main", none);
+  EXPECT_NE(r.status().message().find("takes 1 argument(s) (data), got 0"), std::string::npos)
+      << r.status().message();
+}
+
+// ---- hand-made executables: bytecode the fixtures do not exercise
+
+TEST(RelaxBytecode, IfGotoClosuresTuplesAndNestedCalls) {
+  RelaxProgram p;
+  const auto [read_if, copy, make_tuple, getitem, make_closure, invoke_closure] =
+      p.Builtins("read_if_cond", "copy", "make_tuple", "tuple_getitem", "make_closure", "invoke_closure");
+  // pick(a, b) = (b, a): a VM function called through a closure capturing b.
+  const uint32_t pick = p.Function("pick", {"a", "b"}, 3);
+  p.Call(make_tuple, 2, {p.Reg(1), p.Reg(0)});
+  p.Ret(2);
+  p.End();
+  // main(c, x, y): if c: r = invoke(closure(pick, y), x)[0] else r = copy(y); return (r, c)
+  p.Function("main", {"c", "x", "y"}, 7);
+  p.Call(read_if, 3, {p.Reg(0)});
+  p.If(3, 5);
+  p.Call(make_closure, 4, {p.Func(pick), p.Reg(2)});
+  p.Call(invoke_closure, 5, {p.Reg(kRelaxVmRegister), p.Reg(4), p.Reg(1)});
+  p.Call(getitem, 6, {p.Reg(5), p.Imm(1)});
+  p.Goto(2);
+  p.Call(copy, 6, {p.Reg(2)});
+  p.Call(make_tuple, 3, {p.Reg(6), p.Reg(0)});
+  p.Ret(3);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build());
+  Tensor x = Random({2}, 1), y = Random({3}, 2);
+  for (int64_t c : {1, 0}) {
+    std::vector<RelaxValue> args = {RelaxValue::Int(c), RelaxValue::FromTensor(x), RelaxValue::FromTensor(y)};
+    HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, vm->Invoke("main", args));
+    ASSERT_TRUE(r.is(Kind::kTuple));
+    ASSERT_EQ(r.tuple().size(), 2u);
+    // pick(x, y) = (y, x): item 1 is x; the false branch returns y.
+    EXPECT_EQ(r.tuple()[0].tensor().data(), (c ? x : y).data());
+    EXPECT_EQ(r.tuple()[1].int_value(), c);
+    HETRT_ASSERT_OK_AND_ASSIGN(auto flat, FlattenRelaxTensors(r.tuple()[0]));
+    EXPECT_EQ(flat.size(), 1u);
+  }
+  EXPECT_GT(vm->last_call_stats().instructions, 0u);
+}
+
+TEST(RelaxBytecode, ShapeHeapBindsSymbolicDimsAndRefusesConflicts) {
+  RelaxProgram p;
+  const auto [heap, match, make_shape, storage, tensor] =
+      p.Builtins("alloc_shape_heap", "match_shape", "make_shape", "alloc_storage", "alloc_tensor");
+  const uint32_t err = p.String("ErrorContext(fn=main, param=x)");
+  const uint32_t global = p.String("global");
+  const uint32_t f32 = p.DType({kDLFloat, 32, 1});
+  const uint32_t u8 = p.DType({kDLUInt, 8, 1});
+  // main(x, y): n = x.shape[0] = y.shape[1]; return empty float32 [n, 2] (8n bytes: shape [n*8] via heap slot 1)
+  p.Function("main", {"x", "y"}, 7);
+  p.Call(heap, 2, {p.Reg(kRelaxVmRegister), p.Imm(2)});
+  p.Call(match, kRelaxVoidRegister, {p.Reg(0), p.Reg(2), p.Imm(1), p.Imm(1), p.Imm(0), p.Const(err)});
+  p.Call(match, kRelaxVoidRegister,
+         {p.Reg(1), p.Reg(2), p.Imm(2), p.Imm(0), p.Imm(4), p.Imm(3), p.Imm(0), p.Const(err)});
+  p.Call(make_shape, 3, {p.Reg(2), p.Imm(1), p.Imm(0), p.Imm(4096)});
+  p.Call(storage, 4, {p.Reg(kRelaxVmRegister), p.Reg(3), p.Imm(0), p.Const(u8), p.Const(global)});
+  p.Call(make_shape, 5, {p.Reg(2), p.Imm(2), p.Imm(1), p.Imm(0), p.Imm(0), p.Imm(2)});
+  p.Call(tensor, 6, {p.Reg(4), p.Imm(0), p.Reg(5), p.Const(f32)});
+  p.Ret(6);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build());
+  auto run = [&](int64_t n, int64_t m) {
+    std::vector<RelaxValue> args = {RelaxValue::FromTensor(Random({n}, 1)), RelaxValue::FromTensor(Random({4, m}, 2))};
+    return vm->Invoke("main", args);
+  };
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, run(7, 7));
+  EXPECT_EQ(r.tensor().shape(), (std::vector<int64_t>{7, 2}));
+  auto bad = run(7, 6);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ErrorContext(fn=main, param=x)"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("the same symbolic dimension"), std::string::npos) << bad.status().message();
+  // Too big a view for its storage is refused, not written past.
+  RelaxProgram q;
+  const auto [storage2, tensor2] = q.Builtins("alloc_storage", "alloc_tensor");
+  const uint32_t size = q.Shape({16});
+  const uint32_t big = q.Shape({5});
+  const uint32_t f32b = q.DType({kDLFloat, 32, 1});
+  q.Function("main", {}, 2);
+  q.Call(storage2, 0, {q.Reg(kRelaxVmRegister), q.Const(size), q.Imm(0), q.Const(f32b), q.Const(q.String("global"))});
+  q.Call(tensor2, 1, {q.Reg(0), q.Imm(0), q.Const(big), q.Const(f32b)});
+  q.Ret(1);
+  q.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm2, q.Build());
+  auto over = vm2->Invoke("main", {});
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("needs 20 bytes but the storage has 16"), std::string::npos)
+      << over.status().message();
+  // A device index the VM does not have.
+  RelaxProgram d;
+  const uint32_t storage3 = d.Packed("vm.builtin.alloc_storage");
+  d.Function("main", {}, 1);
+  d.Call(storage3, 0, {d.Reg(kRelaxVmRegister), d.Const(d.Shape({16})), d.Imm(3), d.Const(d.DType({kDLUInt, 8, 1})),
+                       d.Const(d.String("global"))});
+  d.Ret(0);
+  d.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm3, d.Build());
+  auto wrong_device = vm3->Invoke("main", {});
+  ASSERT_FALSE(wrong_device.ok());
+  EXPECT_NE(wrong_device.status().message().find("device index 3"), std::string::npos);
+}
+
+TEST(RelaxBytecode, RefusedAndMissingFunctionsFailAtCreationNamingThem) {
+  for (const char* name : {"vm.builtin.paged_attention_kv_cache_create", "vm.builtin.ndarray_cache.load",
+                           "vm.builtin.cuda_graph.run_or_capture", "vm.builtin.invoke_debug_func"}) {
+    RelaxProgram p;
+    p.Packed(name);
+    p.Function("main", {}, 1);
+    p.Call(0, 0, {});
+    p.Ret(0);
+    p.End();
+    auto vm = p.Build();
+    ASSERT_FALSE(vm.ok()) << name;
+    EXPECT_EQ(vm.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(vm.status().message().find(name), std::string::npos) << vm.status().message();
+  }
+  RelaxProgram p;
+  p.Packed("fused_kernel_nobody_has");
+  p.Function("main", {}, 1);
+  p.Call(0, 0, {});
+  p.Ret(0);
+  p.End();
+  auto vm = p.Build();
+  ASSERT_FALSE(vm.ok());
+  EXPECT_EQ(vm.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(vm.status().message().find("fused_kernel_nobody_has"), std::string::npos);
+}
+
+TEST(RelaxBytecode, RunawayRecursionIsAnErrorNotACrash) {
+  RelaxProgram p;
+  p.Function("main", {"x"}, 2);
+  p.Call(0, 1, {p.Reg(0)});  // main calls itself forever
+  p.Ret(1);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build());
+  std::vector<RelaxValue> args = {RelaxValue::Int(1)};
+  auto r = vm->Invoke("main", args);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested deeper"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetrt::testing
