@@ -12,10 +12,11 @@ for b in "${bins[@]}"; do cp "build/bin/$b" .gpu/build/bin/; done
 cp -r build/lib .gpu/build/
 cp build/tests/cuda_test_kernels* .gpu/build/tests/
 for m in "$fixtures"/tvm-0.18/*cuda*; do cp -r "$m" .gpu/fixtures/tvm-0.18/; done
-# Every library outside glibc and the build tree, so nothing depends on the image.
+# Every library outside glibc, the C++ runtime (the image's is newer) and the
+# build tree, so nothing else depends on the image.
 for f in .gpu/build/bin/* .gpu/build/lib/*.so .gpu/build/lib/hetrt-plugins/*.so; do
   ldd "$f" | awk '/=> \//{print $3}'
-done | sort -u | grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' | grep -v "$PWD/build" |
+done | sort -u | grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' | grep -v "$PWD/build" |
   while read -r lib; do cp -L "$lib" .gpu/sysroot/; done
 strip --strip-unneeded .gpu/build/bin/* .gpu/build/lib/*.so .gpu/build/lib/hetrt-plugins/*.so .gpu/sysroot/* 2>/dev/null || true
 # The device tool carries 64 MiB at most: ICU's data alone is 30 MiB unpacked.

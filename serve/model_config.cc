@@ -90,11 +90,16 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& o
   if (!root.is_object()) return InvalidArgument(origin + ": must be a JSON object");
   HETRT_RETURN_IF_ERROR(Unknown(root,
                                 {"name", "max_batch_size", "instance_group", "dynamic_batching", "max_queue_size",
-                                 "version_policy", "platform", "backend"},
+                                 "version_policy", "platform", "backend", "function"},
                                 origin));
   ModelConfig config;
   HETRT_ASSIGN_OR_RETURN(int64_t max_batch, Integer(root, "max_batch_size", 0, 1 << 20, 0, origin));
   config.max_batch_size = static_cast<int>(max_batch);
+  if (root.contains("function")) {
+    if (!root["function"].is_string() || root["function"].get<std::string>().empty())
+      return InvalidArgument(origin + ": 'function' must be a function name (a Relax executable's, e.g. \"main\")");
+    config.function = root["function"].get<std::string>();
+  }
   HETRT_ASSIGN_OR_RETURN(int64_t queue, Integer(root, "max_queue_size", 1, 1 << 20, config.max_queue_size, origin));
   config.max_queue_size = static_cast<int>(queue);
   if (root.contains("instance_group"))

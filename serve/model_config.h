@@ -20,8 +20,11 @@ struct ModelConfig {
   // 0: requests carry the model's exact shapes. Otherwise requests may carry
   // 1..max_batch_size rows on the first axis (at most the model's compiled
   // batch dimension N), padded to N; with dynamic_batching several requests
-  // share one run.
+  // share one run. A model whose batch axis is symbolic (a Relax function
+  // taking any N) runs exactly the rows it was given: never padded.
   int max_batch_size = 0;
+  // Relax executables: the function served (TVM's vm["main"]).
+  std::string function = "main";
   std::vector<InstanceGroup> instance_groups{InstanceGroup{}};
   bool dynamic_batching = false;
   int64_t max_queue_delay_us = 0;

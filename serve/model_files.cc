@@ -71,7 +71,8 @@ Result<ModelVersionFiles> FindModelFiles(const std::string& version_dir) {
   const std::string dir = version_dir + "/";
   ModelVersionFiles files;
   const char* expected =
-      "expected one of: a deploy .so; graph.json + one lib .so (+ params); a Model Library Format .tar";
+      "expected one of: a deploy .so (a Relax one + its weights' params); graph.json + one lib .so (+ params); a "
+      "Model Library Format .tar";
   if (!tars.empty()) {
     if (tars.size() > 1 || !libraries.empty() || graph_json)
       return InvalidArgument(version_dir + ": more than one model (" + Join(tars) + " " + Join(libraries) + "); " +
@@ -86,11 +87,12 @@ Result<ModelVersionFiles> FindModelFiles(const std::string& version_dir) {
         (libraries.empty() ? std::string("no model file") : "several libraries (" + Join(libraries) + ")") + "; " +
         expected);
   files.graph.library = dir + libraries[0];
+  if (params.size() > 1) return InvalidArgument(version_dir + ": several params files (" + Join(params) + ")");
+  // A triple's params, or the weights of a Relax executable that takes them as parameters.
+  if (!params.empty()) files.graph.params = dir + params[0];
   if (graph_json) {
     files.kind = ModelVersionFiles::Kind::kGraphTriple;
     files.graph.graph_json = dir + "graph.json";
-    if (params.size() > 1) return InvalidArgument(version_dir + ": several params files (" + Join(params) + ")");
-    if (!params.empty()) files.graph.params = dir + params[0];
   }
   return files;
 }

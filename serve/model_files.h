@@ -1,5 +1,6 @@
 // Triton's repository layout: DIR/<model>/<version>/ with one of
-//   deploy .so (graph or AOT factory) | graph.json + lib .so (+ params) | MLF .tar
+//   deploy .so (graph or AOT factory, or a Relax executable + params of its weights)
+//   | graph.json + lib .so (+ params) | MLF .tar
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "batching.h"
+#include "hetrt/exec/relax_executor.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/whole_model_executor.h"
 
@@ -89,7 +90,9 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
           if (!parsed.ok()) return InvalidArgument(where + ": instance_group devices: " + parsed.status().message());
           options.devices.push_back(*parsed);
         }
-        auto opened = OpenModel(files.graph, options);
+        GraphModelFiles model_files = files.graph;
+        if (config.function != "main") model_files.function = config.function;
+        auto opened = OpenModel(model_files, options);
         if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
         instance->model = std::move(opened).value();
         instance->executor = instance->model.executor.get();
@@ -99,7 +102,9 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
     }
   }
   if (mv->instances_.empty()) return InvalidArgument(where + ": no instances");
-  mv->metadata_.platform = files.kind == ModelVersionFiles::Kind::kMlf           ? "hetrt_mlf"
+  const bool relax = dynamic_cast<RelaxExecutor*>(mv->instances_[0]->executor) != nullptr;
+  mv->metadata_.platform = relax                                                 ? "hetrt_relax_vm"
+                           : files.kind == ModelVersionFiles::Kind::kMlf           ? "hetrt_mlf"
                            : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
                                                                                  : "hetrt_library";
   Status s = mv->InitMetadata();
@@ -149,6 +154,8 @@ Status ModelVersion::InitMetadata() {
                                "' has shape " + ShapeText(t.shape) + ", others " + std::to_string(n));
       n = t.shape[0];
     }
+  symbolic_batch_ = n < 0;
+  if (symbolic_batch_) n = config_.max_batch_size;  // any N: batches are as large as the config allows
   if (config_.max_batch_size > n)
     return InvalidArgument("max_batch_size " + std::to_string(config_.max_batch_size) +
                            " exceeds the batch dimension the model was compiled with (" + std::to_string(n) + ")");
@@ -171,7 +178,11 @@ Status ModelVersion::WarmUp() {
   for (auto& instance : instances_) {
     Executor& ex = *instance->executor;
     for (int index : input_index_) {
-      const TensorSpec spec = ex.InputSpec(index);
+      TensorSpec spec = ex.InputSpec(index);
+      // Symbolic dims: the largest batch the model takes (so the largest
+      // buffers are made now), 1 elsewhere.
+      for (size_t d = 0; d < spec.shape.size(); ++d)
+        if (spec.shape[d] < 0) spec.shape[d] = d == 0 && compiled_batch_ > 0 ? batch_capacity_ : 1;
       HETRT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::EmptyHost(spec.shape, spec.dtype));
       std::memset(zeros.data(), 0, zeros.nbytes());
       HETRT_RETURN_IF_ERROR(ex.SetInput(index, zeros));
@@ -356,14 +367,16 @@ void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batc
 Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows,
                               std::vector<Result<InferResponse>>& answers) {
   Executor& ex = *instance.executor;
-  const bool packed = compiled_batch_ > 0 && (batch.size() > 1 || rows != compiled_batch_);
+  // Packed: several requests in one run, or (static shapes) fewer rows than N, zero-padded.
+  const bool packed = compiled_batch_ > 0 && (batch.size() > 1 || (!symbolic_batch_ && rows != compiled_batch_));
   for (size_t i = 0; i < input_index_.size(); ++i) {
     const int index = input_index_[i];
     if (!packed) {
       HETRT_RETURN_IF_ERROR(ex.SetInput(index, batch[0]->request.inputs[i].tensor));
       continue;
     }
-    const TensorSpec spec = ex.InputSpec(index);
+    TensorSpec spec = ex.InputSpec(index);
+    if (symbolic_batch_) spec.shape = batch[0]->request.inputs[i].tensor.shape(), spec.shape[0] = rows;
     HETRT_ASSIGN_OR_RETURN(Tensor whole, Tensor::EmptyHost(spec.shape, spec.dtype));
     std::vector<const Tensor*> parts;
     for (Pending* p : batch) parts.push_back(&p->request.inputs[i].tensor);

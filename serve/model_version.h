@@ -84,6 +84,7 @@ class ModelVersion {
   std::vector<int> input_index_;  // metadata input i -> executor input index
   int64_t compiled_batch_ = 0;    // N of the batch axis when batching; 0 otherwise
   int64_t batch_capacity_ = 0;    // rows one execution takes: min(max_batch_size, N)
+  bool symbolic_batch_ = false;   // N is symbolic: a run takes exactly the rows given
   int64_t batch_target_ = 0;      // rows after which a batch stops waiting (largest preferred size)
   uint64_t start_ns_ = 0;
 

@@ -221,6 +221,15 @@ TEST(RelaxCli, RunSavesOutputsThatMatchAndInspectShowsTheBytecode) {
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.output.find("no function 'forward' (its functions: main)"), std::string::npos) << o.output;
 
+  // Devices are positional: a CPU+OpenCL executable given the CPU alone says what it needs.
+  const std::string hetero = RelaxFixtureDir("relax_hetero_opencl");
+  o = RunCli("run " + hetero + "/deploy.so --inputs " + hetero + "/inputs.params");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.output.find("allocates on device index 1, but the VM has 1 device(s): cpu:0; pass --device once per "
+                          "device the model was built for, in its vdevice order (it copies to opencl:0"),
+            std::string::npos)
+      << o.output;
+
   o = RunCli("inspect " + dir + "/deploy.so");
   ASSERT_EQ(o.exit_code, 0) << o.output;
   for (const char* needle : {"relax.Executable: Relax VM executable 0.14", "main(data, w1, b1, w2, b2, w3, b3)",

@@ -80,11 +80,15 @@ Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options opt
     if (!vm.ok()) return vm.status().WithContext(files.library);
     auto executor = RelaxExecutor::Create(std::move(vm).value(), files.function.empty() ? "main" : files.function);
     if (!executor.ok()) return executor.status().WithContext(files.library);
+    if (!files.params.empty()) {  // weights passed as parameters, bound once
+      HETRT_ASSIGN_OR_RETURN(auto params, LoadParamDictFile(files.params));
+      HETRT_RETURN_IF_ERROR((*executor)->BindParams(params).WithContext(files.params));
+    }
     return Model{root, std::move(executor).value()};
   }
   if (!files.function.empty())
-    return InvalidArgument(files.library + ": --function goes with a Relax executable; the root module is '" +
-                           root->type_key() + "'");
+    return InvalidArgument(files.library + ": a function name ('" + files.function +
+                           "') goes with a Relax executable; the root module is '" + root->type_key() + "'");
   if (files.graph_json.empty() && dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
     auto executor = AotExecutor::Create(root, options.devices, options.plugins);
     if (!executor.ok()) return executor.status().WithContext(files.library);

@@ -11,7 +11,31 @@ Result<std::unique_ptr<RelaxExecutor>> RelaxExecutor::Create(std::unique_ptr<Rel
   HETRT_ASSIGN_OR_RETURN(ex->function_, vm->FindFunction(function));
   ex->function_name_ = function;
   ex->signature_ = AnalyzeRelaxFunction(vm->executable(), ex->function_, vm->devices());
+  // Devices are positional (TVM's vm_initialization order): say which are
+  // missing now rather than fail mid-call.
+  const std::vector<DLDevice>& devices = vm->devices();
+  std::string given;
+  for (const DLDevice& d : devices) given += (given.empty() ? "" : ", ") + DeviceToString(d);
+  std::string wanted;
+  for (const DLDevice& d : ex->signature_.copy_targets)
+    if (wanted.find(DeviceToString(d)) == std::string::npos) wanted += (wanted.empty() ? "" : ", ") + DeviceToString(d);
+  const std::string hint = "; pass --device once per device the model was built for, in its vdevice order" +
+                           (wanted.empty() ? std::string() : " (it copies to " + wanted + ")");
+  if (ex->signature_.max_device_index >= static_cast<int>(devices.size()))
+    return InvalidArgument("function '" + function + "' allocates on device index " +
+                           std::to_string(ex->signature_.max_device_index) + ", but the VM has " +
+                           std::to_string(devices.size()) + " device(s): " + given + hint);
+  for (const DLDevice& d : ex->signature_.copy_targets) {
+    bool found = false;
+    for (const DLDevice& have : devices) found |= have.device_type == d.device_type && have.device_id == d.device_id;
+    if (!found)
+      return InvalidArgument("function '" + function + "' copies to " + DeviceToString(d) +
+                             ", which is not among the VM's devices (" + given + ")" + hint);
+  }
+  for (RelaxParamInfo& p : ex->signature_.params)
+    if (p.device_index >= static_cast<int>(devices.size())) p.device_index = 0;  // unreachable after the checks
   ex->inputs_.resize(ex->signature_.params.size());
+  ex->bound_.assign(ex->signature_.params.size(), false);
   ex->vm_ = std::move(vm);
   return ex;
 }
@@ -63,6 +87,23 @@ Status RelaxExecutor::SetInput(int index, const Tensor& value) {
     slot = RelaxValue::FromTensor(std::move(fresh).value());
   }
   return vm_->plugins().CopyTensor(value, slot.tensor()).WithContext(where);
+}
+
+Status RelaxExecutor::BindParams(const std::vector<NamedTensor>& params) {
+  for (const NamedTensor& p : params) {
+    const int index = InputIndex(p.name);
+    if (index < 0) continue;
+    HETRT_RETURN_IF_ERROR(SetInput(index, p.tensor));
+    bound_[static_cast<size_t>(index)] = true;
+  }
+  return OkStatus();
+}
+
+std::vector<int> RelaxExecutor::UnboundInputs() const {
+  std::vector<int> unbound;
+  for (int i = 0; i < NumInputs(); ++i)
+    if (!bound_[static_cast<size_t>(i)]) unbound.push_back(i);
+  return unbound;
 }
 
 Status RelaxExecutor::Run() {

@@ -104,7 +104,12 @@ class Analyzer {
     Abstract out;
     if (name == "vm.builtin.alloc_storage" && args.size() >= 3) {
       out.kind = Abstract::Kind::kStorage;
-      if (auto index = Imm(args[2])) out.device = *index == -1 ? static_cast<int>(devices_.size()) - 1 : static_cast<int>(*index);
+      if (auto index = Imm(args[2]); index && *index >= 0 && *index < (int64_t{1} << 20)) {
+        out.device = static_cast<int>(*index);
+        sig->max_device_index = std::max(sig->max_device_index, out.device);
+      } else if (index && *index == -1) {
+        out.device = static_cast<int>(devices_.size()) - 1;
+      }
     } else if (name == "vm.builtin.alloc_tensor" && args.size() >= 4) {
       out.kind = Abstract::Kind::kTensor;
       out.device = Arg(args[0]).device;
@@ -133,6 +138,8 @@ class Analyzer {
       out = Arg(args[0]);
       auto type = Imm(args[1]), id = Imm(args[2]);
       out.device = -1;
+      if (type && id && *type >= 0 && *type < (int64_t{1} << 20) && *id >= 0 && *id < (int64_t{1} << 20))
+        sig->copy_targets.push_back({static_cast<DLDeviceType>(*type), static_cast<int32_t>(*id)});
       for (size_t d = 0; type && id && d < devices_.size(); ++d)
         if (devices_[d].device_type == *type && devices_[d].device_id == *id) out.device = static_cast<int>(d);
     } else if (name == "vm.builtin.reshape" && args.size() >= 2) {

@@ -16,7 +16,7 @@ struct GraphModelFiles {
   // for the system library linked into this program (LoadSystemLib).
   std::string library;
   std::string graph_json = {};  // set for a triple
-  std::string params = {};      // optional, for a triple
+  std::string params = {};      // optional: a triple's params; a Relax executable's weights
   std::string function = {};    // Relax executables: the function to run ("" = main)
 };
 

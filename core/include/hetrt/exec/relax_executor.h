@@ -13,6 +13,7 @@
 
 #include "hetrt/exec/executor.h"
 #include "hetrt/exec/relax_vm.h"
+#include "hetrt/formats/params.h"
 
 namespace hetrt {
 
@@ -30,6 +31,10 @@ struct RelaxSignature {
   bool outputs_known = false;
   // Parameter index -> symbolic dims (shape-heap slots) it binds, for batching.
   std::vector<std::vector<int64_t>> heap_slots;
+  // The largest VM device index the function allocates on (-1: none), and the
+  // devices it copies to (to_device), which the VM must have.
+  int max_device_index = -1;
+  std::vector<DLDevice> copy_targets;
 };
 RelaxSignature AnalyzeRelaxFunction(const RelaxExecutable& exe, uint32_t function,
                                     const std::vector<DLDevice>& devices);
@@ -50,6 +55,11 @@ class RelaxExecutor final : public Executor {
   using Executor::SetInput;
   Status Run() override;
   Status Synchronize() override { return vm_->Synchronize(); }
+  // Weights passed as parameters (relax.frontend.detach_params): each named
+  // input is set once and no longer counts among the inputs a caller gives.
+  // Names that are not parameters are ignored (a params file may hold more).
+  Status BindParams(const std::vector<NamedTensor>& params);
+  std::vector<int> UnboundInputs() const override;
   Result<Tensor> GetOutput(int index) const override;
 
   RelaxVirtualMachine& vm() { return *vm_; }
@@ -65,6 +75,7 @@ class RelaxExecutor final : public Executor {
   uint32_t function_ = 0;
   RelaxSignature signature_;
   std::vector<RelaxValue> inputs_;
+  std::vector<bool> bound_;  // set by BindParams
   RelaxValue result_;
   std::vector<Tensor> outputs_;
   bool ran_ = false;
