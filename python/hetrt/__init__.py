@@ -124,26 +124,34 @@ def plugin_problems():
 # ----------------------------------------------------------------- loading
 
 
-def load(path, graph=None, params=None, *, allow_missing_plugins=False):
+def load(path, graph=None, params=None, *, devices=None, allow_missing_plugins=False):
     """Loads a model.
 
-    - ``load("deploy.so")``: an exported library (graph or AOT factory root);
+    - ``load("deploy.so")``: an exported library (graph or AOT factory root,
+      or a Relax executable from ``relax.build(...).export_library``);
     - ``load("lib.so", graph="graph.json", params="params.params")``: TVM's
       three files (``graph`` may also be the JSON text, ``params`` its bytes);
     - ``load("model.tar")``: a Model Library Format package (C code, compiled
       here with ``cc`` when an executor is created).
+
+    With ``devices``, what comes back runs: a ``VirtualMachine`` for a Relax
+    executable, an executor (``GraphModule``) for the others; without, the
+    module, whose ``create(devices)`` does the same.
 
     ``allow_missing_plugins`` keeps modules no plugin loads in the tree (for
     inspection; creating an executor then fails with the reason).
     """
     path = os.fspath(path)
     if path.endswith(".tar"):
-        return MlfModule(_hetrt.MlfPackage.read(path), path)
+        package = MlfModule(_hetrt.MlfPackage.read(path), path)
+        return package if devices is None else package.create(devices)
     lib = _hetrt.load_module(path, allow_missing_plugins)
     if graph is None:
         if params is not None:
             raise ValueError("params= goes with graph= (a deploy.so carries its own params)")
-        return Module(lib)
+        return Module(lib) if devices is None else Module(lib).create(devices)
+    if devices is not None:
+        return load(path, graph, params, allow_missing_plugins=allow_missing_plugins).create(devices)
     graph = os.fspath(graph)
     if graph.lstrip().startswith("{"):
         text, source = graph, "graph JSON"
@@ -189,7 +197,12 @@ class Module:
         return "\n".join([line] + [m.tree(indent + 1) for m in self.imports])
 
     def create(self, devices=None, *, sequential=False, staged_copies=False):
-        """An executor for ``devices`` (default: the CPU); see ``GraphModule``."""
+        """An executor for ``devices`` (default: the CPU); see ``GraphModule``, and
+        ``VirtualMachine`` for a Relax executable."""
+        if self.type_key == "relax.Executable":
+            if sequential or staged_copies:
+                raise TypeError("sequential/staged_copies are graph executor options; a Relax VM has neither")
+            return VirtualMachine(self, devices)
         return GraphModule(self, devices, sequential=sequential, staged_copies=staged_copies)
 
     def __getitem__(self, name):
@@ -232,6 +245,92 @@ class MlfModule:
 
     def __repr__(self):
         return f"<hetrt.MlfModule {self.metadata['model_name']} ({self.path})>"
+
+
+# ---------------------------------------------------------------- Relax VM
+
+
+class VirtualMachine:
+    """A Relax executable's virtual machine (TVM's ``relax.VirtualMachine``).
+
+    ``VirtualMachine(lib, devices, memory_cfg=None)``: ``lib`` is what
+    ``hetrt.load`` gave for the executable; ``devices`` are the devices it was
+    built for, in its vdevice order (a CPU is appended when the last is not
+    one, as TVM does); ``memory_cfg="naive"`` allocates per call instead of
+    pooling.
+
+    ``vm["main"](x, w, ...)`` calls a function: numpy arrays, DLPack objects,
+    ``hetrt.Tensor`` and Python scalars go in (each tensor moved to the device
+    the function reads it on), ``hetrt.Tensor`` (host memory; ``.numpy()``,
+    ``np.asarray``, ``np.from_dlpack`` share it) and tuples come out.
+    ``set_input`` / ``invoke_stateful`` / ``get_outputs`` are TVM's stateful
+    calls. Errors (a wrong shape, a symbolic dimension bound twice) are
+    ``hetrt.Error`` with the core's message.
+    """
+
+    def __init__(self, lib, devices=None, memory_cfg=None):
+        if memory_cfg not in (None, "pooled", "naive"):
+            raise ValueError(f"memory_cfg must be 'pooled' or 'naive', got {memory_cfg!r}")
+        root = lib._module if isinstance(lib, Module) else lib
+        targets = [tuple(d) for d in _devices(devices)]
+        self._vm = _hetrt.RelaxVM(root, targets, memory_cfg != "naive")
+        self._inputs = {}
+        self._outputs = {}
+
+    @property
+    def function_names(self):
+        return self._vm.function_names()
+
+    @property
+    def devices(self):
+        return [Device(*d) for d in self._vm.devices()]
+
+    def get_function_param_names(self, name):
+        return self._vm.param_names(name)
+
+    def get_function_arity(self, name):
+        return len(self._vm.param_names(name))
+
+    def _arguments(self, name, args, kwargs):
+        names = self._vm.param_names(name)
+        if len(args) > len(names):
+            raise TypeError(f"{name}() takes {len(names)} argument(s) ({', '.join(names)}), got {len(args)}")
+        values = list(args) + [None] * (len(names) - len(args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{name}() has no parameter {key!r} (parameters: {', '.join(names)})")
+            values[names.index(key)] = value
+        missing = [n for n, v in zip(names, values) if v is None]
+        if missing:
+            raise TypeError(f"{name}() is missing {', '.join(missing)}")
+        return values
+
+    def invoke(self, name, *args, **kwargs):
+        return self._vm.invoke(name, self._arguments(name, args, kwargs))
+
+    def __getitem__(self, name):
+        if name not in self._vm.function_names():
+            raise KeyError(f"the executable has no function {name!r} (its functions: "
+                           f"{', '.join(self._vm.function_names())})")
+        return lambda *args, **kwargs: self.invoke(name, *args, **kwargs)
+
+    def set_input(self, name, *args, **kwargs):
+        """Inputs for ``invoke_stateful(name)``, by position or parameter name."""
+        self._inputs[name] = self._arguments(name, args, kwargs)
+
+    def invoke_stateful(self, name):
+        if name not in self._inputs:
+            raise ValueError(f"invoke_stateful({name!r}) needs set_input({name!r}, ...) first")
+        self._outputs[name] = self._vm.invoke(name, self._inputs[name])
+
+    def get_outputs(self, name):
+        """What the last ``invoke_stateful(name)`` returned (tuples as tuples)."""
+        if name not in self._outputs:
+            raise ValueError(f"get_outputs({name!r}) needs invoke_stateful({name!r}) first")
+        return self._outputs[name]
+
+    def __repr__(self):
+        return f"<hetrt.VirtualMachine {', '.join(self.function_names)} on {', '.join(map(str, self.devices))}>"
 
 
 # ---------------------------------------------------------------- executors

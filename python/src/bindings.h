@@ -73,5 +73,6 @@ void RegisterErrors(py::module_& m);
 void RegisterTensor(py::module_& m);
 void RegisterModules(py::module_& m);
 void RegisterExecutor(py::module_& m);
+void RegisterRelaxVM(py::module_& m);
 
 }  // namespace hetrt::python

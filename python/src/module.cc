@@ -7,4 +7,5 @@ PYBIND11_MODULE(_hetrt, m) {
   hetrt::python::RegisterTensor(m);
   hetrt::python::RegisterModules(m);
   hetrt::python::RegisterExecutor(m);
+  hetrt::python::RegisterRelaxVM(m);
 }
