@@ -11,6 +11,8 @@
 #include "hetrt/formats/params.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module_loader.h"
+#include <nlohmann/json.hpp>
+
 #include "relax_test_support.h"
 
 namespace hetrt::testing {
@@ -237,6 +239,23 @@ TEST(RelaxCli, RunSavesOutputsThatMatchAndInspectShowsTheBytecode) {
                              "kernels (4): fused_matmul1_add1_relu1 fused_matmul2_add2 fused_matmul_add_relu softmax",
                              "builtins (", "c[0]: ", "call  vm.builtin.check_tensor_info in: %0, i2,"})
     EXPECT_NE(o.output.find(needle), std::string::npos) << needle << "\n" << o.output;
+}
+
+TEST(RelaxCli, BenchTimesEveryCalleePerLaneAndWritesATrace) {
+  const std::string dir = RelaxFixtureDir("relax_mlp");
+  if (dir.empty()) HETRT_MISSING("fixtures", "relax_mlp not found under " << FixturesRoot());
+  const std::string trace = ::testing::TempDir() + "/relax_trace_" + std::to_string(getpid()) + ".json";
+  Outcome o = RunCli("bench " + dir + "/deploy.so --inputs " + dir + "/inputs.params --repeat 5 --trace " + trace);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  for (const char* needle : {"function 'main': 20 instructions per call", "fused_matmul_add_relu", "softmax",
+                             "vm.builtin.alloc_storage", "per kind (mean per call): builtin", "the VM's own loop",
+                             "busy per lane (mean per call): host", "ns per instruction"})
+    EXPECT_NE(o.output.find(needle), std::string::npos) << needle << "\n" << o.output;
+  const auto json = nlohmann::json::parse(ReadText(trace));
+  size_t kernels = 0;
+  for (const auto& e : json["traceEvents"]) kernels += e.value("cat", "") == "kernel";
+  EXPECT_EQ(kernels, 4u);  // one call: four kernels
+  std::remove(trace.c_str());
 }
 
 TEST(RelaxCli, ACorruptExecutableInADeploySoIsAClearError) {

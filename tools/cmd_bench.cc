@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/relax_executor.h"
 
 namespace hetrt::cli {
 namespace {
@@ -89,16 +90,20 @@ int Bench(const BenchArgs& args) {
   options.sequential = args.sequential;
   options.staged_copies = args.staged_copies;
   WarnAboutUnusedPlugins();
-  auto model = OpenGraphModel({args.model, args.graph, args.params}, options);
+  auto model = OpenModel({args.model, args.graph, args.params, args.function}, options);
   if (!model.ok()) return Fail(model.status().message());
-  GraphExecutor& ex = *model->executor;
   for (const std::string& file : args.inputs) {
     auto inputs = LoadParamDictFile(file);
     if (!inputs.ok()) return Fail(inputs.status().message());
     for (const auto& p : *inputs)
-      if (ex.InputIndex(p.name) >= 0)
-        if (Status s = ex.SetInput(p.name, p.tensor); !s.ok()) return Fail(file + ": " + s.message());
+      if (model->executor->InputIndex(p.name) >= 0)
+        if (Status s = model->executor->SetInput(p.name, p.tensor); !s.ok()) return Fail(file + ": " + s.message());
   }
+  if (auto* relax = dynamic_cast<RelaxExecutor*>(model->executor.get()))
+    return BenchRelax(*relax, args.repeat, args.warmup, args.trace);
+  auto* graph = dynamic_cast<GraphExecutor*>(model->executor.get());
+  if (graph == nullptr) return Fail(args.model + ": hetrt bench profiles graph and Relax models, not AOT ones");
+  GraphExecutor& ex = *graph;
   GraphExecutor::RunProfile run;
   for (int i = 0; i < args.warmup; ++i)
     if (Status s = ex.RunProfiled(&run); !s.ok()) return Fail(s.message());
@@ -148,8 +153,8 @@ int Bench(const BenchArgs& args) {
 
 Command AddBenchCommand(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  auto* cmd = AddModelCommand(app, "bench", "Per-node and per-device timings of a graph model, and a Chrome trace",
-                              *args, "deploy.so, or lib.so with --graph");
+  auto* cmd = AddModelCommand(app, "bench", "Per-node (graph) or per-instruction (Relax VM) and per-device timings, and a Chrome trace",
+                              *args, "deploy.so (graph or Relax), or lib.so with --graph");
   cmd->add_option("--repeat", args->repeat, "timed runs")->check(IntInRange("--repeat", 1, 100000000));
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(IntInRange("--warmup", 0, 100000000));
   cmd->add_option("--trace", args->trace, "write a Chrome trace JSON of one run");

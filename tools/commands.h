@@ -12,6 +12,7 @@
 
 namespace hetrt {
 class RelaxExecutableModule;
+class RelaxExecutor;
 }
 
 namespace hetrt::cli {
@@ -35,6 +36,8 @@ CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max);
 // `hetrt inspect`'s part for a Relax executable: functions, constants,
 // bytecode, and the builtins and kernels each function calls.
 void PrintRelaxSummary(const RelaxExecutableModule& module);
+// `hetrt bench`'s part for a Relax executable (inputs already set).
+int BenchRelax(RelaxExecutor& executor, int repeat, int warmup, const std::string& trace);
 
 // One warning line on stderr when the global registry could not use some
 // plugin path entry (a missing folder, a file that is not a plugin, an ABI

@@ -106,12 +106,14 @@ std::vector<int> RelaxExecutor::UnboundInputs() const {
   return unbound;
 }
 
-Status RelaxExecutor::Run() {
+Status RelaxExecutor::Run() { return RunProfiled(nullptr); }
+
+Status RelaxExecutor::RunProfiled(RelaxProfile* profile) {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (inputs_[i].is_null())
       return FailedPrecondition("input '" + signature_.params[i].name + "' of function '" + function_name_ +
                                 "' was not set");
-  auto result = vm_->Invoke(function_, inputs_);
+  auto result = profile ? vm_->InvokeProfiled(function_, inputs_, profile) : vm_->Invoke(function_, inputs_);
   if (!result.ok()) return result.status();
   result_ = std::move(result).value();
   auto flat = FlattenRelaxTensors(result_);

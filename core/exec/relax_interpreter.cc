@@ -4,6 +4,7 @@
 #include "exec/relax_interpreter.h"
 
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
 
 namespace hetrt {
@@ -81,6 +82,8 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
       values[args.size() + k].v_int64 = (*extra_ints)[k];
       codes[args.size() + k] = HETRT_TYPE_INT;
     }
+  if (kernel_observer) [[unlikely]]
+    kernel_observer(kernel, values, codes, static_cast<int32_t>(n));
   hetrt_value_t ret{};
   int32_t ret_code = HETRT_TYPE_NULL;
   if (kernel.call(values, codes, static_cast<int32_t>(n), &ret, &ret_code, kernel.resource) != 0) [[unlikely]] {
@@ -115,6 +118,51 @@ Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::ve
     case Callee::Kind::kBuiltin: HETRT_RETURN_IF_ERROR(c.builtin(*this, call_args, &result)); break;
   }
   return result;
+}
+
+Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result) {
+  const Callee& callee = callees[in.callee];
+  switch (callee.kind) {
+    case Callee::Kind::kBuiltin:
+      ++stats.builtin_calls;
+      return callee.builtin(*this, args, result);
+    case Callee::Kind::kKernel: return CallKernel(*callee.kernel, args, nullptr, result);
+    case Callee::Kind::kVmFunction: {
+      ++stats.vm_calls;
+      std::vector<RelaxValue> nested(args.size());
+      for (uint32_t i = 0; i < args.size(); ++i) nested[i] = args[i];
+      auto r = Run(in.callee, RelaxCallArgs(nested.data(), static_cast<uint32_t>(nested.size())));
+      if (!r.ok()) return r.status();
+      *result = std::move(r).value();
+      return OkStatus();
+    }
+  }
+  return Internal("unknown callee kind");
+}
+
+Status RelaxInterpreter::CallProfiled(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result) {
+  const Callee& callee = callees[in.callee];
+  RelaxTraceEvent event;
+  event.callee = in.callee;
+  event.depth = static_cast<uint32_t>(depth - 1);
+  event.kind = callee.kind == Callee::Kind::kKernel       ? RelaxTraceEvent::Kind::kKernel
+               : callee.kind == Callee::Kind::kVmFunction ? RelaxTraceEvent::Kind::kVmCall
+                                                           : RelaxTraceEvent::Kind::kBuiltin;
+  if (event.kind == RelaxTraceEvent::Kind::kKernel)
+    for (uint32_t i = 0; i < args.size(); ++i)
+      if (args[i].is(RelaxValue::Kind::kTensor)) event.device = args[i].tensor().device();
+  const size_t slot = profile->events.size();
+  profile->events.push_back(event);  // nested calls record after it
+  const uint64_t start = HostNowNs();
+  Status s = Call(in, args, result);
+  if (s.ok() && event.device.device_type != kDLCPU) {  // the kernel's time, not its launch
+    const int index = IndexOf(event.device);
+    if (index >= 0 && devices[static_cast<size_t>(index)].device.api()->stream_synchronize != nullptr)
+      s = devices[static_cast<size_t>(index)].device.Synchronize(nullptr);
+  }
+  profile->events[slot].start_ns = start;
+  profile->events[slot].end_ns = HostNowNs();
+  return s;
 }
 
 Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs& args) {
@@ -153,27 +201,8 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
     switch (in.op) {
       case RelaxInstruction::Op::kCall: {
         const RelaxCallArgs call_args(&operands[in.operands_begin], regs, in.num_operands);
-        const Callee& callee = callees[in.callee];
         RelaxValue result;
-        Status s;
-        switch (callee.kind) {
-          case Callee::Kind::kBuiltin:
-            ++stats.builtin_calls;
-            s = callee.builtin(*this, call_args, &result);
-            break;
-          case Callee::Kind::kKernel: s = CallKernel(*callee.kernel, call_args, nullptr, &result); break;
-          case Callee::Kind::kVmFunction: {
-            ++stats.vm_calls;
-            std::vector<RelaxValue> nested(call_args.size());
-            for (uint32_t i = 0; i < call_args.size(); ++i) nested[i] = call_args[i];
-            auto r = Run(in.callee, RelaxCallArgs(nested.data(), static_cast<uint32_t>(nested.size())));
-            if (r.ok())
-              result = std::move(r).value();
-            else
-              s = r.status();
-            break;
-          }
-        }
+        Status s = profile == nullptr ? Call(in, call_args, &result) : CallProfiled(in, call_args, &result);
         if (!s.ok()) [[unlikely]]
           return s.WithContext("function '" + f.name + "' instruction " + std::to_string(pc - f.start_instr) +
                                " (call " + FunctionName(in.callee) + ")");

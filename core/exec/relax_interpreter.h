@@ -11,7 +11,7 @@
 
 #include "exec/pooled_allocator.h"
 #include "hetrt/device/device.h"
-#include "hetrt/exec/relax_call_stats.h"
+#include "hetrt/exec/relax_profile.h"
 #include "hetrt/exec/relax_value.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module.h"
@@ -91,8 +91,13 @@ struct RelaxInterpreter {
   std::vector<hetrt_value_t> kernel_values;  // kernel call arguments, reused
   std::vector<int32_t> kernel_codes;
   RelaxCallStats stats;
+  RelaxProfile* profile = nullptr;  // set for one InvokeProfiled
+  RelaxKernelObserver kernel_observer;
 
   Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
+  // One Call instruction's callee, profiled when `profile` is set.
+  Status Call(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result);
+  Status CallProfiled(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result);
   // Calls a function value, closure or function index with `args` (closure captures appended).
   Result<RelaxValue> CallValue(const RelaxValue& callee, std::vector<RelaxValue> args);
   Status CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,

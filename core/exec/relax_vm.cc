@@ -4,6 +4,7 @@
 
 #include "exec/relax_interpreter.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/host_clock.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -261,6 +262,25 @@ Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<cons
   impl_->stats = {};
   BackendRoutesScope backend(impl_->backend_registry ? impl_->backend_registry->backend_routes() : nullptr);
   return impl_->Run(function, RelaxCallArgs(args.data(), static_cast<uint32_t>(args.size())));
+}
+
+Result<RelaxValue> RelaxVirtualMachine::InvokeProfiled(uint32_t function, std::span<const RelaxValue> args,
+                                                      RelaxProfile* profile) {
+  profile->events.clear();
+  impl_->profile = profile;
+  profile->start_ns = HostNowNs();
+  auto result = Invoke(function, args);
+  if (result.ok()) {
+    Status s = Synchronize();
+    if (!s.ok()) result = s;
+  }
+  profile->end_ns = HostNowNs();
+  impl_->profile = nullptr;
+  return result;
+}
+
+void RelaxVirtualMachine::SetKernelObserver(RelaxKernelObserver observer) {
+  impl_->kernel_observer = std::move(observer);
 }
 
 Status RelaxVirtualMachine::Synchronize() {

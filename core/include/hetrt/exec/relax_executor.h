@@ -54,6 +54,8 @@ class RelaxExecutor final : public Executor {
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
   Status Run() override;
+  // Run, with every Call instruction timed (RelaxVirtualMachine::InvokeProfiled).
+  Status RunProfiled(RelaxProfile* profile);
   Status Synchronize() override { return vm_->Synchronize(); }
   // Weights passed as parameters (relax.frontend.detach_params): each named
   // input is set once and no longer counts among the inputs a caller gives.

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "hetrt/base/tensor.h"
-#include "hetrt/exec/relax_call_stats.h"
+#include "hetrt/exec/relax_profile.h"
 #include "hetrt/exec/relax_value.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module.h"
@@ -75,6 +75,11 @@ class RelaxVirtualMachine {
   // tensors must already be on the devices the function uses them on.
   Result<RelaxValue> Invoke(uint32_t function, std::span<const RelaxValue> args);
   Result<RelaxValue> Invoke(std::string_view name, std::span<const RelaxValue> args);
+  // Invoke, timing every Call instruction (device kernels are waited for, so a
+  // profiled call serializes the devices).
+  Result<RelaxValue> InvokeProfiled(uint32_t function, std::span<const RelaxValue> args, RelaxProfile* profile);
+  // Called before every kernel call (nullptr: none). For benchmarks' floors.
+  void SetKernelObserver(RelaxKernelObserver observer);
   // Waits for the devices' queued work (results may still be in flight after Invoke).
   Status Synchronize();
   // Copies a tensor to one of the VM's devices (no copy when it is there already).

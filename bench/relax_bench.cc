@@ -1,0 +1,262 @@
+// The Relax VM's dispatch against its floor: relax_mlp called through the VM
+// (pooled allocator, steady state) and the same kernels called directly in
+// order on preallocated buffers, interleaved in one run; per-instruction
+// overhead; a symbolic batch model whose batch grows and shrinks.
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include <benchmark/benchmark.h>
+
+#include "hetrt/exec/relax_executor.h"
+#include "hetrt/formats/params.h"
+#include "hetrt/module/module_loader.h"
+
+namespace hetrt {
+namespace {
+
+std::string RelaxFixture(const std::string& name) {
+  const char* env = std::getenv("HETRT_FIXTURES");
+  return std::string(env && *env ? env : HETRT_DEFAULT_FIXTURES_DIR) + "/tvm-0.18-relax/" + name;
+}
+
+struct OpenVm {
+  std::unique_ptr<RelaxVirtualMachine> vm;
+  uint32_t main = 0;
+  std::vector<RelaxValue> args;
+};
+
+Result<OpenVm> Open(const std::string& name) {
+  const std::string dir = RelaxFixture(name);
+  HETRT_ASSIGN_OR_RETURN(auto root, LoadModuleFile(dir + "/deploy.so"));
+  OpenVm o;
+  HETRT_ASSIGN_OR_RETURN(o.vm, RelaxVirtualMachine::Create(root, {}));
+  HETRT_ASSIGN_OR_RETURN(o.main, o.vm->FindFunction("main"));
+  HETRT_ASSIGN_OR_RETURN(auto inputs, LoadParamDictFile(dir + "/" + (name == "relax_dyn_batch" ? "inputs_n5" : "inputs") + ".params"));
+  for (const std::string& p : o.vm->ParamNames(o.main)) {
+    const NamedTensor* t = FindParam(inputs, p);
+    if (t == nullptr) return NotFound("input " + p);
+    o.args.push_back(RelaxValue::FromTensor(t->tensor));
+  }
+  return o;
+}
+
+// The floor: the kernels one VM call makes, recorded once, then called in a
+// plain loop. Each buffer the VM passed (by address) gets one buffer here,
+// holding the bytes it held when first seen, so aliasing between kernels is
+// kept and no VM work (allocation, checks, registers) is left.
+struct KernelFloor {
+  struct Call {
+    hetrt_packed_cfunc_t fn;
+    void* resource;
+    size_t begin;
+    int32_t n;
+  };
+  std::vector<Call> calls;
+  std::vector<hetrt_value_t> values;
+  std::vector<int32_t> codes;
+  std::vector<DLTensor> tensors;             // the floor's argument tensors (stable: reserved)
+  std::vector<std::vector<int64_t>> shapes;  // theirs
+  std::map<const void*, Tensor> buffers;     // VM data address -> floor buffer
+
+  static Result<KernelFloor> Record(OpenVm& o) {
+    KernelFloor f;
+    f.tensors.reserve(4096);
+    f.shapes.reserve(4096);
+    Status failed;
+    o.vm->SetKernelObserver([&](const hetrt_packed_func_t& k, const hetrt_value_t* v, const int32_t* c, int32_t n) {
+      f.calls.push_back({k.call, k.resource, f.values.size(), n});
+      for (int32_t i = 0; i < n; ++i) {
+        hetrt_value_t value = v[i];
+        if (c[i] == HETRT_TYPE_DLTENSOR) {
+          const auto* dl = static_cast<const DLTensor*>(v[i].v_handle);
+          const uint64_t nbytes = static_cast<uint64_t>(Tensor::Borrow(dl->data, dl->device,
+                                                                        {dl->shape, dl->shape + dl->ndim}, dl->dtype)
+                                                            .nbytes()) + dl->byte_offset;
+          auto it = f.buffers.find(dl->data);
+          if (it == f.buffers.end() || it->second.nbytes() < nbytes) {
+            auto t = Tensor::EmptyHost({static_cast<int64_t>(nbytes)}, {kDLUInt, 8, 1});
+            if (!t.ok()) failed = t.status();
+            if (!t.ok()) return;
+            std::memcpy(t->data(), dl->data, nbytes);
+            it = f.buffers.insert_or_assign(dl->data, std::move(t).value()).first;
+          }
+          f.shapes.emplace_back(dl->shape, dl->shape + dl->ndim);
+          DLTensor copy = *dl;
+          copy.data = it->second.data();
+          copy.shape = f.shapes.back().data();
+          f.tensors.push_back(copy);
+          value.v_handle = &f.tensors.back();
+        }
+        f.values.push_back(value);
+        f.codes.push_back(c[i]);
+      }
+    });
+    auto r = o.vm->Invoke(o.main, o.args);
+    o.vm->SetKernelObserver(nullptr);
+    if (!r.ok()) return r.status();
+    if (!failed.ok()) return failed;
+    if (f.tensors.size() >= 4096) return ResourceExhausted("too many kernel arguments to record");
+    return f;
+  }
+  void Run() {
+    hetrt_value_t ret;
+    int32_t ret_code;
+    for (const Call& c : calls) c.fn(&values[c.begin], &codes[c.begin], c.n, &ret, &ret_code, c.resource);
+  }
+};
+
+void BM_RelaxMlp_Vm(benchmark::State& state) {
+  auto o = Open("relax_mlp");
+  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  for (auto _ : state) benchmark::DoNotOptimize(o->vm->Invoke(o->main, o->args));
+}
+BENCHMARK(BM_RelaxMlp_Vm);
+
+void BM_RelaxMlp_DirectCallFloor(benchmark::State& state) {
+  auto o = Open("relax_mlp");
+  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  auto floor = KernelFloor::Record(*o);
+  if (!floor.ok()) return state.SkipWithError(floor.status().ToString().c_str());
+  for (auto _ : state) floor->Run();
+}
+BENCHMARK(BM_RelaxMlp_DirectCallFloor);
+
+// Both interleaved in one run, so the ratio is immune to drift in machine speed.
+void BM_RelaxMlp_RatioToFloor(benchmark::State& state) {
+  auto o = Open("relax_mlp");
+  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  auto floor = KernelFloor::Record(*o);
+  if (!floor.ok()) return state.SkipWithError(floor.status().ToString().c_str());
+  using clock = std::chrono::steady_clock;
+  double vm_ns = 0, floor_ns = 0;
+  constexpr int kReps = 50;
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    for (int i = 0; i < kReps; ++i) benchmark::DoNotOptimize(o->vm->Invoke(o->main, o->args));
+    auto t1 = clock::now();
+    for (int i = 0; i < kReps; ++i) floor->Run();
+    auto t2 = clock::now();
+    vm_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    floor_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+  }
+  const double runs = static_cast<double>(state.iterations()) * kReps;
+  const double instructions = static_cast<double>(o->vm->last_call_stats().instructions);
+  state.counters["vm_us"] = vm_ns / runs / 1000.0;
+  state.counters["floor_us"] = floor_ns / runs / 1000.0;
+  state.counters["ratio"] = vm_ns / floor_ns;
+  state.counters["instructions"] = instructions;
+  state.counters["ns_per_instruction"] = (vm_ns - floor_ns) / runs / instructions;
+  state.counters["plugin_allocations"] = static_cast<double>(o->vm->PluginAllocations());
+}
+BENCHMARK(BM_RelaxMlp_RatioToFloor)->Unit(benchmark::kMillisecond);
+
+// The VM's own cost per instruction: a function of builtins only, the ones
+// every static model runs (checks, storage, tensors, kills, a tuple), so no
+// kernel hides it. 10 instructions per call.
+Result<OpenVm> BuiltinsOnly() {
+  RelaxExecutable exe;
+  auto packed = [&](const char* name) {
+    RelaxFunction f;
+    f.name = name;
+    exe.functions.push_back(f);
+    return static_cast<int64_t>(exe.functions.size() - 1);
+  };
+  auto constant = [&](RelaxConstant c) {
+    exe.constants.push_back(std::move(c));
+    return static_cast<int64_t>(exe.constants.size() - 1);
+  };
+  const int64_t check = packed("vm.builtin.check_tensor_info"), match = packed("vm.builtin.match_shape"),
+                storage = packed("vm.builtin.alloc_storage"), tensor = packed("vm.builtin.alloc_tensor"),
+                kill = packed("vm.builtin.null_value"), tuple = packed("vm.builtin.make_tuple");
+  RelaxConstant c;
+  c.type = RelaxConstant::Type::kDataType;
+  c.dtype = {kDLFloat, 32, 1};
+  const int64_t f32 = constant(c);
+  c.type = RelaxConstant::Type::kShape;
+  c.shape = {4096};
+  const int64_t bytes = constant(c);
+  c.shape = {16, 64};
+  const int64_t shape = constant(c);
+  c.type = RelaxConstant::Type::kString;
+  c.string = "global";
+  const int64_t global = constant(c);
+  c.string = "ErrorContext(fn=main, loc=param[0], param=x)";
+  const int64_t err = constant(c);
+  using A = RelaxArg;
+  const A reg0{A::Kind::kRegister, 0}, vm{A::Kind::kRegister, kRelaxVmRegister};
+  auto imm = [](int64_t v) { return A{A::Kind::kImmediate, v}; };
+  auto cst = [](int64_t v) { return A{A::Kind::kConstIdx, v}; };
+  auto reg = [](int64_t v) { return A{A::Kind::kRegister, v}; };
+  RelaxFunction main;
+  main.kind = RelaxFunction::Kind::kVmFunc;
+  main.name = "main";
+  main.num_args = 1;
+  main.param_names = {"x"};
+  main.register_file_size = 6;
+  main.start_instr = 0;
+  auto call = [&](int64_t fn, int64_t dst, std::vector<A> args) {
+    RelaxInstruction in{RelaxInstruction::Op::kCall, dst, fn, static_cast<uint32_t>(exe.args.size()),
+                        static_cast<uint32_t>(args.size())};
+    exe.args.insert(exe.args.end(), args.begin(), args.end());
+    exe.instructions.push_back(in);
+  };
+  call(check, kRelaxVoidRegister, {reg0, imm(2), cst(f32), cst(err)});
+  call(match, kRelaxVoidRegister, {reg0, A{A::Kind::kRegister, kRelaxVoidRegister}, imm(2), imm(0), imm(16), imm(0),
+                                   imm(64), cst(err)});
+  call(storage, 1, {vm, cst(bytes), imm(0), cst(f32), cst(global)});
+  call(tensor, 2, {reg(1), imm(0), cst(shape), cst(f32)});
+  call(storage, 3, {vm, cst(bytes), imm(0), cst(f32), cst(global)});
+  call(tensor, 4, {reg(3), imm(0), cst(shape), cst(f32)});
+  call(kill, 1, {});
+  call(kill, 3, {});
+  call(tuple, 5, {reg(2), reg(4)});
+  exe.instructions.push_back({RelaxInstruction::Op::kRet, 5, 0, 0, 0});
+  main.end_instr = static_cast<int64_t>(exe.instructions.size());
+  exe.functions.push_back(main);
+  HETRT_ASSIGN_OR_RETURN(auto image, WriteRelaxExecutable(exe));
+  HETRT_ASSIGN_OR_RETURN(RelaxExecutable parsed, ParseRelaxExecutable(image, "builtins-only"));
+  auto root = std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(parsed)),
+                                                      std::move(image));
+  OpenVm o;
+  HETRT_ASSIGN_OR_RETURN(o.vm, RelaxVirtualMachine::Create(root, {}));
+  HETRT_ASSIGN_OR_RETURN(o.main, o.vm->FindFunction("main"));
+  HETRT_ASSIGN_OR_RETURN(Tensor x, Tensor::EmptyHost({16, 64}, {kDLFloat, 32, 1}));
+  o.args.push_back(RelaxValue::FromTensor(std::move(x)));
+  return o;
+}
+
+void BM_RelaxBuiltinsOnly(benchmark::State& state) {
+  auto o = BuiltinsOnly();
+  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  for (auto _ : state) benchmark::DoNotOptimize(o->vm->Invoke(o->main, o->args));
+  state.counters["instructions"] = static_cast<double>(o->vm->last_call_stats().instructions);
+  state.counters["ns_per_instruction"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(o->vm->last_call_stats().instructions),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RelaxBuiltinsOnly);
+
+// A batch that changes every call (1..64 rows): after the first call at the
+// largest size the pool serves every size; plugin_allocations says so.
+void BM_RelaxDynBatch_VaryingRows(benchmark::State& state) {
+  auto o = Open("relax_dyn_batch");
+  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  std::vector<std::vector<RelaxValue>> batches;
+  for (int64_t rows : {1, 7, 64, 16, 3}) {
+    auto x = Tensor::EmptyHost({rows, 784}, {kDLFloat, 32, 1});
+    std::memset(x->data(), 0, x->nbytes());
+    batches.push_back({RelaxValue::FromTensor(std::move(x).value())});
+  }
+  for (const auto& b : batches) (void)o->vm->Invoke(o->main, b);
+  const uint64_t warm = o->vm->PluginAllocations();
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(o->vm->Invoke(o->main, batches[i++ % batches.size()]));
+  state.counters["plugin_allocations_after_warmup"] = static_cast<double>(o->vm->PluginAllocations() - warm);
+}
+BENCHMARK(BM_RelaxDynBatch_VaryingRows);
+
+}  // namespace
+}  // namespace hetrt
+
+BENCHMARK_MAIN();

@@ -1,0 +1,42 @@
+// What Relax VM calls did: counts of every call (last_call_stats), and the
+// timed record of a profiled call (InvokeProfiled), one event per Call
+// instruction, for `hetrt bench` and its Chrome trace.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "hetrt/plugin_abi.h"
+
+namespace hetrt {
+
+struct RelaxCallStats {
+  uint64_t instructions = 0;
+  uint64_t builtin_calls = 0;
+  uint64_t kernel_calls = 0;
+  uint64_t vm_calls = 0;
+};
+
+struct RelaxTraceEvent {
+  enum class Kind : uint8_t { kBuiltin, kKernel, kVmCall };
+  uint32_t callee = 0;  // index into the executable's function table
+  Kind kind = Kind::kBuiltin;
+  DLDevice device{kDLCPU, 0};  // a kernel's: where its last tensor argument lives
+  uint32_t depth = 0;          // nesting of VM calls
+  uint64_t start_ns = 0, end_ns = 0;  // host clock; device kernels are waited for
+};
+
+struct RelaxProfile {
+  uint64_t start_ns = 0, end_ns = 0;
+  std::vector<RelaxTraceEvent> events;
+};
+
+// Sees every kernel call with its packed arguments just before it is made
+// (RelaxVirtualMachine::SetKernelObserver): a benchmark's direct-call floor.
+using RelaxKernelObserver =
+    std::function<void(const hetrt_packed_func_t& kernel, const hetrt_value_t* values, const int32_t* codes, int32_t n)>;
+
+}  // namespace hetrt
