@@ -144,6 +144,16 @@ Environment& Env() {
     for (int i = 0; i < 256; ++i)
       reinterpret_cast<float*>(row.bytes.data())[i] = std::sin(0.1f * static_cast<float>(i));
     e->inputs["batch4_padded"] = e->inputs["batch4_batched"] = {row};
+    // A Relax model with a symbolic batch: one-row requests, one run each vs
+    // concatenated along the batch axis (no padding). No queue delay (Triton's
+    // default): the fixture's kernels cost the same per row at any batch (TVM's
+    // unscheduled dense), so waiting for a fuller batch only idles the instance.
+    const std::string relax = fixtures + "/../tvm-0.18-relax/relax_dyn_batch";
+    Link(e->repo, "relax_dyn_unbatched", relax + "/deploy.so", "");
+    Link(e->repo, "relax_dyn_batched", relax + "/deploy.so",
+         R"({"max_batch_size": 16, "dynamic_batching": {"max_queue_delay_microseconds": 0}})");
+    e->inputs["relax_dyn_unbatched"] = e->inputs["relax_dyn_batched"] = {
+        FromNpy("data", relax + "/inputs_n1_data.npy")};
     e->inputs["hetero_x1"] = e->inputs["hetero_x2"] = {FromNpy("x", fixtures + "/hetero_opencl_seed/inputs_x.npy"),
                                                        FromNpy("y", fixtures + "/hetero_opencl_seed/inputs_y.npy")};
     auto server = serve::InferenceServer::Create({e->repo});
@@ -313,6 +323,9 @@ void Register() {
   // One-row requests on a batch-4 model: one request per run vs dynamic batching.
   add("Serve/batch4_padded/Grpc", Grpc, "batch4_padded", {16});
   add("Serve/batch4_batched/Grpc", Grpc, "batch4_batched", {16});
+  // One-row requests on a Relax model whose batch is symbolic: unbatched vs batched.
+  add("Serve/relax_dyn_unbatched/Grpc", Grpc, "relax_dyn_unbatched", {16});
+  add("Serve/relax_dyn_batched/Grpc", Grpc, "relax_dyn_batched", {16});
   // CPU+OpenCL: one instance vs two (devices overlap across requests).
   add("Serve/hetero_x1/Grpc", Grpc, "hetero_x1", {4});
   add("Serve/hetero_x2/Grpc", Grpc, "hetero_x2", {4});

@@ -125,6 +125,7 @@ if ! skipped cpu graph_bench launch_bench python_bench; then
     record python_bench "the Python package or numpy cannot be imported: $(tail -1 <<<"$why")"
   fi
 fi
+skipped relax relax_bench || gbench relax_bench "$build/bin/relax_bench" "${gbench_time[@]}"
 if ! skipped async async_bench async_bench_one_thread_each; then
   gbench async_bench "$build/bin/async_bench" "${gbench_time[@]}"
   gbench async_bench_one_thread_each POCL_MAX_PTHREAD_COUNT=1 HETRT_NUM_THREADS=1 "$build/bin/async_bench" \

@@ -84,6 +84,32 @@ def cpu(raw):
     return s
 
 
+def relax(raw):
+    s = Section("relax", "Relax VM: dispatch against the direct-call floor (`relax_bench`)")
+    r = _load(s, raw, "relax_bench")
+
+    def mlp_ratio():
+        b = r.get("BM_RelaxMlp_RatioToFloor")
+        return "%s / %s = **%s**" % (fmt_us(b.counter("vm_us")), fmt_us(b.counter("floor_us")),
+                                     fmt_ratio(b.counter("ratio")))
+
+    def builtins_only():
+        b = r.get("BM_RelaxBuiltinsOnly")
+        return "%s per call, %s ns per instruction" % (fmt_s(b.real_s), sig(b.counter("ns_per_instruction") * 1e9))
+
+    def varying():
+        b = r.get("BM_RelaxDynBatch_VaryingRows")
+        return "%d after warm-up (%s per call)" % (b.counter("plugin_allocations_after_warmup"), fmt_s(b.real_s))
+
+    s.table(["what", "figure"], [
+        ["`relax_mlp` per call, VM / its kernels called directly in order on preallocated buffers (interleaved)",
+         mlp_ratio],
+        ["the VM alone: 10 builtin instructions (checks, 2 storages, 2 tensors, 2 kills, a tuple)", builtins_only],
+        ["`relax_dyn_batch`, batch 1/7/64/16/3 in turn: allocations from the plugin", varying],
+    ])
+    return s
+
+
 def _variants(result):
     """{variant: {mean, p50, p99, ratio}} from async_bench's counters."""
     out = {}
@@ -408,6 +434,10 @@ def serving(raw):
         ["batch-4 model, one-row requests, concurrency 16: dynamic batching (ratio to one request per run)", "",
          lambda: "%s vs %s" % (versus("batch4_batched/Grpc", 16, "batch4_padded/Grpc", 16)(),
                                rate("batch4_padded/Grpc", 16)), ""],
+        ["`relax_dyn_batch` (Relax, symbolic batch), one-row requests, concurrency 16: dynamic batching, "
+         "rows concatenated without padding (ratio to one request per run)", "",
+         lambda: "%s vs %s" % (versus("relax_dyn_batched/Grpc", 16, "relax_dyn_unbatched/Grpc", 16)(),
+                               rate("relax_dyn_unbatched/Grpc", 16)), ""],
         ["`hetero_opencl_seed` (CPU + OpenCL), concurrency 4: 2 instances (ratio to 1)", "",
          lambda: "%s vs %s" % (versus("hetero_x2/Grpc", 4, "hetero_x1/Grpc", 4)(), rate("hetero_x1/Grpc", 4)), ""],
     ])
@@ -463,4 +493,4 @@ def tvm(raw):
     return s
 
 
-ALL = (cpu, asynchronous, devices, demo, export, micro, serving, cuda, tvm)
+ALL = (cpu, relax, asynchronous, devices, demo, export, micro, serving, cuda, tvm)

@@ -4,6 +4,8 @@
 // pooled allocator's steady state; and bytecode the fixtures do not cover
 // (control flow, closures, tuples, nested calls, shape checks) on hand-made
 // executables.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -66,6 +68,33 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
         EXPECT_EQ(ex->signature().params[static_cast<size_t>(index)].device_index, in["device_index"].get<int>())
             << in["name"];
       }
+  }
+}
+
+// The same through `hetrt run --save-outputs`, every case, on the devices meta.json names.
+TEST_P(RelaxFixture, MatchesThroughTheCli) {
+  const std::string dir = RelaxFixtureDir(fixture());
+  const nlohmann::json meta = ReadRelaxMeta(dir);
+  std::string flags;
+  for (const auto& d : meta["vm_initialization"]["devices"]) {
+    const DLDevice device{static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()};
+    HETRT_REQUIRE_DEVICE_OR_RETURN(device);
+    flags += " --device " + DeviceToString(device);
+  }
+  if (meta["weights"]["kind"] == "parameters") flags += " --inputs " + dir + "/" + meta["weights"]["file"].get<std::string>();
+  for (const auto& c : meta["cases"]) {
+    SCOPED_TRACE("case " + c["name"].get<std::string>());
+    const std::string saved = ::testing::TempDir() + "/relax_cli_" + std::to_string(getpid()) + ".params";
+    const std::string log = saved + ".log";
+    const std::string cmd = std::string(HETRT_CLI) + " run " + dir + "/deploy.so" + flags + " --inputs " + dir + "/" +
+                            c["inputs_file"].get<std::string>() + " --save-outputs " + saved + " > " + log + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << ReadText(log);
+    HETRT_ASSERT_OK_AND_ASSIGN(auto got, LoadParamDictFile(saved));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto want, LoadParamDictFile(dir + "/" + c["outputs_file"].get<std::string>()));
+    ASSERT_EQ(got.size(), want.size());
+    for (const NamedTensor& w : want) ExpectClose(FindParam(got, w.name)->tensor, w.tensor, w.name);
+    std::remove(saved.c_str());
+    std::remove(log.c_str());
   }
 }
 

@@ -5,6 +5,7 @@
 // device its inputs must be on.
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "hetrt/exec/relax_executor.h"
 
@@ -13,8 +14,10 @@ namespace {
 
 constexpr DLDataType kUnknownType{255, 0, 0};
 constexpr int64_t kMaxRank = 64;
-// Tuples nested deeper than this are left unknown: the analysis copies them.
+// Tuples nested deeper or larger than this are left unknown: the analysis
+// copies them, and a hostile file could make the copies explode.
 constexpr int kMaxTupleDepth = 8;
+constexpr size_t kMaxTupleNodes = 4096;
 
 struct Abstract {
   enum class Kind { kUnknown, kTensor, kShape, kStorage, kTuple } kind = Kind::kUnknown;
@@ -22,13 +25,14 @@ struct Abstract {
   DLDataType dtype = kUnknownType;
   int device = -1;
   std::vector<Abstract> items;
-  int depth = 0;  // tuple nesting
+  int depth = 0;      // tuple nesting
+  size_t nodes = 1;   // values in the tree, this one included
 };
 
 class Analyzer {
  public:
   Analyzer(const RelaxExecutable& exe, const RelaxFunction& f, const std::vector<DLDevice>& devices)
-      : exe_(exe), f_(f), devices_(devices), regs_(static_cast<size_t>(f.register_file_size)) {}
+      : exe_(exe), f_(f), devices_(devices) {}
 
   RelaxSignature Run() {
     RelaxSignature sig;
@@ -57,7 +61,8 @@ class Analyzer {
 
  private:
   Abstract Reg(int64_t r) const {
-    return r >= 0 && r < static_cast<int64_t>(regs_.size()) ? regs_[static_cast<size_t>(r)] : Abstract{};
+    auto it = regs_.find(r);
+    return it == regs_.end() ? Abstract{} : it->second;
   }
   Abstract Arg(const RelaxArg& a) const {
     if (a.kind == RelaxArg::Kind::kRegister) return Reg(a.value);
@@ -95,7 +100,7 @@ class Analyzer {
                                                                                          : -1;
   }
   void Set(int64_t r, Abstract v) {
-    if (r >= 0 && r < static_cast<int64_t>(regs_.size())) regs_[static_cast<size_t>(r)] = std::move(v);
+    if (r >= 0 && r < f_.register_file_size) regs_[r] = std::move(v);
   }
 
   void Visit(const RelaxInstruction& in, RelaxSignature* sig) {
@@ -128,8 +133,10 @@ class Analyzer {
       for (const RelaxArg& a : args) {
         out.items.push_back(Arg(a));
         out.depth = std::max(out.depth, out.items.back().depth + 1);
+        out.nodes += out.items.back().nodes;
+        if (out.depth > kMaxTupleDepth || out.nodes > kMaxTupleNodes) break;
       }
-      if (out.depth > kMaxTupleDepth) out = Abstract{};
+      if (out.depth > kMaxTupleDepth || out.nodes > kMaxTupleNodes) out = Abstract{};
     } else if (name == "vm.builtin.tuple_getitem" && args.size() >= 2) {
       Abstract t = Arg(args[0]);
       auto index = Imm(args[1]);
@@ -204,7 +211,7 @@ class Analyzer {
   const RelaxExecutable& exe_;
   const RelaxFunction& f_;
   const std::vector<DLDevice>& devices_;
-  std::vector<Abstract> regs_;
+  std::unordered_map<int64_t, Abstract> regs_;  // only the registers written (files may be huge)
   std::optional<Abstract> ret_;
 };
 
