@@ -7,6 +7,8 @@
 #include "hetrt/base/byte_stream.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
+#include "hetrt/exec/relax_vm.h"
+#include "hetrt/relax_from_graph.h"
 #include "hetrt/base/install_layout.h"
 #include "hetrt/module_export.h"
 #include "hetrt/module/module_loader.h"
@@ -190,11 +192,14 @@ Status CudaKernelsRunOn(const Plugin& plugin, DLDevice device) {
   return OkStatus();
 }
 
-Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
-                   const std::vector<int32_t>& device_types, const std::string& path) {
-  auto factory = std::make_shared<GraphExecutorFactoryModule>(graph_json, params, "default");
+namespace {
+
+// Exports `root` with the kernel set's host code below it and, below that,
+// the device module of each of `device_types`.
+Status ExportWithKernels(const std::shared_ptr<Module>& root, const std::vector<int32_t>& device_types,
+                         const std::string& path) {
   auto host = std::make_shared<PendingHostLibrary>();
-  factory->Import(host);
+  root->Import(host);
   for (int32_t type : device_types) {
     if (type == kDLCPU) continue;
     PluginRegistry& plugins = PluginRegistry::Global();
@@ -207,7 +212,28 @@ Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>
     host->Import(*module);
   }
   HETRT_ASSIGN_OR_RETURN(std::vector<std::string> objects, ObjectFiles());
-  return ExportLibrary(*factory, objects, path, {});
+  return ExportLibrary(*root, objects, path, {});
+}
+
+}  // namespace
+
+Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
+                   const std::vector<int32_t>& device_types, const std::string& path) {
+  return ExportWithKernels(std::make_shared<GraphExecutorFactoryModule>(graph_json, params, "default"), device_types,
+                           path);
+}
+
+Result<std::vector<DLDevice>> ExportRelax(const std::string& graph_json, const std::vector<NamedTensor>& params,
+                                          const std::string& path) {
+  HETRT_ASSIGN_OR_RETURN(Graph graph, ParseGraphJson(graph_json, path + " (graph)"));
+  HETRT_ASSIGN_OR_RETURN(RelaxFromGraph relax, RelaxExecutableFromGraph(graph, params));
+  HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> image, WriteRelaxExecutable(relax.executable));
+  auto root = std::make_shared<RelaxExecutableModule>(
+      std::make_shared<const RelaxExecutable>(std::move(relax.executable)), std::move(image));
+  std::vector<int32_t> device_types;
+  for (const DLDevice& d : relax.devices) device_types.push_back(d.device_type);
+  HETRT_RETURN_IF_ERROR(ExportWithKernels(root, device_types, path));
+  return relax.devices;
 }
 
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,

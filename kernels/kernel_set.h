@@ -54,6 +54,10 @@ Status CudaKernelsRunOn(const Plugin& plugin, DLDevice device);
 // kDLCUDA; the CPU needs none).
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
                    const std::vector<int32_t>& device_types, const std::string& path);
+// The same graph as a Relax VM executable (RelaxExecutableFromGraph) over the
+// same kernels; the devices a VM must be created with, in order.
+Result<std::vector<DLDevice>> ExportRelax(const std::string& graph_json, const std::vector<NamedTensor>& params,
+                                          const std::string& path);
 // The same with the OpenCL module when `with_opencl`.
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,
                    const std::string& path);

@@ -6,6 +6,7 @@
 // executables.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -16,7 +17,9 @@
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/module/module_loader.h"
+#include "kernel_set.h"
 #include "relax_test_support.h"
+#include "two_branch_model.h"
 #include "test_support.h"
 
 namespace hetrt::testing {
@@ -346,6 +349,62 @@ TEST(RelaxBytecode, RunawayRecursionIsAnErrorNotACrash) {
   auto r = vm->Invoke("main", args);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("nested deeper"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetrt::testing
+
+namespace hetrt::testing {
+namespace {
+
+// hetrt's own Relax executables (RelaxExecutableFromGraph): the two-branch
+// model of the kernel set, one branch on an accelerator, as a Relax VM
+// executable and as a graph, give the same output; CPU copies of the
+// accelerator's weights and the branch's result go through to_device.
+Tensor TwoBranchData(const kernels::TwoBranchShape& shape) {
+  Tensor x = Tensor::EmptyHost({shape.rows, shape.width}, {kDLFloat, 32, 1}).value();
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data_as<float>()[i] = std::sin(0.37f * static_cast<float>(i));
+  return x;
+}
+
+TEST(RelaxFromGraph, TheKernelSetsTwoBranchModelMatchesItsGraphOnEveryDevice) {
+  kernels::TwoBranchShape shape;
+  shape.layers = 2;
+  shape.rows = 8;
+  shape.width = 64;
+  const Tensor x = TwoBranchData(shape);
+  for (int32_t accel : {int32_t{kDLCPU}, int32_t{kDLOpenCL}, int32_t{kDLVulkan}}) {
+    SCOPED_TRACE(DeviceTypeName(accel));
+    if (accel != kDLCPU) HETRT_REQUIRE_DEVICE_OR_RETURN((DLDevice{static_cast<DLDeviceType>(accel), 0}));
+    HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoBranchModel(accel, shape));
+    const std::string base = ::testing::TempDir() + "/relax_two_branch_" + std::to_string(getpid()) + "_" +
+                             DeviceTypeName(accel);
+    HETRT_ASSERT_OK_AND_ASSIGN(std::vector<DLDevice> devices,
+                               kernels::ExportRelax(built.graph_json, built.params, base + "_relax.so"));
+    EXPECT_EQ(devices.back().device_type, kDLCPU);
+    std::vector<int32_t> types;
+    for (const DLDevice& d : devices) types.push_back(d.device_type);
+    HETRT_ASSERT_OK(kernels::ExportGraph(built.graph_json, built.params, types, base + "_graph.so"));
+    GraphExecutor::Options options;
+    options.devices = devices;
+    HETRT_ASSERT_OK_AND_ASSIGN(Model relax, OpenModel({base + "_relax.so"}, options));
+    HETRT_ASSERT_OK_AND_ASSIGN(Model graph, OpenModel({base + "_graph.so"}, options));
+    ASSERT_NE(dynamic_cast<RelaxExecutor*>(relax.executor.get()), nullptr);
+    for (Model* m : {&relax, &graph}) {
+      HETRT_ASSERT_OK(m->executor->SetInput("data", x));
+      for (int run = 0; run < 3; ++run) HETRT_ASSERT_OK(m->executor->Run());
+    }
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor got, relax.executor->GetOutput(0));
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor want, graph.executor->GetOutput(0));
+    ExpectClose(got, want, "output_0");
+    // Steady state: a further call takes nothing from the plugins.
+    auto& vm = dynamic_cast<RelaxExecutor*>(relax.executor.get())->vm();
+    const uint64_t allocations = vm.PluginAllocations();
+    HETRT_ASSERT_OK(relax.executor->Run());
+    EXPECT_EQ(vm.PluginAllocations(), allocations);
+    std::remove((base + "_relax.so").c_str());
+    std::remove((base + "_graph.so").c_str());
+  }
 }
 
 }  // namespace

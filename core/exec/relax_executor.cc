@@ -113,6 +113,10 @@ Status RelaxExecutor::RunProfiled(RelaxProfile* profile) {
     if (inputs_[i].is_null())
       return FailedPrecondition("input '" + signature_.params[i].name + "' of function '" + function_name_ +
                                 "' was not set");
+  // The last result goes back to the pools first, so that a run reuses its blocks.
+  result_ = RelaxValue();
+  outputs_.clear();
+  ran_ = false;
   auto result = profile ? vm_->InvokeProfiled(function_, inputs_, profile) : vm_->Invoke(function_, inputs_);
   if (!result.ok()) return result.status();
   result_ = std::move(result).value();
@@ -124,7 +128,8 @@ Status RelaxExecutor::RunProfiled(RelaxProfile* profile) {
 }
 
 Result<Tensor> RelaxExecutor::GetOutput(int index) const {
-  if (!ran_) return FailedPrecondition("get_output before the first run of '" + function_name_ + "'");
+  if (!ran_)
+    return FailedPrecondition("get_output: no result of '" + function_name_ + "' (none ran, or the last run failed)");
   if (index < 0 || index >= static_cast<int>(outputs_.size()))
     return OutOfRange("get_output: index " + std::to_string(index) + " (" + std::to_string(outputs_.size()) +
                       " outputs)");

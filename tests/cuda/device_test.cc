@@ -11,6 +11,7 @@
 #include "device_client.h"
 #include "fixture_runs.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/relax_executor.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
 
@@ -123,6 +124,43 @@ TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMod
     EXPECT_LE(t.end_ns, profile.run_end_ns + 50'000'000) << "more than 50 ms after the run ended";
   }
   EXPECT_GT(cuda_nodes, 0);
+}
+
+// A Relax VM executable of the same model (hetrt's own, RelaxExecutableFromGraph):
+// its CUDA branch runs through the VM, storage from the pool on cuda:0, the
+// branch's result and the CPU's weights crossing with to_device; it matches
+// the CPU-only graph, every kernel call is timed on its lane when profiled,
+// and a second call takes no memory from the plugin.
+TEST_F(CudaDevice, ARelaxExecutableOfTheKernelSetRunsItsCudaBranchThroughTheVm) {
+  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
+  GraphExecutor::Options cpu;
+  cpu.devices = {{kDLCPU, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(kDLCPU, cpu));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoBranchModel(kDLCUDA));
+  const std::string path = ::testing::TempDir() + "/hetrt_cuda_relax_" + std::to_string(getpid()) + ".so";
+  HETRT_ASSERT_OK_AND_ASSIGN(std::vector<DLDevice> devices, kernels::ExportRelax(built.graph_json, built.params, path));
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].device_type, kDLCUDA);
+  GraphExecutor::Options options;
+  options.devices = devices;
+  HETRT_ASSERT_OK_AND_ASSIGN(Model m, OpenModel({path}, options));
+  auto* relax = dynamic_cast<RelaxExecutor*>(m.executor.get());
+  ASSERT_NE(relax, nullptr);
+  HETRT_ASSERT_OK(relax->SetInput("data", TwoBranchInput()));
+  HETRT_ASSERT_OK(relax->Run());
+  const uint64_t allocations = relax->vm().PluginAllocations();
+  RelaxProfile profile;
+  HETRT_ASSERT_OK(relax->RunProfiled(&profile));
+  EXPECT_EQ(relax->vm().PluginAllocations(), allocations);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, relax->GetOutput(0));
+  EXPECT_TRUE(testing::TensorsClose(out, reference, 1e-5, 1e-5));
+  int cuda_kernels = 0;
+  for (const RelaxTraceEvent& e : profile.events) {
+    cuda_kernels += e.kind == RelaxTraceEvent::Kind::kKernel && e.device.device_type == kDLCUDA;
+    EXPECT_LE(e.start_ns, e.end_ns);
+  }
+  EXPECT_EQ(cuda_kernels, 8);  // 4 dense + 4 relu in the CUDA branch
+  std::remove(path.c_str());
 }
 
 TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
