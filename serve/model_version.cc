@@ -6,6 +6,7 @@
 #include <future>
 
 #include "batching.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/whole_model_executor.h"
@@ -46,8 +47,7 @@ Status RunSampled(GraphExecutor& graph, InstanceStats& stats) {
 }  // namespace
 
 struct ModelVersion::Instance {
-  Model model;                                      // graph / AOT: the module tree stays alive with the executor
-  std::unique_ptr<WholeModelExecutor> whole_model;  // MLF
+  Model model;  // the executor and the module tree it runs (none for a whole-model one)
   Executor* executor = nullptr;
   GraphExecutor* graph = nullptr;  // the same executor when it is a graph one (profiled runs)
   InstanceStats stats;
@@ -74,30 +74,17 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
     for (int i = 0; i < group.count; ++i) {
       auto instance = std::make_unique<Instance>();
       instance->stats.devices = Joined(group.devices);
-      if (files.kind == ModelVersionFiles::Kind::kMlf) {
-        if (group.devices.size() != 1)
-          return InvalidArgument(where + ": a Model Library Format model runs on one device, got '" +
-                                 instance->stats.devices + "'");
-        auto opened = WholeModelExecutor::Open(files.mlf, group.devices[0]);
-        if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
-        instance->whole_model = std::move(opened).value();
-        instance->executor = instance->whole_model.get();
-      } else {
-        GraphExecutor::Options options;
-        options.devices.clear();
-        for (const std::string& device : group.devices) {
-          auto parsed = ParseDevice(device);
-          if (!parsed.ok()) return InvalidArgument(where + ": instance_group devices: " + parsed.status().message());
-          options.devices.push_back(*parsed);
-        }
-        GraphModelFiles model_files = files.graph;
-        if (config.function != "main") model_files.function = config.function;
-        auto opened = OpenModel(model_files, options);
-        if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
-        instance->model = std::move(opened).value();
-        instance->executor = instance->model.executor.get();
-        instance->graph = dynamic_cast<GraphExecutor*>(instance->executor);
-      }
+      ModelSpec spec{files.kind == ModelVersionFiles::Kind::kMlf ? files.mlf : files.graph.library,
+                     files.graph.graph_json, files.graph.params,
+                     config.function != "main" ? config.function : std::string(), group.devices};
+      if (files.kind == ModelVersionFiles::Kind::kMlf && group.devices.size() != 1)
+        return InvalidArgument(where + ": a Model Library Format model runs on one device, got '" +
+                               instance->stats.devices + "'");
+      auto opened = OpenModel(spec);
+      if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
+      instance->model = std::move(opened).value();
+      instance->executor = instance->model.executor.get();
+      instance->graph = dynamic_cast<GraphExecutor*>(instance->executor);
       mv->instances_.push_back(std::move(instance));
     }
   }

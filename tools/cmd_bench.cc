@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "hetrt/base/dtype.h"
-#include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_executor.h"
 
 namespace hetrt::cli {
@@ -83,14 +83,11 @@ nlohmann::json TraceOf(const GraphExecutor& ex, const GraphExecutor::RunProfile&
 }
 
 int Bench(const BenchArgs& args) {
-  GraphExecutor::Options options;
-  auto devices = ParseDeviceList(args.devices);
-  if (!devices.ok()) return Fail(devices.status().message());
-  options.devices = std::move(devices).value();
-  options.sequential = args.sequential;
-  options.staged_copies = args.staged_copies;
   WarnAboutUnusedPlugins();
-  auto model = OpenModel({args.model, args.graph, args.params, args.function}, options);
+  ModelSpec spec{args.model, args.graph, args.params, args.function, args.devices};
+  spec.sequential = args.sequential;
+  spec.staged_copies = args.staged_copies;
+  auto model = OpenModel(spec);
   if (!model.ok()) return Fail(model.status().message());
   for (const std::string& file : args.inputs) {
     auto inputs = LoadParamDictFile(file);
@@ -102,7 +99,8 @@ int Bench(const BenchArgs& args) {
   if (auto* relax = dynamic_cast<RelaxExecutor*>(model->executor.get()))
     return BenchRelax(*relax, args.repeat, args.warmup, args.trace);
   auto* graph = dynamic_cast<GraphExecutor*>(model->executor.get());
-  if (graph == nullptr) return Fail(args.model + ": hetrt bench profiles graph and Relax models, not AOT ones");
+  if (graph == nullptr)
+    return Fail(args.model + ": hetrt bench profiles graph and Relax models, not AOT or whole-model ones");
   GraphExecutor& ex = *graph;
   GraphExecutor::RunProfile run;
   for (int i = 0; i < args.warmup; ++i)
@@ -139,7 +137,7 @@ int Bench(const BenchArgs& args) {
   for (const auto& [lane, ms] : per_lane) std::printf(" %s %.3f ms", lane.c_str(), ms);
   std::printf("\nrun (profiled, issue to last end): mean %.3f ms, median %.3f ms, p99 %.3f ms over %d runs (%s)\n",
               mean(totals), Percentile(totals, 0.5), Percentile(totals, 0.99), args.repeat,
-              options.sequential ? "sequential" : "asynchronous");
+              args.sequential ? "sequential" : "asynchronous");
   if (!args.trace.empty()) {
     std::ofstream out(args.trace);
     out << TraceOf(ex, *first).dump(1);

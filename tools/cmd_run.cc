@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "hetrt/base/dtype.h"
-#include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/formats/npy.h"
@@ -49,63 +49,30 @@ std::string FirstValues(const Tensor& t, int count) {
   return s;
 }
 
-// A model file that a whole-model plugin accepts for the one --device given
-// runs there (e.g. an MLF tarball on "micro", or on "cpu" in this process);
-// `why_not` says why not, for the error of the other path.
-Result<std::unique_ptr<WholeModelExecutor>> OpenWholeModel(const RunArgs& args, std::string& why_not) {
-  PluginOptions options;
-  if (!args.transport.empty()) options.emplace_back("transport", args.transport);
-  if (!args.board.empty()) options.emplace_back("board", args.board);
-  for (const std::string& kv : args.device_options) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("--device-option takes KEY=VALUE, got '" + kv + "'");
-    options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (args.graph.empty() && args.devices.size() == 1) {
-    const PluginRegistry& registry = PluginRegistry::Global();
-    auto found = registry.ForWholeModel(args.model, args.devices[0]);
-    if (found.ok()) return WholeModelExecutor::Open(args.model, args.devices[0], options);
-    // Said only where no device plugin serves the name either (a deploy.so on
-    // "cpu" fails with the loader's own message).
-    auto as_device = ParseDeviceList({args.devices[0]});
-    const bool device_plugin =
-        as_device.ok() && !as_device->empty() && registry.PluginOfDeviceType((*as_device)[0].device_type) != nullptr;
-    if (!device_plugin && registry.ForWholeModelDevice(args.devices[0]).ok()) why_not = found.status().message();
-  }
-  if (!options.empty())
-    return InvalidArgument("--transport, --board and --device-option go with a whole-model device" +
-                           (why_not.empty() ? std::string() : ": " + why_not));
-  return std::unique_ptr<WholeModelExecutor>();
-}
-
 int Run(const RunArgs& args) {
   WarnAboutUnusedPlugins();
   if (!args.params.empty() && args.graph.empty())
     return Fail("--params goes with --graph (a deploy.so carries its own params)");
-  std::string why_not_whole;
-  auto whole = OpenWholeModel(args, why_not_whole);
-  if (!whole.ok()) return Fail(whole.status().message());
-  Result<Model> model = Status(StatusCode::kInternal, "no model");
-  Executor* executor = whole->get();
-  if (executor == nullptr) {
-    GraphExecutor::Options options;
-    auto devices = ParseDeviceList(args.devices);
-    if (!devices.ok()) return Fail(devices.status().message());
-    options.devices = std::move(devices).value();
-    options.sequential = args.sequential;
-    options.staged_copies = args.staged_copies;
-    if (args.threads > 0) {
-      auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
-      if (!cpu.ok()) return Fail(cpu.status().message());
-      Status s = (*cpu)->SetOption("num_threads", std::to_string(args.threads));
-      if (!s.ok()) return Fail(s.message());
-    }
-    model = OpenModel({args.model, args.graph, args.params, args.function}, options);
-    if (!model.ok())
-      return Fail(model.status().message() +
-                  (why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")"));
-    executor = model->executor.get();
+  ModelSpec spec{args.model, args.graph, args.params, args.function, args.devices};
+  if (!args.transport.empty()) spec.device_options.emplace_back("transport", args.transport);
+  if (!args.board.empty()) spec.device_options.emplace_back("board", args.board);
+  for (const std::string& kv : args.device_options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("--device-option takes KEY=VALUE, got '" + kv + "'");
+    spec.device_options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  spec.sequential = args.sequential;
+  spec.staged_copies = args.staged_copies;
+  if (args.threads > 0) {
+    auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU);
+    if (!cpu.ok()) return Fail(cpu.status().message());
+    Status s = (*cpu)->SetOption("num_threads", std::to_string(args.threads));
+    if (!s.ok()) return Fail(s.message());
+  }
+  auto model = OpenModel(spec);
+  if (!model.ok()) return Fail(model.status().message());
+  Executor* executor = model->executor.get();
+  auto* whole = dynamic_cast<WholeModelExecutor*>(executor);
   Executor& ex = *executor;
 
   std::vector<bool> bound(static_cast<size_t>(ex.NumInputs()), false);
@@ -177,8 +144,8 @@ int Run(const RunArgs& args) {
   std::printf("time per run: mean %s, median %s, min %s over %zu run(s)\n",
               fmt(std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())).c_str(),
               fmt(sorted[sorted.size() / 2]).c_str(), fmt(sorted.front()).c_str(), ms.size());
-  if (*whole) {
-    auto report = (*whole)->GetReport();
+  if (whole != nullptr) {
+    auto report = whole->GetReport();
     std::printf("%s\n", report.ok() ? report->text.c_str() : report.status().message().c_str());
   }
   if (!args.save_outputs.empty()) {

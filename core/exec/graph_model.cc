@@ -19,7 +19,8 @@ Result<GraphModel> CreateGraphModel(std::shared_ptr<Module> root, const GraphMod
     auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(model.root.get());
     if (factory == nullptr)
       return InvalidArgument(files.library + ": the root module is '" + model.root->type_key() +
-                             "', not an executor factory; pass --graph (and --params) for a lib.so");
+                             "', not an executor factory, AOT factory or Relax executable; for a lib.so pass --graph "
+                             "(and --params), or graph= (and params=) in Python");
     auto executor = factory->CreateExecutor(std::move(options));
     if (!executor.ok()) return executor.status().WithContext(files.library);
     model.executor = std::move(executor).value();
@@ -70,8 +71,8 @@ Result<GraphModel> OpenGraphModel(const GraphModelFiles& files, GraphExecutor::O
 
 namespace hetrt {
 
-Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options) {
-  HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));
+Result<std::unique_ptr<Executor>> CreateModelExecutor(std::shared_ptr<Module> root, const GraphModelFiles& files,
+                                                      GraphExecutor::Options options) {
   if (files.graph_json.empty() && dynamic_cast<RelaxExecutableModule*>(root.get()) != nullptr) {
     RelaxVirtualMachine::Options vm_options;
     vm_options.devices = options.devices;
@@ -84,7 +85,7 @@ Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options opt
       HETRT_ASSIGN_OR_RETURN(auto params, LoadParamDictFile(files.params));
       HETRT_RETURN_IF_ERROR((*executor)->BindParams(params).WithContext(files.params));
     }
-    return Model{root, std::move(executor).value()};
+    return std::unique_ptr<Executor>(std::move(executor).value());
   }
   if (!files.function.empty())
     return InvalidArgument(files.library + ": a function name ('" + files.function +
@@ -92,10 +93,16 @@ Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options opt
   if (files.graph_json.empty() && dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
     auto executor = AotExecutor::Create(root, options.devices, options.plugins);
     if (!executor.ok()) return executor.status().WithContext(files.library);
-    return Model{root, std::move(executor).value()};
+    return std::unique_ptr<Executor>(std::move(executor).value());
   }
   HETRT_ASSIGN_OR_RETURN(GraphModel graph, CreateGraphModel(std::move(root), files, std::move(options)));
-  return Model{std::move(graph.root), std::move(graph.executor)};
+  return std::unique_ptr<Executor>(std::move(graph.executor));
+}
+
+Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options) {
+  HETRT_ASSIGN_OR_RETURN(auto root, LoadRoot(files, options.plugins));
+  HETRT_ASSIGN_OR_RETURN(auto executor, CreateModelExecutor(root, files, std::move(options)));
+  return Model{std::move(root), std::move(executor)};
 }
 
 }  // namespace hetrt

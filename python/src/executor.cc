@@ -12,6 +12,8 @@
 #include "hetrt/exec/aot_executor.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_executor.h"
+#include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/relax_executor.h"
 #include "hetrt/exec/whole_model_executor.h"
 
 namespace hetrt::python {
@@ -57,20 +59,16 @@ class PyExecutor {
     options.sequential = sequential;
     options.staged_copies = staged_copies;
     s->root = root;
-    if (auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root.get())) {
+    {
+      // The core decides which executor the root takes (hetrt/exec/graph_model.h).
       py::gil_scoped_release release;
-      auto executor = Unwrap(factory->CreateExecutor(options));
-      s->graph = executor.get();
-      s->executor = std::move(executor);
-      s->kind = "graph";
-    } else if (dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
-      py::gil_scoped_release release;
-      s->executor = Unwrap(AotExecutor::Create(root, options.devices));
-      s->kind = "aot";
-    } else {
-      throw StatusError(InvalidArgument("the root module is '" + root->type_key() +
-                                        "', not an executor factory; load a lib.so with graph= (and params=)"));
+      s->executor = Unwrap(CreateModelExecutor(root, {"the loaded module"}, options));
     }
+    s->graph = dynamic_cast<GraphExecutor*>(s->executor.get());
+    s->kind = s->graph != nullptr                                            ? "graph"
+              : dynamic_cast<AotExecutor*>(s->executor.get()) != nullptr      ? "aot"
+              : dynamic_cast<RelaxExecutor*>(s->executor.get()) != nullptr    ? "relax"
+                                                                             : "executor";
     return PyExecutor(std::move(s));
   }
 

@@ -40,5 +40,9 @@ struct Model {
   std::unique_ptr<Executor> executor;
 };
 Result<Model> OpenModel(const GraphModelFiles& files, GraphExecutor::Options options);
+// The executor for a module tree already loaded from `files.library` (what
+// OpenModel does after loading): the root decides which.
+Result<std::unique_ptr<Executor>> CreateModelExecutor(std::shared_ptr<Module> root, const GraphModelFiles& files,
+                                                      GraphExecutor::Options options);
 
 }  // namespace hetrt

@@ -1,0 +1,45 @@
+#include "hetrt/exec/open_model.h"
+
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/whole_model_executor.h"
+
+namespace hetrt {
+
+Result<Model> OpenModel(const ModelSpec& spec) {
+  const PluginRegistry& registry = spec.plugins ? *spec.plugins : PluginRegistry::Global();
+  // A model file that a whole-model plugin runs on the one device named.
+  std::string why_not_whole;
+  if (spec.graph_json.empty() && spec.devices.size() == 1) {
+    auto found = registry.ForWholeModel(spec.path, spec.devices[0]);
+    if (found.ok()) {
+      HETRT_ASSIGN_OR_RETURN(auto executor, WholeModelExecutor::Open(spec.path, spec.devices[0], spec.device_options,
+                                                                     registry));
+      return Model{nullptr, std::move(executor)};
+    }
+    // Said only where no device plugin serves the name either (a deploy.so on
+    // "cpu" fails with the loader's own message).
+    auto as_device = ParseDevice(spec.devices[0]);
+    const bool device_plugin = as_device.ok() && registry.PluginOfDeviceType(as_device->device_type) != nullptr;
+    if (!device_plugin && registry.ForWholeModelDevice(spec.devices[0]).ok()) why_not_whole = found.status().message();
+  }
+  const std::string whole_hint = why_not_whole.empty() ? "" : " (whole-model devices: " + why_not_whole + ")";
+  if (!spec.device_options.empty())
+    return InvalidArgument("device options (transport, board, ...) go with a whole-model device" +
+                           (why_not_whole.empty() ? std::string() : ": " + why_not_whole));
+  GraphExecutor::Options options;
+  options.devices.clear();
+  for (const std::string& name : spec.devices) {
+    auto device = ParseDevice(name);
+    if (!device.ok()) return Status(device.status().code(), device.status().message() + whole_hint);
+    options.devices.push_back(*device);
+  }
+  if (options.devices.empty()) options.devices.push_back({kDLCPU, 0});
+  options.sequential = spec.sequential;
+  options.staged_copies = spec.staged_copies;
+  options.plugins = spec.plugins;
+  auto model = OpenModel(GraphModelFiles{spec.path, spec.graph_json, spec.params, spec.function}, options);
+  if (!model.ok()) return Status(model.status().code(), model.status().message() + whole_hint);
+  return model;
+}
+
+}  // namespace hetrt

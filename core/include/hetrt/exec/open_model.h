@@ -1,0 +1,35 @@
+// The one way to open a model. Given a file (and device names as a user
+// writes them), it decides what the file is and opens it with the right
+// executor: a model file a whole-model plugin runs on the one device named
+// (a Model Library Format tarball on "micro" or "cpu"), a graph factory, an
+// AOT factory or a Relax executable at the root of a deploy.so, or a graph
+// triple (lib.so + graph.json + params). `hetrt run`, `hetrt bench`,
+// `hetrt serve` and Python open models through it.
+//
+// Thread contract: thread-safe (each call opens its own model).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hetrt/device/whole_model.h"
+#include "hetrt/exec/graph_model.h"
+
+namespace hetrt {
+
+struct ModelSpec {
+  std::string path;  // deploy.so, lib.so (with graph_json), an MLF .tar, "system-lib[:PREFIX]"
+  std::string graph_json = {};
+  std::string params = {};    // a triple's params, or a Relax executable's weights
+  std::string function = {};  // a Relax executable's function ("": main)
+  // Ordered, as `--device` takes them: "cpu", "opencl:1", "micro".
+  std::vector<std::string> devices = {"cpu"};
+  PluginOptions device_options = {};  // for a whole-model device (transport, board, ...)
+  bool sequential = false;            // graph executor options
+  bool staged_copies = false;
+  PluginRegistry* plugins = nullptr;  // nullptr: PluginRegistry::Global()
+};
+
+Result<Model> OpenModel(const ModelSpec& spec);
+
+}  // namespace hetrt
