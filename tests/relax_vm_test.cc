@@ -312,6 +312,39 @@ TEST(RelaxBytecode, ShapeHeapBindsSymbolicDimsAndRefusesConflicts) {
   EXPECT_NE(wrong_device.status().message().find("device index 3"), std::string::npos);
 }
 
+// On a device that shares host memory (PoCL), a tensor read back on the host
+// is the device's own bytes (no copy): two to_device of one tensor alias.
+TEST(RelaxBytecode, ToDeviceFromHostVisibleMemoryIsAView) {
+  HETRT_REQUIRE_DEVICE_OR_RETURN((DLDevice{kDLOpenCL, 0}));
+  HETRT_ASSERT_OK_AND_ASSIGN(Device cl, PluginRegistry::Global().DeviceFor({kDLOpenCL, 0}));
+  if (!cl.SharesHostMemory()) GTEST_SKIP() << "opencl:0 does not share host memory";
+  RelaxProgram p;
+  const auto [storage, tensor, to_device, tuple] = p.Builtins("alloc_storage", "alloc_tensor", "to_device", "make_tuple");
+  const uint32_t f32 = p.DType({kDLFloat, 32, 1});
+  p.Function("main", {}, 5);
+  p.Call(storage, 0, {p.Reg(kRelaxVmRegister), p.Const(p.Shape({64})), p.Imm(0), p.Const(f32), p.Const(p.String("global"))});
+  p.Call(tensor, 1, {p.Reg(0), p.Imm(0), p.Const(p.Shape({16})), p.Const(f32)});
+  p.Call(to_device, 2, {p.Reg(1), p.Imm(kDLCPU), p.Imm(0)});
+  p.Call(to_device, 3, {p.Reg(1), p.Imm(kDLCPU), p.Imm(0)});
+  p.Call(tuple, 4, {p.Reg(2), p.Reg(3)});
+  p.Ret(4);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto image, WriteRelaxExecutable(p.executable()));
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxExecutable parsed, ParseRelaxExecutable(image, "aliasing"));
+  auto root = std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(parsed)),
+                                                      std::move(image));
+  RelaxVirtualMachine::Options options;
+  options.devices = {{kDLOpenCL, 0}, {kDLCPU, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, RelaxVirtualMachine::Create(root, options));
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, vm->Invoke("main", {}));
+  const Tensor& a = r.tuple()[0].tensor();
+  const Tensor& b = r.tuple()[1].tensor();
+  EXPECT_EQ(a.device().device_type, kDLCPU);
+  EXPECT_EQ(a.data(), b.data()) << "each to_device copied instead of viewing the host-visible bytes";
+  static_cast<float*>(a.data())[3] = 7.f;  // the host may read and write them
+  EXPECT_EQ(static_cast<float*>(b.data())[3], 7.f);
+}
+
 TEST(RelaxBytecode, RefusedAndMissingFunctionsFailAtCreationNamingThem) {
   for (const char* name : {"vm.builtin.paged_attention_kv_cache_create", "vm.builtin.ndarray_cache.load",
                            "vm.builtin.cuda_graph.run_or_capture", "vm.builtin.invoke_debug_func"}) {

@@ -425,7 +425,7 @@ Status ToDevice(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* res
   const int index = vm.IndexOf(target);
   if (index < 0)
     return InvalidArgument("to_device " + DeviceToString(target) + ", which is not one of the VM's devices");
-  HETRT_ASSIGN_OR_RETURN(Tensor copy, vm.CopyTo(args[0].tensor(), index));
+  HETRT_ASSIGN_OR_RETURN(Tensor copy, vm.CopyTo(args[0].tensor(), index, /*may_alias=*/true));
   *result = RelaxValue::FromTensor(std::move(copy));
   return OkStatus();
 }

@@ -23,17 +23,43 @@ int RelaxInterpreter::IndexOf(DLDevice device) const {
   return -1;
 }
 
-Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index) {
+Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index, bool may_alias) {
   const RelaxVmDevice& target = devices[static_cast<size_t>(device_index)];
-  // Work queued on the source device must finish before its bytes are read.
+  const DLDevice to = target.device.device();
   if (tensor.device().device_type != kDLCPU) {
+    // Work queued on the source device must finish before its bytes are read.
     const int source = IndexOf(tensor.device());
-    if (source >= 0 && devices[static_cast<size_t>(source)].device.api()->stream_synchronize != nullptr)
-      HETRT_RETURN_IF_ERROR(devices[static_cast<size_t>(source)].device.Synchronize(nullptr));
+    if (source >= 0) {
+      const RelaxVmDevice& from = devices[static_cast<size_t>(source)];
+      if (from.device.api()->stream_synchronize != nullptr) HETRT_RETURN_IF_ERROR(from.device.Synchronize(nullptr));
+      // Host-visible memory read on the host: the same bytes, no copy.
+      if (may_alias && to.device_type == kDLCPU)
+        if (void* host = from.allocator->HostPointer(tensor.data())) return tensor.AliasAt(host, to);
+    }
   }
   HETRT_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(tensor.shape(), tensor.dtype(), *target.allocator));
+  if (may_alias && tensor.device().device_type == kDLCPU && to.device_type != kDLCPU && tensor.owns_memory()) {
+    // Ordered before the kernels that read it on the device's default stream;
+    // the host waits only when something needs the result there.
+    auto stream = target.device.CurrentStream();  // where this thread's kernels go
+    HETRT_RETURN_IF_ERROR(target.device.Copy(tensor.data(), tensor.dl()->byte_offset, tensor.device(), out.data(),
+                                             out.dl()->byte_offset, to, tensor.nbytes(),
+                                             stream.ok() ? *stream : nullptr, /*flags=*/0));
+    in_flight_sources.push_back(tensor);
+    if (in_flight_sources.size() > 256) HETRT_RETURN_IF_ERROR(SynchronizeDevices());
+    return out;
+  }
   HETRT_RETURN_IF_ERROR(plugins->CopyTensor(tensor, out));
   return out;
+}
+
+Status RelaxInterpreter::SynchronizeDevices() {
+  for (const RelaxVmDevice& d : devices) {
+    if (d.device.device().device_type == kDLCPU || d.device.api()->stream_synchronize == nullptr) continue;
+    HETRT_RETURN_IF_ERROR(d.device.Synchronize(nullptr));
+  }
+  in_flight_sources.clear();
+  return OkStatus();
 }
 
 Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args,

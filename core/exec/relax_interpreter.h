@@ -92,6 +92,9 @@ struct RelaxInterpreter {
   std::vector<int32_t> kernel_codes;
   RelaxCallStats stats;
   RelaxProfile* profile = nullptr;  // set for one InvokeProfiled
+  // Sources of asynchronous host-to-device copies, kept until the devices
+  // are synchronized (the copies read them until then).
+  std::vector<Tensor> in_flight_sources;
   RelaxKernelObserver kernel_observer;
 
   Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
@@ -104,7 +107,11 @@ struct RelaxInterpreter {
                     RelaxValue* result);
   // The VM device index of (type, id), or -1.
   int IndexOf(DLDevice device) const;
-  Result<Tensor> CopyTo(const Tensor& tensor, int device_index);
+  // A copy on the VM device `device_index`. With `may_alias`, a tensor in
+  // host-visible memory read on the host is returned as a host view (no copy);
+  // a host tensor that owns its memory goes to a device asynchronously.
+  Result<Tensor> CopyTo(const Tensor& tensor, int device_index, bool may_alias = false);
+  Status SynchronizeDevices();
   const std::string& FunctionName(uint32_t index) const { return exe->functions[index].name; }
 };
 

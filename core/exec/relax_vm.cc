@@ -111,12 +111,21 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
     HETRT_ASSIGN_OR_RETURN(Device device, impl->plugins->DeviceFor(d));
     RelaxVmDevice vm_device;
     vm_device.device = device;
-    Allocator& backing = device.allocator();
+    // Host-visible memory where the device shares the host's: results read on
+    // the host need no copy (to_device returns a host view of them).
+    Allocator* backing = &device.allocator();
+    if (d.device_type != kDLCPU && device.SharesHostMemory()) {
+      Allocator& visible = device.allocator(HETRT_MEMORY_HOST_VISIBLE);
+      if (auto probe = visible.Allocate(64, 64); probe.ok()) {
+        visible.Free(*probe);
+        backing = &visible;
+      }
+    }
     if (options.allocator == AllocatorKind::kPooled) {
-      vm_device.pool = std::make_shared<PooledAllocator>(backing);
+      vm_device.pool = std::make_shared<PooledAllocator>(*backing);
       vm_device.allocator = vm_device.pool.get();
     } else {
-      vm_device.allocator = &backing;
+      vm_device.allocator = backing;
     }
     impl->devices.push_back(std::move(vm_device));
   }
@@ -283,13 +292,7 @@ void RelaxVirtualMachine::SetKernelObserver(RelaxKernelObserver observer) {
   impl_->kernel_observer = std::move(observer);
 }
 
-Status RelaxVirtualMachine::Synchronize() {
-  for (const RelaxVmDevice& d : impl_->devices) {
-    if (d.device.device().device_type == kDLCPU || d.device.api()->stream_synchronize == nullptr) continue;
-    HETRT_RETURN_IF_ERROR(d.device.Synchronize(nullptr));
-  }
-  return OkStatus();
-}
+Status RelaxVirtualMachine::Synchronize() { return impl_->SynchronizeDevices(); }
 
 Result<Tensor> RelaxVirtualMachine::ToDevice(const Tensor& tensor, DLDevice device) {
   const int index = impl_->IndexOf(device);

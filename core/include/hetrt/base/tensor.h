@@ -63,6 +63,17 @@ class Tensor {
   // does not fit.
   Result<Tensor> View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset = 0) const;
 
+  // The same memory seen at another address on another device (a
+  // host-visible allocation's host pointer); shares this tensor's ownership.
+  Tensor AliasAt(void* data, DLDevice device) const {
+    Tensor t(*this);
+    t.dl_.data = data;
+    t.dl_.device = device;
+    return t;
+  }
+  // Whether the tensor holds its memory (Empty, View of one) rather than borrows it.
+  bool owns_memory() const { return buffer_ != nullptr; }
+
   bool defined() const { return dl_.data != nullptr || !shape_.empty() || buffer_ != nullptr; }
   DLTensor* dl() { return &dl_; }
   const DLTensor* dl() const { return &dl_; }
