@@ -13,6 +13,7 @@
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/exec/whole_model_executor.h"
 
@@ -78,9 +79,14 @@ class PyExecutor {
   static PyExecutor FromMlf(const std::string& path, bool host_driven) {
     auto s = std::make_shared<Session>();
     py::gil_scoped_release release;
-    auto model = Unwrap(WholeModelExecutor::Open(path, host_driven ? "micro" : "cpu"));
-    s->whole = model.get();
-    s->executor = std::move(model);
+    // The core's front door decides (a whole-model plugin runs MLF on the device named).
+    ModelSpec spec{path};
+    spec.devices = {host_driven ? "micro" : "cpu"};
+    Model model = Unwrap(OpenModel(spec));
+    s->whole = dynamic_cast<WholeModelExecutor*>(model.executor.get());
+    if (s->whole == nullptr)
+      throw StatusError(InvalidArgument(path + " is not a Model Library Format model a whole-model plugin runs"));
+    s->executor = std::move(model.executor);
     s->kind = host_driven ? "micro" : "mlf";
     return PyExecutor(std::move(s));
   }
