@@ -371,6 +371,34 @@ TEST(RelaxBytecode, RefusedAndMissingFunctionsFailAtCreationNamingThem) {
   EXPECT_NE(vm.status().message().find("fused_kernel_nobody_has"), std::string::npos);
 }
 
+TEST(RelaxBytecode, ShapeAndTupleParametersAreChecked) {
+  RelaxProgram p;
+  const auto [check_shape, check_tuple] = p.Builtins("check_shape_info", "check_tuple_info");
+  const uint32_t err = p.String("ErrorContext(fn=main)");
+  p.Function("main", {"s", "t"}, 2);
+  p.Call(check_shape, kRelaxVoidRegister, {p.Reg(0), p.Imm(2), p.Const(err)});
+  p.Call(check_tuple, kRelaxVoidRegister, {p.Reg(1), p.Imm(2), p.Const(err)});
+  p.Ret(0);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build());
+  auto call = [&](RelaxValue s, RelaxValue t) {
+    std::vector<RelaxValue> args = {std::move(s), std::move(t)};
+    return vm->Invoke("main", args);
+  };
+  const RelaxValue pair = RelaxValue::Tuple({RelaxValue::Int(1), RelaxValue::Int(2)});
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, call(RelaxValue::Shape({2, 3}), pair));
+  EXPECT_EQ(r.shape(), (std::vector<int64_t>{2, 3}));
+  auto bad = call(RelaxValue::Shape({2}), pair);
+  EXPECT_NE(bad.status().message().find("ErrorContext(fn=main): expected a shape of 2 dims, got shape [2]"),
+            std::string::npos)
+      << bad.status().message();
+  bad = call(RelaxValue::Shape({2, 3}), RelaxValue::Tuple({RelaxValue::Int(1)}));
+  EXPECT_NE(bad.status().message().find("expected a tuple of 2 items, got tuple of 1"), std::string::npos)
+      << bad.status().message();
+  bad = call(RelaxValue::Int(3), pair);
+  EXPECT_NE(bad.status().message().find("expected a shape, got int 3"), std::string::npos) << bad.status().message();
+}
+
 TEST(RelaxBytecode, RunawayRecursionIsAnErrorNotACrash) {
   RelaxProgram p;
   p.Function("main", {"x"}, 2);

@@ -185,16 +185,26 @@ Status CheckTensorInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*
   return OkStatus();
 }
 
-// check_shape_info(x, ndim, err)
-Status CheckShapeInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
+// check_shape_info(x, ndim, err) and check_tuple_info(x, size, err): `x` is
+// a value of `kind` with `n` dims / items (-1: any number, for shapes).
+Status CheckSized(const RelaxCallArgs& args, Kind kind, const char* what, const char* unit) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 3));
   const std::string context = ErrorContext(args, 2);
-  if (!args[0].is(Kind::kShape)) return InvalidArgument(context + "expected a shape, got " + args[0].Describe());
-  HETRT_ASSIGN_OR_RETURN(int64_t ndim, IntArg(args, 1));
-  if (ndim != -1 && static_cast<int64_t>(args[0].shape().size()) != ndim)
-    return InvalidArgument(context + "expected a shape of " + std::to_string(ndim) + " dims, got " +
-                           ShapeToString(args[0].shape()));
+  if (!args[0].is(kind)) return InvalidArgument(context + "expected a " + what + ", got " + args[0].Describe());
+  HETRT_ASSIGN_OR_RETURN(int64_t n, IntArg(args, 1));
+  const size_t have = kind == Kind::kShape ? args[0].shape().size() : args[0].tuple().size();
+  if ((n != -1 || kind != Kind::kShape) && static_cast<int64_t>(have) != n)
+    return InvalidArgument(context + "expected a " + what + " of " + std::to_string(n) + " " + unit + ", got " +
+                           args[0].Describe());
   return OkStatus();
+}
+
+Status CheckShapeInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
+  return CheckSized(args, Kind::kShape, "shape", "dims");
+}
+
+Status CheckTupleInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
+  return CheckSized(args, Kind::kTuple, "tuple", "items");
 }
 
 // check_prim_value_info(x, dtype, err)
@@ -205,18 +215,6 @@ Status CheckPrimValueInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxVal
   if (want_float ? !(args[0].is(Kind::kFloat) || args[0].is(Kind::kInt)) : !args[0].is(Kind::kInt))
     return InvalidArgument(context + "expected a " + std::string(want_float ? "float" : "int") + ", got " +
                            args[0].Describe());
-  return OkStatus();
-}
-
-// check_tuple_info(x, size, err)
-Status CheckTupleInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
-  HETRT_RETURN_IF_ERROR(NeedArgs(args, 3));
-  const std::string context = ErrorContext(args, 2);
-  if (!args[0].is(Kind::kTuple)) return InvalidArgument(context + "expected a tuple, got " + args[0].Describe());
-  HETRT_ASSIGN_OR_RETURN(int64_t size, IntArg(args, 1));
-  if (static_cast<int64_t>(args[0].tuple().size()) != size)
-    return InvalidArgument(context + "expected a tuple of " + std::to_string(size) + ", got " +
-                           std::to_string(args[0].tuple().size()));
   return OkStatus();
 }
 
