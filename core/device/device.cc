@@ -101,10 +101,10 @@ Result<uint64_t> Device::Timestamp(hetrt_event_t* event) const {
   return args.device_ns;
 }
 
-Result<hetrt_device_clock_args_t> Device::Clock() const {
+Result<Device::ClockReading> Device::Clock() const {
   auto args = Make<hetrt_device_clock_args_t>();
   HETRT_RETURN_IF_ERROR(Call(api()->device_clock, &args, "device_clock"));
-  return args;
+  return ClockReading{args.device_ns, args.host_ns, args.uncertainty_ns};
 }
 
 }  // namespace hetrt

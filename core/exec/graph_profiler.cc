@@ -36,7 +36,7 @@ Status GraphExecutor::RunProfiled(RunProfile* profile) {
   // Device timestamps onto the host clock: one clock reading per lane device.
   std::vector<int64_t> offset(lanes_.size(), 0);
   for (uint32_t l = 1; l < lanes_.size(); ++l) {
-    HETRT_ASSIGN_OR_RETURN(hetrt_device_clock_args_t clock, lanes_[l].device.Clock());
+    HETRT_ASSIGN_OR_RETURN(Device::ClockReading clock, lanes_[l].device.Clock());
     offset[l] = static_cast<int64_t>(clock.host_ns) - static_cast<int64_t>(clock.device_ns);
     profile->clock_uncertainty_ns = std::max(profile->clock_uncertainty_ns, clock.uncertainty_ns);
   }

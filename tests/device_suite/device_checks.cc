@@ -56,7 +56,7 @@ void CheckCopiesRoundTrip(PluginRegistry& reg, Plugin* plugin, DLDevice device, 
 }
 
 void CheckTimestampsOnTheHostClock(const conformance::DeviceClient& c, void* device_buffer, size_t nbytes) {
-  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_device_clock_args_t clock, c.Clock());
+  HETRT_ASSERT_OK_AND_ASSIGN(Device::ClockReading clock, c.Clock());
   EXPECT_LT(clock.uncertainty_ns, 10'000'000u);
   const int64_t offset = static_cast<int64_t>(clock.host_ns) - static_cast<int64_t>(clock.device_ns);
   HETRT_ASSERT_OK_AND_ASSIGN(hetrt_stream_t * stream, c.NewStream());

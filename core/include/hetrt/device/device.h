@@ -145,7 +145,13 @@ class Device {
   }
   Result<double> ElapsedMs(hetrt_event_t* start, hetrt_event_t* end) const;
   Result<uint64_t> Timestamp(hetrt_event_t* event) const;
-  Result<hetrt_device_clock_args_t> Clock() const;
+  // One reading of the device clock beside the host's (HostNowNs), in ns.
+  struct ClockReading {
+    uint64_t device_ns = 0;
+    uint64_t host_ns = 0;
+    uint64_t uncertainty_ns = 0;
+  };
+  Result<ClockReading> Clock() const;
 
  private:
   Plugin* plugin_ = nullptr;
