@@ -14,18 +14,6 @@
 namespace hetrt::cli {
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-double Mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
-}
-
 const char* KindName(RelaxTraceEvent::Kind kind) {
   switch (kind) {
     case RelaxTraceEvent::Kind::kBuiltin: return "builtin";

@@ -21,12 +21,6 @@ struct BenchArgs : ModelArgs {
   int warmup = 3;
 };
 
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
 std::string ShapesOf(const Graph& g, const std::vector<uint32_t>& eids) {
   std::string s;
   for (uint32_t e : eids)
@@ -118,25 +112,20 @@ int Bench(const BenchArgs& args) {
     if (!first) first = run;
   }
   const Graph& g = ex.graph();
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
-  };
   std::printf("%-40s %-20s %10s %10s %10s %10s\n", "node", "lane", "mean us", "median us", "p99 us", "waiting us");
   std::map<std::string, double> per_lane;
   for (size_t k = 0; k < run.nodes.size(); ++k) {
     const auto& t = run.nodes[k];
     const std::string& lane = run.lanes[t.lane];
-    per_lane[lane] += mean(per_node[k]);
+    per_lane[lane] += Mean(per_node[k]);
     std::printf("%-40s %-20s %10.2f %10.2f %10.2f %10.2f\n", g.nodes[t.node_id].name.substr(0, 40).c_str(),
-                lane.c_str(), 1000 * mean(per_node[k]), 1000 * Percentile(per_node[k], 0.5),
-                1000 * Percentile(per_node[k], 0.99), 1000 * mean(waiting[k]));
+                lane.c_str(), 1000 * Mean(per_node[k]), 1000 * Percentile(per_node[k], 0.5),
+                1000 * Percentile(per_node[k], 0.99), 1000 * Mean(waiting[k]));
   }
   std::printf("busy per lane (mean per run):");
   for (const auto& [lane, ms] : per_lane) std::printf(" %s %.3f ms", lane.c_str(), ms);
   std::printf("\nrun (profiled, issue to last end): mean %.3f ms, median %.3f ms, p99 %.3f ms over %d runs (%s)\n",
-              mean(totals), Percentile(totals, 0.5), Percentile(totals, 0.99), args.repeat,
+              Mean(totals), Percentile(totals, 0.5), Percentile(totals, 0.99), args.repeat,
               args.sequential ? "sequential" : "asynchronous");
   if (!args.trace.empty()) {
     std::ofstream out(args.trace);
@@ -148,6 +137,18 @@ int Bench(const BenchArgs& args) {
 }
 
 }  // namespace
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
 
 Command AddBenchCommand(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();

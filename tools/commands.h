@@ -56,6 +56,10 @@ struct ModelArgs {
 CLI::App* AddModelCommand(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& args,
                           const std::string& model_help);
 
+// Order statistics of timings (`hetrt bench`): the value at fraction p (0..1), and the mean.
+double Percentile(std::vector<double> values, double p);
+double Mean(const std::vector<double>& values);
+
 // Prints "hetrt: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
 

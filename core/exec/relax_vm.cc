@@ -85,9 +85,8 @@ Result<std::vector<Tensor>> FlattenRelaxTensors(const RelaxValue& value) {
 // ---- creation
 
 RelaxVirtualMachine::RelaxVirtualMachine(std::unique_ptr<RelaxInterpreter> impl) : impl_(std::move(impl)) {}
-RelaxVirtualMachine::~RelaxVirtualMachine() {
-  // Results the caller still holds keep their pools alive; nothing else to do.
-}
+// Results the caller still holds keep their pools (and plugins) alive.
+RelaxVirtualMachine::~RelaxVirtualMachine() = default;
 
 Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::shared_ptr<Module> root,
                                                                          Options options) {
