@@ -14,9 +14,11 @@ function(hetrt_add_plugin name)
   endif()
   add_library(${name} MODULE ${sources})
   target_link_libraries(${name} PRIVATE hetrt::plugin_sdk)
-  target_link_options(${name} PRIVATE
-    -Wl,--version-script=${HETRT_PLUGIN_EXPORTS_MAP}
-    -Wl,--no-undefined)  # everything resolved at link time: no hidden dependence on the core
+  target_link_options(${name} PRIVATE -Wl,--version-script=${HETRT_PLUGIN_EXPORTS_MAP})
+  if(NOT HETRT_SANITIZE)  # sanitizer runtimes resolve from the program (clang's live in executables only)
+    # Everything resolved at link time: no hidden dependence on the core.
+    target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  endif()
   set_target_properties(${name} PROPERTIES
     PREFIX "lib"
     OUTPUT_NAME "hetrt_plugin_${name}"

@@ -19,6 +19,7 @@ packages=(
   curl python3-grpcio python3-protobuf nghttp2-client  # Node.js and npm come with the machine
   iproute2  # ss: the serving tests read the listeners' accept backlogs
   python3-yaml  # tests/deploy: reads the KServe manifests
+  podman runc debootstrap  # scripts/test_container.sh: builds and runs the image, its base made locally
   clang  # scripts/fuzz.sh: libFuzzer harnesses (CI runs each for 15 s)
 )
 
@@ -48,15 +49,19 @@ if [ -n "$clang_major" ] && ! dpkg-query -W -f='${Status}' "libclang-rt-$clang_m
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "libclang-rt-$clang_major-dev"
 fi
 
-# --- npm: the Node.js gRPC client of the serving tests -----------------------
-# tests/serve/node_client/node_modules (git-ignored), exactly as package-lock.json
-# pins it; skipped when the lock is the one last installed (a copy in node_modules).
-# Without npm the test serve.grpc_node fails, naming what is missing.
-node_client="$(cd "$(dirname "$0")/.." && pwd)/tests/serve/node_client"
-if ! command -v npm >/dev/null; then
-  echo "setup: npm not found: tests/serve/node_client stays uninstalled" >&2
-elif ! cmp -s "$node_client/package-lock.json" "$node_client/node_modules/.hetrt-installed-lock.json"; then
-  echo "setup: npm ci in tests/serve/node_client"
-  npm ci --prefix "$node_client" --ignore-scripts --no-audit --no-fund
-  cp "$node_client/package-lock.json" "$node_client/node_modules/.hetrt-installed-lock.json"
-fi
+# --- npm: the Node.js clients of the tests --------------------------------------
+# tests/serve/node_client (a gRPC client of the serving tests) and
+# tests/deploy/manifest_schema (the KServe manifests' Kubernetes schema check):
+# node_modules (git-ignored) exactly as package-lock.json pins it, skipped when
+# the lock is the one last installed (a copy in node_modules). Without npm the
+# tests that use them fail, naming what is missing.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for node_package in "$root/tests/serve/node_client" "$root/tests/deploy/manifest_schema"; do
+  if ! command -v npm >/dev/null; then
+    echo "setup: npm not found: ${node_package#"$root"/} stays uninstalled" >&2
+  elif ! cmp -s "$node_package/package-lock.json" "$node_package/node_modules/.hetrt-installed-lock.json"; then
+    echo "setup: npm ci in ${node_package#"$root"/}"
+    npm ci --prefix "$node_package" --ignore-scripts --no-audit --no-fund
+    cp "$node_package/package-lock.json" "$node_package/node_modules/.hetrt-installed-lock.json"
+  fi
+done

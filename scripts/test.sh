@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's second command: installs what is missing, builds, runs every test,
-# then the concurrent suites under TSan, every test under ASan + UBSan, and a
-# short coverage-guided fuzz of every parser. Each phase prints its duration.
+# then the concurrent suites under TSan, every test under ASan + UBSan, a short
+# coverage-guided fuzz of every parser, and the container test when the image's
+# files changed. Each phase prints its duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 phase() {  # phase NAME COMMAND...: runs it, then says how long it took
@@ -26,3 +27,6 @@ phase tsan ./scripts/test_tsan.sh
 phase asan ./scripts/test_asan.sh
 # Every parser for 15 s: a crash, leak, timeout or out-of-memory fails the run.
 phase fuzz ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-15}"
+# The container image, built and run as its KServe pod would, when deploy/,
+# serve/ or scripts/setup.sh changed since its last pass (docs/serving.md).
+phase container ./scripts/test_container.sh --if-changed

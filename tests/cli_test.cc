@@ -74,7 +74,7 @@ TEST(CliHardening, DeeplyNestedGraphJsonIsRefusedWithoutBallooning) {
   }
   // 512 MB of address space is ~10x the file: enough only if nothing balloons.
   // (Sanitizers reserve terabytes of shadow address space: no limit there.)
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef HETRT_SANITIZED
   const std::string limit;
 #else
   const std::string limit = "ulimit -v 524288;";

@@ -236,7 +236,9 @@ hetrt_error_t* Copy(hetrt_instance_t* self, const void* src, uint64_t src_offset
   return Device().copy(&args);
 }
 
-hetrt_error_t* Attribute(hetrt_instance_t* self, hetrt_device_attribute_t attribute, hetrt_device_attribute_args_t* out,
+// `attribute` is an int32_t as in the ABI struct: a newer caller's value need
+// not be one of this header's enumerators.
+hetrt_error_t* Attribute(hetrt_instance_t* self, int32_t attribute, hetrt_device_attribute_args_t* out,
                          DLDevice device = kCpu) {
   *out = Args<hetrt_device_attribute_args_t>(self);
   out->device = device;
@@ -583,7 +585,7 @@ TEST_F(CpuPluginTest, IntegerAttributesDescribeHostMemoryAndCores) {
 TEST_F(CpuPluginTest, UnknownAttributesAreNotFoundAndOtherDevicesInvalid) {
   hetrt_device_attribute_args_t args{};
   EXPECT_EQ(CodeOf(Attribute(self_, HETRT_DEVICE_ATTR_WARP_SIZE, &args)), HETRT_STATUS_NOT_FOUND);
-  EXPECT_EQ(CodeOf(Attribute(self_, static_cast<hetrt_device_attribute_t>(999), &args)), HETRT_STATUS_NOT_FOUND);
+  EXPECT_EQ(CodeOf(Attribute(self_, 999, &args)), HETRT_STATUS_NOT_FOUND);
   EXPECT_EQ(CodeOf(Attribute(self_, HETRT_DEVICE_ATTR_NAME, &args, DLDevice{kDLCPU, 1})),
             HETRT_STATUS_INVALID_ARGUMENT);
 }

@@ -1,6 +1,10 @@
 #include "cpu_info.h"
 
+#include "cgroup_cpu_limit.h"
+
 #include <sched.h>
+
+#include <algorithm>
 
 #include <fstream>
 #include <thread>
@@ -8,13 +12,13 @@
 namespace hetrt::cpu {
 
 int32_t AvailableCoreCount() {
+  int32_t cores = 0;
   cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-    const int count = CPU_COUNT(&mask);
-    if (count > 0) return count;
-  }
-  const unsigned hardware_threads = std::thread::hardware_concurrency();
-  return hardware_threads > 0 ? static_cast<int32_t>(hardware_threads) : 1;
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) cores = CPU_COUNT(&mask);
+  if (cores <= 0) cores = static_cast<int32_t>(std::thread::hardware_concurrency());
+  if (cores <= 0) cores = 1;
+  const int32_t quota = CgroupCpuLimit();
+  return quota > 0 ? std::min(cores, quota) : cores;
 }
 
 std::string CpuModelName() {

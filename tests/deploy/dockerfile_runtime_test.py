@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Checks deploy/Dockerfile's run stage without Docker: every shared library
-that the installed hetrt (CLI, core, plugins) links must come from a package
-that stage installs, from one of their dependencies, or from the base image
-(Debian's "required" packages, which debian:*-slim holds). A library missing
-there would make the container fail when a pod starts.
+"""Checks deploy/Dockerfile's run stages without a container: every shared
+library that the installed hetrt (CLI, core, plugins) links must come from a
+package that stage (or the stage it starts from) installs, from one of their
+dependencies, or from the base image (Debian's "required" packages, which
+debian:*-slim holds). A library missing there would make the container fail
+when a pod starts. serve-cpu carries no OpenCL or Vulkan plugin; serve
+carries every plugin. (scripts/test_container.sh builds and runs the images.)
 
 Usage: dockerfile_runtime_test.py DOCKERFILE BUILD_DIR CMAKE
 Installs BUILD_DIR into a temporary prefix (as the build stage does with
@@ -16,17 +18,31 @@ import sys
 import tempfile
 
 
-def run_stage_packages(dockerfile):
-    """The packages of the last stage's `apt-get install`."""
+# Run stages and the installed files each must carry (by name).
+RUN_STAGES = {
+    "serve-cpu": lambda path: "opencl" not in path and "vulkan" not in path,
+    "serve": lambda path: True,
+}
+
+
+def stage_packages(dockerfile):
+    """{stage name: packages its `apt-get install` lines and its parent stages' install}."""
     text = open(dockerfile, encoding="utf-8").read().replace("\\\n", " ")
-    last_stage = re.split(r"^FROM ", text, flags=re.M)[-1]
-    packages = []
-    for line in last_stage.splitlines():
-        if "apt-get install" not in line:
-            continue
-        words = line.split("apt-get install", 1)[1].split("&&")[0].split()
-        packages += [w for w in words if not w.startswith("-")]
-    return packages
+    stages, parents = {}, {}
+    for block in re.split(r"^FROM ", text, flags=re.M)[1:]:
+        m = re.match(r"(\S+)(?:\s+AS\s+(\S+))?", block, flags=re.I)
+        name = m.group(2) or f"stage{len(stages)}"
+        parents[name] = m.group(1)
+        packages = []
+        for line in block.splitlines():
+            if "apt-get install" in line:
+                words = line.split("apt-get install", 1)[1].split("&&")[0].split()
+                packages += [w for w in words if not w.startswith("-")]
+        stages[name] = packages
+    def closure(name):
+        parent = parents[name]
+        return stages[name] + (closure(parent) if parent in stages else [])
+    return {name: closure(name) for name in stages}
 
 
 def dependency_closure(packages):
@@ -84,11 +100,12 @@ def package_of(path):
 
 
 def main(dockerfile, build_dir, cmake):
-    wanted = run_stage_packages(dockerfile)
-    if not wanted:
-        print(f"{dockerfile}: no apt-get install in the last stage")
+    packages = stage_packages(dockerfile)
+    missing_stages = [name for name in RUN_STAGES if not packages.get(name)]
+    if missing_stages:
+        print(f"{dockerfile}: no apt-get install in stage(s) {', '.join(missing_stages)}")
         return 1
-    available = dependency_closure(wanted) | base_image_packages()
+    base = base_image_packages()
     with tempfile.TemporaryDirectory() as prefix:
         subprocess.run([cmake, "--install", build_dir, "--prefix", prefix], check=True, capture_output=True)
         libraries = linked_libraries(prefix)
@@ -96,18 +113,23 @@ def main(dockerfile, build_dir, cmake):
             print("ldd found nothing linked by bin/hetrt: is the install tree complete?")
             return 1
         problems = []
-        for lib, users in sorted(libraries.items()):
-            package = None if lib.startswith("not found") else package_of(lib)
-            if package is None or package not in available:
-                problems.append(f"{lib} (package {package or '?'}) used by {', '.join(sorted(set(users))[:3])}")
-    print(f"run stage installs: {' '.join(wanted)}")
+        for stage, carries in RUN_STAGES.items():
+            available = dependency_closure(packages[stage]) | base
+            for lib, users in sorted(libraries.items()):
+                users = sorted(u for u in set(users) if carries(u))
+                if not users:
+                    continue
+                package = None if lib.startswith("not found") else package_of(lib)
+                if package is None or package not in available:
+                    problems.append(f"{stage}: {lib} (package {package or '?'}) used by {', '.join(users[:3])}")
+            print(f"{stage} installs: {' '.join(packages[stage])}")
     print(f"{len(libraries)} libraries linked by the installed files")
     if problems:
-        print("not provided by the run stage of " + dockerfile + ":")
+        print("not provided by the run stages of " + dockerfile + ":")
         for p in problems:
             print("  " + p)
         return 1
-    print("every one comes from the run stage's packages, their dependencies or the base image")
+    print("every one comes from its run stage's packages, their dependencies or the base image")
     return 0
 
 

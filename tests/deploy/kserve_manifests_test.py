@@ -8,8 +8,12 @@ the cluster relies on:
   - the liveness and readiness probes answer 200 on their ports and paths;
   - the Prometheus annotation's port and path serve hetrt's metrics;
   - SIGTERM drains and exits 0 (the pod's termination);
-and that every InferenceService names a runtime, format and protocol that a
-ServingRuntime here declares.
+that every InferenceService names a runtime, format and protocol that a
+ServingRuntime here declares; and what a restricted cluster's review asks of
+each container: non-root, no privilege escalation, every capability dropped,
+seccomp RuntimeDefault, a read-only root with /tmp as a mounted volume, a
+startup probe, and no thread count kept equal to the CPU limit by hand.
+(tests/deploy/manifest_schema validates the Kubernetes fields' schemas.)
 
 Usage: kserve_manifests_test.py HETRT MANIFEST_DIR"""
 import glob
@@ -30,7 +34,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "serve"))
 import server_process  # noqa: E402  (tests/serve: repository layout, fixture checks)
 
-FIXTURES = os.path.join(os.environ.get("HETRT_FIXTURES", "../shared/fixtures"), "tvm-0.18")
+FIXTURES = os.path.abspath(os.path.join(os.environ.get("HETRT_FIXTURES", "../shared/fixtures"), "tvm-0.18"))
 
 
 def free_port():
@@ -50,6 +54,31 @@ def load_manifests(directory):
 def http_get(port, path):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
         return r.status, r.read().decode()
+
+
+def check_restricted(name, spec):
+    """The fields a restricted (Pod Security "restricted") cluster and its review require."""
+    container = spec["containers"][0]
+    security = container.get("securityContext", {})
+    expected = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True}
+    for field, value in expected.items():
+        assert security.get(field) is value, f"{name}: securityContext.{field} is {security.get(field)!r}, want {value}"
+    assert isinstance(security.get("runAsUser"), int) and security["runAsUser"] > 0, f"{name}: runAsUser {security}"
+    assert security.get("capabilities", {}).get("drop") == ["ALL"], f"{name}: capabilities {security}"
+    assert security.get("seccompProfile", {}).get("type") == "RuntimeDefault", f"{name}: seccompProfile {security}"
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    assert "/tmp" in mounts and "emptyDir" in volumes.get(mounts["/tmp"], {}), \
+        f"{name}: a read-only root needs /tmp mounted from an emptyDir (mounts {mounts}, volumes {sorted(volumes)})"
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    for variable in ("HOME", "TMPDIR", "XDG_CACHE_HOME", "POCL_CACHE_DIR", "MESA_SHADER_CACHE_DIR"):
+        assert str(env.get(variable, "")).startswith("/tmp"), f"{name}: {variable}={env.get(variable)!r} is not under /tmp"
+    assert "HETRT_NUM_THREADS" not in env, f"{name}: HETRT_NUM_THREADS by hand: hetrt reads the CPU limit itself"
+    startup, liveness = container.get("startupProbe"), container.get("livenessProbe")
+    assert startup and liveness, f"{name}: needs a startupProbe and a livenessProbe"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300, \
+        f"{name}: the startup probe allows {startup['periodSeconds'] * startup['failureThreshold']} s to load; want >= 300"
+    assert "initialDelaySeconds" not in liveness, f"{name}: the startup probe replaces the liveness probe's delay"
 
 
 def check_runtime(hetrt, name, spec, repository):
@@ -104,7 +133,7 @@ def check_runtime(hetrt, name, spec, repository):
             else:
                 answer = server_process.grpc_health(address)
                 assert answer == server_process.SERVING, f"{name}: gRPC health on {port['name']} answered {answer!r}"
-        for probe in ("livenessProbe", "readinessProbe"):
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             get = container[probe]["httpGet"]
             status, _ = http_get(here(get["port"]), get["path"])
             assert status == 200, f"{name}: {probe} {get['path']} answered {status}"
@@ -135,6 +164,7 @@ def main(hetrt, directory):
         assert model["modelFormat"]["name"] in formats, f"{f}: format {model['modelFormat']['name']}"
     repository = server_process.fixture_repository(FIXTURES, {"add3": ("add3", ["deploy.so"], None)})
     for name, spec in runtimes.items():
+        check_restricted(name, spec)
         check_runtime(hetrt, name, spec, repository)
     return 0
 

@@ -16,7 +16,6 @@ import http.client
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -26,39 +25,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from server_process import Server, fixture_repository, missing_fixtures  # noqa: E402
+from server_process import Server, fixture_repository, missing_fixtures, read_param_dict  # noqa: E402
 
 HETRT = None
 RELAX = None
 SERVER = None
-
-
-def read_param_dict(path):
-    """TVM's param dict (tvm-formats.md (c)): {name: numpy array}; float32/int only."""
-    with open(path, "rb") as f:
-        data = f.read()
-    at = 16  # magic, reserved
-    count, = struct.unpack_from("<Q", data, at)
-    at += 8
-    names = []
-    for _ in range(count):
-        n, = struct.unpack_from("<Q", data, at)
-        names.append(data[at + 8:at + 8 + n].decode())
-        at += 8 + n
-    at += 8  # the arrays' count
-    out = {}
-    for name in names:
-        at += 16 + 8  # NDArray magic, reserved, device
-        ndim, code, bits, _lanes = struct.unpack_from("<iBBH", data, at)
-        at += 8
-        shape = struct.unpack_from("<%dq" % ndim, data, at)
-        at += 8 * ndim
-        nbytes, = struct.unpack_from("<q", data, at)
-        at += 8
-        dtype = {(2, 32): "<f4", (0, 32): "<i4", (0, 64): "<i8"}[(code, bits)]
-        out[name] = np.frombuffer(data[at:at + nbytes], dtype=dtype).reshape(shape)
-        at += nbytes
-    return out
 
 
 def request(method, path, body=None):

@@ -110,6 +110,36 @@ def grpc_health(address):
             return f"{e.code()}: {e.details()}"
 
 
+def read_param_dict(path):
+    """TVM's param dict (tvm-formats.md (c)): {name: numpy array}; float32/int only."""
+    import numpy as np
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    at = 16  # magic, reserved
+    count, = struct.unpack_from("<Q", data, at)
+    at += 8
+    names = []
+    for _ in range(count):
+        n, = struct.unpack_from("<Q", data, at)
+        names.append(data[at + 8:at + 8 + n].decode())
+        at += 8 + n
+    at += 8  # the arrays' count
+    out = {}
+    for name in names:
+        at += 16 + 8  # NDArray magic, reserved, device
+        ndim, code, bits, _lanes = struct.unpack_from("<iBBH", data, at)
+        at += 8
+        shape = struct.unpack_from("<%dq" % ndim, data, at)
+        at += 8 * ndim
+        nbytes, = struct.unpack_from("<q", data, at)
+        at += 8
+        dtype = {(2, 32): "<f4", (0, 32): "<i4", (0, 64): "<i8"}[(code, bits)]
+        out[name] = np.frombuffer(data[at:at + nbytes], dtype=dtype).reshape(shape)
+        at += nbytes
+    return out
+
+
 def missing_fixtures(root):
     """Exit status for a test whose fixtures are not under `root`: 77 (ctest's
     SKIP_RETURN_CODE) unless HETRT_REQUIRE asks for fixtures ("all" in CI), then 1."""
