@@ -2,6 +2,8 @@
 # Coverage-guided fuzzing of every parser (docs/fuzzing.md): builds the
 # libFuzzer harnesses with clang + ASan/UBSan in build-fuzz/, seeds a corpus per
 # target from the TVM fixtures, and runs each target for SECONDS (default 600).
+# HETRT_FUZZ_BUILD=DIR runs the harnesses a build made already instead (the
+# test command's ASan build, made with fuzzer-no-link for this).
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,12 +12,15 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest RelaxExecutable)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
-san="-fsanitize=address,undefined"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DHETRT_BUILD_FUZZERS=ON -DHETRT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS=$san,fuzzer-no-link" "-DCMAKE_C_FLAGS=$san,fuzzer-no-link" \
-  "-DCMAKE_SHARED_LINKER_FLAGS=$san" "-DCMAKE_EXE_LINKER_FLAGS=$san" >/dev/null
-cmake --build build-fuzz --target "${targets[@]/#/fuzz_}"
+build=${HETRT_FUZZ_BUILD:-build-fuzz}
+if [ -z "${HETRT_FUZZ_BUILD:-}" ]; then
+  san="-fsanitize=address,undefined"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DHETRT_BUILD_FUZZERS=ON -DHETRT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS=$san,fuzzer-no-link" "-DCMAKE_C_FLAGS=$san,fuzzer-no-link" \
+    "-DCMAKE_SHARED_LINKER_FLAGS=$san" "-DCMAKE_EXE_LINKER_FLAGS=$san" >/dev/null
+fi
+cmake --build "$build" --target "${targets[@]/#/fuzz_}"
 
 seed() {  # seed TARGET FILE...
   mkdir -p "build-fuzz/corpus/$1"
@@ -62,7 +67,7 @@ fuzz_one() {
   local max_len
   max_len=$([ "$t" = GraphJson ] && echo 1048576 || echo 262144)
   rm -f build-fuzz/logs/"$t".failed
-  ./build-fuzz/bin/fuzz_"$t" build-fuzz/corpus/"$t" -max_total_time="$seconds" -max_len="$max_len" \
+  "./$build/bin/fuzz_$t" build-fuzz/corpus/"$t" -max_total_time="$seconds" -max_len="$max_len" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
     > build-fuzz/logs/"$t".log 2>&1 || status=$?
   [ "$status" -eq 0 ] || echo "$status" > build-fuzz/logs/"$t".failed

@@ -26,7 +26,8 @@ python3 scripts/skipped_tests.py build/ctest-junit.xml
 phase tsan ./scripts/test_tsan.sh
 phase asan ./scripts/test_asan.sh
 # Every parser for 15 s: a crash, leak, timeout or out-of-memory fails the run.
-phase fuzz ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-15}"
+# The harnesses come from the ASan phase's build (clang, ASan + UBSan + coverage).
+phase fuzz env HETRT_FUZZ_BUILD=build-asan ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-15}"
 # The container image, built and run as its KServe pod would, when deploy/,
 # serve/ or scripts/setup.sh changed since its last pass (docs/serving.md).
 phase container ./scripts/test_container.sh --if-changed

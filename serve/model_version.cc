@@ -80,9 +80,7 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
       if (files.kind == ModelVersionFiles::Kind::kMlf && group.devices.size() != 1)
         return InvalidArgument(where + ": a Model Library Format model runs on one device, got '" +
                                instance->stats.devices + "'");
-      auto opened = OpenModel(spec);
-      if (!opened.ok()) return Status(opened.status().code(), where + ": " + opened.status().message());
-      instance->model = std::move(opened).value();
+      HETRT_ASSIGN_OR_RETURN(instance->model, OpenModel(spec), where);
       instance->executor = instance->model.executor.get();
       instance->graph = dynamic_cast<GraphExecutor*>(instance->executor);
       mv->instances_.push_back(std::move(instance));
@@ -94,10 +92,8 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
                            : files.kind == ModelVersionFiles::Kind::kMlf           ? "hetrt_mlf"
                            : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
                                                                                  : "hetrt_library";
-  Status s = mv->InitMetadata();
-  if (!s.ok()) return Status(s.code(), where + ": " + s.message());
-  s = mv->WarmUp();
-  if (!s.ok()) return Status(s.code(), where + ": warm-up run on zeros failed: " + s.message());
+  HETRT_RETURN_IF_ERROR(mv->InitMetadata(), where);
+  HETRT_RETURN_IF_ERROR(mv->WarmUp(), where + ": warm-up run on zeros failed");
   mv->start_ns_ = NowNs();
   for (auto& instance : mv->instances_) {
     Instance* raw = instance.get();

@@ -189,9 +189,7 @@ Result<GraphBuilder::Built> GraphBuilder::Build() const {
   Built built;
   built.graph_json = root.dump();
   built.params = params_;
-  auto parsed = ParseGraphJson(built.graph_json, "GraphBuilder");
-  if (!parsed.ok()) return parsed.status().WithContext("the builder produced an invalid graph (a bug)");
-  built.graph = std::move(parsed).value();
+  HETRT_ASSIGN_OR_RETURN(built.graph, ParseGraphJson(built.graph_json, "GraphBuilder"), "the builder produced an invalid graph (a bug)");
   return built;
 }
 

@@ -96,9 +96,9 @@ Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root) {
       continue;
     }
     payload.WriteString(m->type_key());
-    auto bytes = m->SaveToBinary();
-    if (!bytes.ok()) return bytes.status().WithContext("module " + std::to_string(i) + " ('" + m->type_key() + "')");
-    payload.WriteBytes(*bytes);
+    HETRT_ASSIGN_OR_RETURN(auto bytes, m->SaveToBinary(),
+                           "module " + std::to_string(i) + " ('" + m->type_key() + "')");
+    payload.WriteBytes(bytes);
   }
   // CSR: the children of each slot (the _lib slot gathers every host module's imports).
   std::vector<std::vector<uint64_t>> children(indexed.slots.size());

@@ -63,8 +63,7 @@ Result<std::shared_ptr<Module>> DeviceModuleFromFile(const std::string& spec) {
     return std::shared_ptr<Module>(std::make_shared<UnloadedModule>(type_key, std::move(bytes), plugin.status()));
   }
   ByteReader reader(bytes, path);
-  auto module = PluginModule::Load(*plugin, type_key, reader);
-  if (!module.ok()) return module.status().WithContext(path);
+  HETRT_ASSIGN_OR_RETURN(auto module, PluginModule::Load(*plugin, type_key, reader), path);
   if (reader.remaining() != 0)
     return DataLoss(path + ": " + std::to_string(reader.remaining()) + " bytes after the '" + type_key + "' module");
   return module;

@@ -23,9 +23,7 @@ Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
                    std::to_string(names_count) + " names for " + std::to_string(count) + " params");
   HETRT_ASSIGN_OR_RETURN(std::vector<NamedTensor> params, ReadParamNames(r, count, "factory param name"));
   for (auto& p : params) {
-    auto t = ReadNDArray(r);
-    if (!t.ok()) return t.status().WithContext("factory param '" + p.name + "'");
-    p.tensor = std::move(t).value();
+    HETRT_ASSIGN_OR_RETURN(p.tensor, ReadNDArray(r), "factory param '" + p.name + "'");
     r.ReleaseConsumedPages();
   }
   return params;
@@ -55,8 +53,7 @@ static Status WriteFactoryParams(const std::vector<NamedTensor>& params, ByteWri
   w.WriteU64(params.size());
   for (const auto& p : params) w.WriteString(p.name);
   for (const auto& p : params) {
-    Status s = WriteNDArray(p.tensor, w);
-    if (!s.ok()) return s.WithContext("factory param '" + p.name + "'");
+    HETRT_RETURN_IF_ERROR(WriteNDArray(p.tensor, w), "factory param '" + p.name + "'");
   }
   return OkStatus();
 }

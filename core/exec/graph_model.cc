@@ -21,9 +21,7 @@ Result<GraphModel> CreateGraphModel(std::shared_ptr<Module> root, const GraphMod
       return InvalidArgument(files.library + ": the root module is '" + model.root->type_key() +
                              "', not an executor factory, AOT factory or Relax executable; for a lib.so pass --graph "
                              "(and --params), or graph= (and params=) in Python");
-    auto executor = factory->CreateExecutor(std::move(options));
-    if (!executor.ok()) return executor.status().WithContext(files.library);
-    model.executor = std::move(executor).value();
+    HETRT_ASSIGN_OR_RETURN(model.executor, factory->CreateExecutor(std::move(options)), files.library);
     return model;
   }
   HETRT_ASSIGN_OR_RETURN(auto graph_bytes, ReadFileBytes(files.graph_json));
@@ -77,23 +75,22 @@ Result<std::unique_ptr<Executor>> CreateModelExecutor(std::shared_ptr<Module> ro
     RelaxVirtualMachine::Options vm_options;
     vm_options.devices = options.devices;
     vm_options.plugins = options.plugins;
-    auto vm = RelaxVirtualMachine::Create(root, std::move(vm_options));
-    if (!vm.ok()) return vm.status().WithContext(files.library);
-    auto executor = RelaxExecutor::Create(std::move(vm).value(), files.function.empty() ? "main" : files.function);
-    if (!executor.ok()) return executor.status().WithContext(files.library);
+    HETRT_ASSIGN_OR_RETURN(auto vm, RelaxVirtualMachine::Create(root, std::move(vm_options)), files.library);
+    HETRT_ASSIGN_OR_RETURN(auto executor,
+                           RelaxExecutor::Create(std::move(vm), files.function.empty() ? "main" : files.function),
+                           files.library);
     if (!files.params.empty()) {  // weights passed as parameters, bound once
       HETRT_ASSIGN_OR_RETURN(auto params, LoadParamDictFile(files.params));
-      HETRT_RETURN_IF_ERROR((*executor)->BindParams(params).WithContext(files.params));
+      HETRT_RETURN_IF_ERROR(executor->BindParams(params), files.params);
     }
-    return std::unique_ptr<Executor>(std::move(executor).value());
+    return std::unique_ptr<Executor>(std::move(executor));
   }
   if (!files.function.empty())
     return InvalidArgument(files.library + ": a function name ('" + files.function +
                            "') goes with a Relax executable; the root module is '" + root->type_key() + "'");
   if (files.graph_json.empty() && dynamic_cast<AotExecutorFactoryModule*>(root.get()) != nullptr) {
-    auto executor = AotExecutor::Create(root, options.devices, options.plugins);
-    if (!executor.ok()) return executor.status().WithContext(files.library);
-    return std::unique_ptr<Executor>(std::move(executor).value());
+    HETRT_ASSIGN_OR_RETURN(auto executor, AotExecutor::Create(root, options.devices, options.plugins), files.library);
+    return std::unique_ptr<Executor>(std::move(executor));
   }
   HETRT_ASSIGN_OR_RETURN(GraphModel graph, CreateGraphModel(std::move(root), files, std::move(options)));
   return std::unique_ptr<Executor>(std::move(graph.executor));

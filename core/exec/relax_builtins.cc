@@ -78,10 +78,9 @@ Status AllocStorage(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue*
   if (args.size() > 4 && args[4].is(Kind::kString) && !args[4].string().empty() && args[4].string() != "global")
     return Unimplemented("storage scope '" + args[4].string() + "' (hetrt allocates only \"global\" memory)");
   RelaxVmDevice& device = vm.devices[static_cast<size_t>(index)];
-  auto block = Tensor::Empty({nbytes}, DLDataType{kDLUInt, 8, 1}, *device.allocator);
-  if (!block.ok()) return block.status().WithContext("storage of " + std::to_string(nbytes) + " bytes on " +
-                                                     DeviceToString(device.device.device()));
-  *result = RelaxValue::Storage(std::move(block).value());
+  HETRT_ASSIGN_OR_RETURN(auto block, Tensor::Empty({nbytes}, DLDataType{kDLUInt, 8, 1}, *device.allocator),
+                         "storage of " + std::to_string(nbytes) + " bytes on " + DeviceToString(device.device.device()));
+  *result = RelaxValue::Storage(std::move(block));
   return OkStatus();
 }
 

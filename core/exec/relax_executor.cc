@@ -120,9 +120,7 @@ Status RelaxExecutor::RunProfiled(RelaxProfile* profile) {
   auto result = profile ? vm_->InvokeProfiled(function_, inputs_, profile) : vm_->Invoke(function_, inputs_);
   if (!result.ok()) return result.status();
   result_ = std::move(result).value();
-  auto flat = FlattenRelaxTensors(result_);
-  if (!flat.ok()) return flat.status().WithContext("function '" + function_name_ + "'");
-  outputs_ = std::move(flat).value();
+  HETRT_ASSIGN_OR_RETURN(outputs_, FlattenRelaxTensors(result_), "function '" + function_name_ + "'");
   ran_ = true;
   return OkStatus();
 }

@@ -135,9 +135,9 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
   for (size_t i = 0; i < exe.constants.size(); ++i) {
     const RelaxConstant& c = exe.constants[i];
     if (c.type == RelaxConstant::Type::kTensor && impl->device_list[0].device_type != kDLCPU) {
-      auto moved = impl->CopyTo(c.tensor, 0);
-      if (!moved.ok()) return moved.status().WithContext("moving constant " + std::to_string(i) + " to devices[0]");
-      impl->constants.push_back(RelaxValue::FromTensor(std::move(moved).value()));
+      HETRT_ASSIGN_OR_RETURN(auto moved, impl->CopyTo(c.tensor, 0),
+                             "moving constant " + std::to_string(i) + " to devices[0]");
+      impl->constants.push_back(RelaxValue::FromTensor(std::move(moved)));
     } else {
       impl->constants.push_back(ConstantValue(c));
     }

@@ -101,9 +101,7 @@ Result<std::vector<NamedTensor>> ReadParamDict(std::span<const uint8_t> bytes, c
     return r.Error("param dict array count",
                    std::to_string(array_count) + " arrays for " + std::to_string(name_count) + " names");
   for (auto& p : params) {
-    auto t = ReadNDArray(r);
-    if (!t.ok()) return t.status().WithContext("param '" + p.name + "'");
-    p.tensor = std::move(t).value();
+    HETRT_ASSIGN_OR_RETURN(p.tensor, ReadNDArray(r), "param '" + p.name + "'");
   }
   if (r.remaining() != 0) return r.Error("param dict", std::to_string(r.remaining()) + " trailing bytes");
   return params;
@@ -122,8 +120,7 @@ Result<std::vector<uint8_t>> WriteParamDict(const std::vector<NamedTensor>& para
   for (const auto& p : params) w.WriteString(p.name);
   w.WriteU64(params.size());
   for (const auto& p : params) {
-    Status s = WriteNDArray(p.tensor, w);
-    if (!s.ok()) return s.WithContext("param '" + p.name + "'");
+    HETRT_RETURN_IF_ERROR(WriteNDArray(p.tensor, w), "param '" + p.name + "'");
   }
   return w.Take();
 }

@@ -63,9 +63,7 @@ Status ReadConstant(ByteReader& r, size_t index, RelaxConstant* c) {
   HETRT_RETURN_IF_ERROR(r.ReadI32(&type, field + " type"));
   switch (type) {
     case 0: {
-      auto tensor = ReadNDArray(r);
-      if (!tensor.ok()) return tensor.status().WithContext(field);
-      c->tensor = std::move(tensor).value();
+      HETRT_ASSIGN_OR_RETURN(c->tensor, ReadNDArray(r), field);
       break;
     }
     case 1:

@@ -261,7 +261,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
     } else {
       return plugin.status().WithContext(source + ": " + where);
     }
-    if (!loaded.ok()) return loaded.status().WithContext(where);
+    HETRT_RETURN_IF_ERROR(loaded.status(), where);
     modules.push_back(std::move(loaded).value());
   }
   if (r.remaining() != 0) return r.Error("blob", std::to_string(r.remaining()) + " bytes after the last entry");

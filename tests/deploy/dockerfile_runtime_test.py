@@ -11,6 +11,7 @@ Usage: dockerfile_runtime_test.py DOCKERFILE BUILD_DIR CMAKE
 Installs BUILD_DIR into a temporary prefix (as the build stage does with
 `cmake --install`), runs ldd on every ELF file there, and maps each resolved
 library to its Debian package with dpkg -S."""
+import functools
 import os
 import re
 import subprocess
@@ -91,6 +92,7 @@ def linked_libraries(prefix):
     return libraries
 
 
+@functools.lru_cache(maxsize=None)  # asked once per run stage
 def package_of(path):
     for candidate in (path, path.replace("/usr/lib/", "/lib/", 1), path.replace("/lib/", "/usr/lib/", 1)):
         out = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)

@@ -86,16 +86,30 @@ class [[nodiscard]] Result {
 #define HETRT_CONCAT_INNER(a, b) a##b
 #define HETRT_CONCAT(a, b) HETRT_CONCAT_INNER(a, b)
 
-#define HETRT_RETURN_IF_ERROR(expr)                \
-  do {                                             \
-    ::hetrt::Status hetrt_status_ = (expr);        \
-    if (!hetrt_status_.ok()) return hetrt_status_; \
+namespace hetrt::internal {
+inline Status WithOptionalContext(Status status) { return status; }
+inline Status WithOptionalContext(const Status& status, const std::string& context) {
+  return status.WithContext(context);
+}
+}  // namespace hetrt::internal
+
+// HETRT_RETURN_IF_ERROR(status_expr) or HETRT_RETURN_IF_ERROR(status_expr, context):
+// returns the error, with "context: " prepended when one is given. The context
+// expression is evaluated only on error.
+#define HETRT_RETURN_IF_ERROR(expr, ...)                                                              \
+  do {                                                                                                \
+    ::hetrt::Status hetrt_status_ = (expr);                                                           \
+    if (!hetrt_status_.ok())                                                                          \
+      return ::hetrt::internal::WithOptionalContext(std::move(hetrt_status_) __VA_OPT__(, ) __VA_ARGS__); \
   } while (0)
 
-#define HETRT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                \
-  if (!tmp.ok()) return tmp.status();               \
+#define HETRT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ...)                                            \
+  auto tmp = (expr);                                                                              \
+  if (!tmp.ok()) return ::hetrt::internal::WithOptionalContext(tmp.status() __VA_OPT__(, ) __VA_ARGS__); \
   lhs = std::move(tmp).value()
 
-// HETRT_ASSIGN_OR_RETURN(auto x, ComputeX());
-#define HETRT_ASSIGN_OR_RETURN(lhs, expr) HETRT_ASSIGN_OR_RETURN_IMPL(HETRT_CONCAT(hetrt_result_, __LINE__), lhs, expr)
+// HETRT_ASSIGN_OR_RETURN(auto x, ComputeX()) or
+// HETRT_ASSIGN_OR_RETURN(auto x, ComputeX(), "while computing x for " + name):
+// the value of a Result, or a return of its error (with the context prepended).
+#define HETRT_ASSIGN_OR_RETURN(lhs, expr, ...) \
+  HETRT_ASSIGN_OR_RETURN_IMPL(HETRT_CONCAT(hetrt_result_, __LINE__), lhs, expr __VA_OPT__(, ) __VA_ARGS__)

@@ -42,6 +42,8 @@ Result<int64_t> ShapeNumElements(std::span<const int64_t> shape);
 // "[1, 3, 224, 224]"
 std::string ShapeToString(std::span<const int64_t> shape);
 
+// Thread contract: thread-compatible, like a shared_ptr: copies share one
+// buffer; concurrent reads are safe, writes to the data need the caller's order.
 class Tensor {
  public:
   Tensor();

@@ -18,6 +18,8 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe: every call may come from any thread, as the
+// plugin ABI allows; a stream is used by one thread at a time.
 class Device {
  public:
   Device() = default;

@@ -11,6 +11,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible, as every Executor (one thread at a time).
 class AotExecutor final : public Executor {
  public:
   // `root` is an AotExecutorFactory (or any module whose imports define

@@ -18,6 +18,9 @@ struct TensorSpec {
 
 inline TensorSpec SpecOf(const Tensor& t) { return {t.dtype(), t.shape()}; }
 
+// Thread contract: thread-compatible. One thread at a time calls an executor
+// (hetrt serve gives each instance its own executor and thread); distinct
+// executors, over one module too, run concurrently.
 class Executor {
  public:
   virtual ~Executor() = default;

@@ -30,6 +30,7 @@ namespace hetrt {
 
 using SharedParams = std::shared_ptr<const std::vector<NamedTensor>>;
 
+// Thread contract: thread-compatible, as every Executor (one thread at a time).
 class GraphExecutor final : public Executor {
  public:
   struct Options {

@@ -34,6 +34,8 @@ class FunctionTable {
   std::unordered_map<std::string, std::unique_ptr<PackedFunc>> functions_;
 };
 
+// Thread contract: thread-safe: functions may be looked up from any thread
+// (the first lookup of a name wins); calling them is as safe as the code behind.
 class Module : public FunctionEnvironment {
  public:
   explicit Module(std::string type_key) : type_key_(std::move(type_key)) {}

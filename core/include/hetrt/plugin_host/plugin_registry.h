@@ -26,6 +26,8 @@ struct PluginProblem {
   std::string reason;
 };
 
+// Thread contract: thread-safe once Discover returns: nothing in it changes
+// afterwards, so lookups may come from any thread.
 class PluginRegistry {
  public:
   struct Options {
