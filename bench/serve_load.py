@@ -20,7 +20,6 @@ import importlib
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -35,12 +34,6 @@ import server_process  # noqa: E402  (starts hetrt serve on free ports)
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 ELEMENT_BYTES = {"FP32": 4, "FP64": 8, "INT64": 8, "INT32": 4, "FP16": 2, "INT8": 1, "UINT8": 1, "BOOL": 1}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid):
@@ -185,7 +178,8 @@ def main():
         outputs = [f"{o['name']}:{o['datatype']}:{'x'.join(str(max(1, d)) for d in o['shape'])}"
                    for o in metadata["outputs"]]
         # One floor process per protocol: neither's threads count against the other.
-        floor_http, floor_grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        floor_http = f"127.0.0.1:{server_process.free_port()}"
+        floor_grpc = f"127.0.0.1:{server_process.free_port()}"
         floor_args = [args.floor, "--model", args.model, "--input-bytes", str(input_bytes),
                       *[a for o in outputs for a in ("--output", o)]]
         floors = {"grpc": subprocess.Popen(floor_args + ["--grpc-port", floor_grpc.split(":")[1]],

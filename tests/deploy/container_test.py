@@ -181,14 +181,6 @@ def check(target, http_address, grpc_address, metrics_address):
     print("gRPC health SERVING; /metrics counts every model's inferences")
 
 
-def in_flight(metrics_address, model):
-    _, _, data = call(metrics_address, "GET", "/metrics", timeout=10)
-    for line in data.decode().splitlines():
-        if line.startswith("hetrt_inference_in_flight{") and f'model="{model}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def drain(http_address, metrics_address, stop_command):
     """Requests in flight when SIGTERM comes all get their answer."""
     inputs = server_process.read_param_dict(os.path.join(FIXTURES, CPU_MODELS["resnet18"][2]))
@@ -209,7 +201,7 @@ def drain(http_address, metrics_address, stop_command):
     for t in threads:
         t.start()
     deadline = time.monotonic() + 30
-    while in_flight(metrics_address, "resnet18") < count:
+    while server_process.in_flight(metrics_address, "resnet18") < count:
         if time.monotonic() > deadline or not any(t.is_alive() for t in threads):
             fail(f"the {count} requests were never in flight at once: the drain would prove nothing")
         time.sleep(0.005)

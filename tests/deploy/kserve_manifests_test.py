@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,12 +34,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import server_process  # noqa: E402  (tests/serve: repository layout, fixture checks)
 
 FIXTURES = os.path.abspath(os.path.join(os.environ.get("HETRT_FIXTURES", "../shared/fixtures"), "tvm-0.18"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def load_manifests(directory):
@@ -85,7 +78,7 @@ def check_runtime(hetrt, name, spec, repository):
     container = spec["containers"][0]
     args = list(container["args"])
     ports = {int(p) for a in args for p in re.findall(r"^--\w+-port=(\d+)$", a)}
-    moved = {p: free_port() for p in ports}  # the manifest's port -> a free one here
+    moved = {p: server_process.free_port() for p in ports}  # the manifest's port -> a free one here
     command = [hetrt if c == "hetrt" else c for c in container["command"]]
     for i, a in enumerate(args):
         m = re.match(r"^(--\w+-port=)(\d+)$", a)

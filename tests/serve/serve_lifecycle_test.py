@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_process import (NOT_SERVING, SERVING, Server, fixture_repository,  # noqa: E402
-                            grpc_health, missing_fixtures)
+                            grpc_health, in_flight, missing_fixtures)
 
 FAILURES = []
 
@@ -83,12 +83,6 @@ def add_batch_model(repo, model, make_batch_model, config=None):
     if config:
         with open(os.path.join(repo, model, "config.json"), "w") as f:
             json.dump(config, f)
-
-
-def in_flight(address, model):
-    status, text = get(address, "/metrics")
-    line = [l for l in text.splitlines() if l.startswith(f'hetrt_inference_in_flight{{model="{model}"')]
-    return float(line[0].split()[-1]) if line else 0.0
 
 
 def sigterm_in_flight(hetrt, fixtures, make_batch_model):

@@ -140,6 +140,26 @@ def read_param_dict(path):
     return out
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def in_flight(metrics_address, model):
+    """hetrt_inference_in_flight of `model` (requests queued or running) from /metrics."""
+    import http.client
+    host, port = metrics_address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    line = [l for l in text.splitlines() if l.startswith(f'hetrt_inference_in_flight{{model="{model}"')]
+    return float(line[0].split()[-1]) if line else 0.0
+
+
 def missing_fixtures(root):
     """Exit status for a test whose fixtures are not under `root`: 77 (ctest's
     SKIP_RETURN_CODE) unless HETRT_REQUIRE asks for fixtures ("all" in CI), then 1."""
