@@ -20,6 +20,7 @@ set(HETRT_INSTALL_CMAKEDIR lib/cmake/hetrt)
 
 install(TARGETS hetrt_core hetrt_toolchain hetrt_plugin_sdk EXPORT hetrtTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS hetrt_tvm_ffi_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/ ${PROJECT_SOURCE_DIR}/toolchain/include/
                   ${PROJECT_SOURCE_DIR}/sdk/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -224,12 +224,12 @@ Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>
 }
 
 Result<std::vector<DLDevice>> ExportRelax(const std::string& graph_json, const std::vector<NamedTensor>& params,
-                                          const std::string& path) {
+                                          const std::string& path, const char* root_type_key) {
   HETRT_ASSIGN_OR_RETURN(Graph graph, ParseGraphJson(graph_json, path + " (graph)"));
   HETRT_ASSIGN_OR_RETURN(RelaxFromGraph relax, RelaxExecutableFromGraph(graph, params));
   HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> image, WriteRelaxExecutable(relax.executable));
   auto root = std::make_shared<RelaxExecutableModule>(
-      std::make_shared<const RelaxExecutable>(std::move(relax.executable)), std::move(image));
+      std::make_shared<const RelaxExecutable>(std::move(relax.executable)), std::move(image), root_type_key);
   std::vector<int32_t> device_types;
   for (const DLDevice& d : relax.devices) device_types.push_back(d.device_type);
   HETRT_RETURN_IF_ERROR(ExportWithKernels(root, device_types, path));

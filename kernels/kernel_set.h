@@ -55,9 +55,10 @@ Status CudaKernelsRunOn(const Plugin& plugin, DLDevice device);
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params,
                    const std::vector<int32_t>& device_types, const std::string& path);
 // The same graph as a Relax VM executable (RelaxExecutableFromGraph) over the
-// same kernels; the devices a VM must be created with, in order.
+// same kernels; the devices a VM must be created with, in order. The root's
+// type_key is "relax.Executable" (TVM v0.14-v0.19) or "relax.VMExecutable" (v0.20).
 Result<std::vector<DLDevice>> ExportRelax(const std::string& graph_json, const std::vector<NamedTensor>& params,
-                                          const std::string& path);
+                                          const std::string& path, const char* root_type_key = "relax.Executable");
 // The same with the OpenCL module when `with_opencl`.
 Status ExportGraph(const std::string& graph_json, const std::vector<NamedTensor>& params, bool with_opencl,
                    const std::string& path);

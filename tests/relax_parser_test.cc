@@ -234,7 +234,8 @@ TEST(RelaxCli, RunSavesOutputsThatMatchAndInspectShowsTheBytecode) {
 
   o = RunCli("inspect " + dir + "/deploy.so");
   ASSERT_EQ(o.exit_code, 0) << o.output;
-  for (const char* needle : {"relax.Executable: Relax VM executable 0.14", "main(data, w1, b1, w2, b2, w3, b3)",
+  for (const char* needle : {"format: TVM v0.14-v0.19 Relax VM executable (packed-function ABI)",
+                             "relax.Executable: Relax VM executable 0.14", "main(data, w1, b1, w2, b2, w3, b3)",
                              "param data: float32 [1, 784]", "output_0: float32 [1, 10]",
                              "kernels (4): fused_matmul1_add1_relu1 fused_matmul2_add2 fused_matmul_add_relu softmax",
                              "builtins (", "c[0]: ", "call  vm.builtin.check_tensor_info in: %0, i2,"})

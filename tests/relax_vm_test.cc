@@ -428,11 +428,37 @@ Tensor TwoBranchData(const kernels::TwoBranchShape& shape) {
   return x;
 }
 
+// TVM v0.20 wrote the same executable under the root key relax.VMExecutable
+// (docs/tvm-ffi.md (a)): it opens and runs as the v0.14-v0.19 one does.
+TEST(RelaxFromGraph, AV020ExecutableRootedAtRelaxVMExecutableRunsTheSame) {
+  const kernels::TwoBranchShape shape{.layers = 1, .rows = 4, .width = 16};
+  const Tensor x = TwoBranchData(shape);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto built, kernels::BuildTwoBranchModel(kDLCPU, shape));
+  const std::string base = ::testing::TempDir() + "/relax_v020_" + std::to_string(getpid());
+  HETRT_ASSERT_OK_AND_ASSIGN(std::vector<DLDevice> devices,
+                             kernels::ExportRelax(built.graph_json, built.params, base + "_v018.so"));
+  HETRT_ASSERT_OK(kernels::ExportRelax(built.graph_json, built.params, base + "_v020.so", "relax.VMExecutable")
+                      .status());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto root, LoadModuleFile(base + "_v020.so"));
+  EXPECT_EQ(root->type_key(), "relax.VMExecutable");
+  GraphExecutor::Options options;
+  options.devices = devices;
+  std::vector<Tensor> outputs;
+  for (const char* era : {"_v018.so", "_v020.so"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({base + era}, options));
+    ASSERT_NE(dynamic_cast<RelaxExecutor*>(model.executor.get()), nullptr) << era;
+    HETRT_ASSERT_OK(model.executor->SetInput("data", x));
+    HETRT_ASSERT_OK(model.executor->Run());
+    HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, model.executor->GetOutput(0));
+    outputs.push_back(out);
+  }
+  ExpectClose(outputs[1], outputs[0], "output_0");
+  std::remove((base + "_v018.so").c_str());
+  std::remove((base + "_v020.so").c_str());
+}
+
 TEST(RelaxFromGraph, TheKernelSetsTwoBranchModelMatchesItsGraphOnEveryDevice) {
-  kernels::TwoBranchShape shape;
-  shape.layers = 2;
-  shape.rows = 8;
-  shape.width = 64;
+  const kernels::TwoBranchShape shape{.layers = 2, .rows = 8, .width = 64};
   const Tensor x = TwoBranchData(shape);
   for (int32_t accel : {int32_t{kDLCPU}, int32_t{kDLOpenCL}, int32_t{kDLVulkan}}) {
     SCOPED_TRACE(DeviceTypeName(accel));

@@ -9,6 +9,7 @@
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/graph.h"
+#include "hetrt/module/kernel_library.h"
 #include "hetrt/module/module_loader.h"
 
 namespace hetrt::cli {
@@ -94,18 +95,54 @@ void PrintGraphSummary(const GraphExecutorFactoryModule& factory) {
   for (const auto& [name, count] : kernels) std::printf("  %s x%d\n", name.c_str(), count);
 }
 
+// Which TVM release family wrote the file, and the calling convention its
+// functions use, from the root's type_key (docs/tvm-ffi.md (a)).
+std::string FormatOf(const Module& root) {
+  const std::string& key = root.type_key();
+  if (key == RelaxExecutableModule::kTypeKey) return "TVM v0.14-v0.19 Relax VM executable (packed-function ABI)";
+  if (key == RelaxExecutableModule::kTypeKeyV020) return "TVM v0.20 Relax VM executable (packed-function ABI)";
+  if (key == "GraphExecutorFactory" || key == "AotExecutorFactory")
+    return "TVM v0.19 or older " + key + " (packed-function ABI)";
+  if (key == "library") return "host library without a blob (packed-function ABI)";
+  return key;
+}
+
+// A library of tvm-ffi kernels (no model): its kernels, with the signature
+// and documentation the library itself gives.
+int PrintKernelLibrary(const std::string& path) {
+  auto library = KernelLibrary::Open(path);
+  if (!library.ok()) return Fail(library.status().message());
+  const std::vector<std::string>& names = (*library)->names();
+  std::printf("%s\nformat: tvm-ffi kernel library (TVM v0.22+ ABI or a foreign compiler's; no model blob): %zu kernels\n",
+              path.c_str(), names.size());
+  for (const std::string& name : names) {
+    std::printf("  %s", name.c_str());
+    auto metadata = (*library)->Metadata(name);
+    if (!metadata.ok()) {
+      std::printf("  (metadata: %s)", metadata.status().message().c_str());
+    } else if (!metadata->empty()) {
+      std::printf("  %s", metadata->c_str());
+    }
+    auto doc = (*library)->Doc(name);
+    if (doc.ok() && !doc->empty()) std::printf("\n    %s", doc->c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command AddInspectCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Print a model's module tree and graph summary");
+  auto* cmd = app.add_subcommand("inspect", "Print a model's module tree and graph summary, or a kernel library's kernels");
   auto model = std::make_shared<std::string>();
   cmd->add_option("MODEL", *model, "exported library (.so)")->required();
   return [model] {
+    if (IsKernelLibraryFile(*model)) return PrintKernelLibrary(*model);
     LoadOptions options;
     options.keep_unloadable = true;  // show the tree even without every plugin
     auto root = LoadModuleFile(*model, options);
     if (!root.ok()) return Fail(root.status().message());
-    std::printf("%s\nmodule tree:\n", model->c_str());
+    std::printf("%s\nformat: %s\nmodule tree:\n", model->c_str(), FormatOf(**root).c_str());
     std::set<const Module*> seen;
     PrintTree(**root, 1, seen);
     if (auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root->get())) PrintGraphSummary(*factory);

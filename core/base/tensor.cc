@@ -141,6 +141,16 @@ Tensor Tensor::Borrow(void* data, DLDevice device, std::vector<int64_t> shape, D
   return t;
 }
 
+Tensor Tensor::Adopt(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype,
+                     std::shared_ptr<void> owner) {
+  Tensor t;
+  t.buffer_ = std::make_shared<Buffer>();
+  t.buffer_->owner = std::move(owner);  // no allocator: releasing the owner is the free
+  t.Init(data, device, std::move(shape), dtype);
+  t.capacity_ = t.nbytes();
+  return t;
+}
+
 Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset) const {
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
   const uint64_t elem = DataTypeBytes(dtype);

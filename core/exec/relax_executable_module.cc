@@ -1,4 +1,6 @@
-// The "relax.Executable" blob entry: one length-prefixed executable image.
+// The Relax executable's blob entry: one length-prefixed executable image,
+// under "relax.Executable" (TVM v0.14-v0.19) or "relax.VMExecutable" (v0.20,
+// the same image; docs/tvm-ffi.md (a)).
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/module/module_loader.h"
@@ -7,21 +9,26 @@ namespace hetrt {
 namespace {
 
 [[maybe_unused]] const bool g_relax_loader_registered = [] {
-  RegisterCoreLoader("relax.Executable", &RelaxExecutableModule::Load);
+  RegisterCoreLoader(RelaxExecutableModule::kTypeKey,
+                     [](ByteReader& reader) { return RelaxExecutableModule::Load(reader, RelaxExecutableModule::kTypeKey); });
+  RegisterCoreLoader(RelaxExecutableModule::kTypeKeyV020, [](ByteReader& reader) {
+    return RelaxExecutableModule::Load(reader, RelaxExecutableModule::kTypeKeyV020);
+  });
   return true;
 }();
 
 }  // namespace
 
-Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader) {
+Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader, const char* type_key) {
   uint64_t length = 0;
-  HETRT_RETURN_IF_ERROR(reader.ReadU64(&length, "relax.Executable length"));
+  HETRT_RETURN_IF_ERROR(reader.ReadU64(&length, std::string(type_key) + " length"));
   std::span<const uint8_t> image;
-  HETRT_RETURN_IF_ERROR(reader.ReadBytes(length, &image, "relax.Executable image"));
-  auto exe = ParseRelaxExecutable(image, reader.source() + ": relax.Executable");
+  HETRT_RETURN_IF_ERROR(reader.ReadBytes(length, &image, std::string(type_key) + " image"));
+  auto exe = ParseRelaxExecutable(image, reader.source() + ": " + type_key);
   if (!exe.ok()) return exe.status();
   return std::shared_ptr<Module>(std::make_shared<RelaxExecutableModule>(
-      std::make_shared<const RelaxExecutable>(std::move(exe).value()), std::vector<uint8_t>(image.begin(), image.end())));
+      std::make_shared<const RelaxExecutable>(std::move(exe).value()), std::vector<uint8_t>(image.begin(), image.end()),
+      type_key));
 }
 
 std::vector<std::string> RelaxExecutableModule::ListFunctionNames() const {

@@ -93,7 +93,7 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
   auto* module = dynamic_cast<RelaxExecutableModule*>(root.get());
   if (module == nullptr)
     return InvalidArgument("the root module is '" + (root ? root->type_key() : std::string("null")) +
-                           "', not a Relax executable (relax.Executable)");
+                           "', not a Relax executable (relax.Executable, relax.VMExecutable)");
   auto impl = std::make_unique<RelaxInterpreter>();
   impl->root = root;
   impl->exe = module->executable();

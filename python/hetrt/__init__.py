@@ -21,6 +21,8 @@ from ._hetrt import (  # noqa: F401  (re-exported)
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
+    Kernel,
+    KernelLibrary,
     NotFoundError,
     OutOfRangeError,
     ResourceExhaustedError,
@@ -162,6 +164,19 @@ def load(path, graph=None, params=None, *, devices=None, allow_missing_plugins=F
     elif isinstance(params, bytearray):
         params = bytes(params)
     return Module(_hetrt.graph_factory(text, source, lib, params))
+
+
+def load_kernels(path):
+    """Loads a library of tvm-ffi kernels: a shared object exporting
+    ``__tvm_ffi_<name>`` functions, as Triton, TileLang or TVM (a plain TIR
+    module) compile them. ``lib["name"](a, b, out, 0.5)`` calls a kernel with
+    numpy arrays, DLPack tensors, ``hetrt.Tensor`` (any device) and Python
+    scalars and strings; arrays are passed as their own memory, so a kernel
+    writes its outputs into them. A kernel's raised error comes back as the
+    Python exception its kind names (``ValueError``, ``TypeError``, ...).
+    ``lib.names``, ``lib.metadata(name)`` and ``lib.doc(name)`` describe it.
+    """
+    return _hetrt.load_kernels(os.fspath(path))
 
 
 class Module:

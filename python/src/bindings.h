@@ -74,5 +74,6 @@ void RegisterTensor(py::module_& m);
 void RegisterModules(py::module_& m);
 void RegisterExecutor(py::module_& m);
 void RegisterRelaxVM(py::module_& m);
+void RegisterKernels(py::module_& m);
 
 }  // namespace hetrt::python

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_hetrt, m) {
   hetrt::python::RegisterModules(m);
   hetrt::python::RegisterExecutor(m);
   hetrt::python::RegisterRelaxVM(m);
+  hetrt::python::RegisterKernels(m);
 }

@@ -28,6 +28,11 @@ def test_installed_package_runs_a_model(tmp_path):
         m = hetrt.load(os.environ["HETRT_FIXTURES"] + "/tvm-0.18/add3/deploy.so").create()
         m.run(a=a, b=a, c=a)
         assert (m.get_output(0).numpy() == 3).all()
+        # The tvm-ffi shim (libtvm_ffi.so) is installed beside the core.
+        kernels = hetrt.load_kernels(os.environ["HETRT_BUILD_DIR"] + "/test-kernels/libffi_kernels.so")
+        y = np.zeros(3, np.float32)
+        kernels["add_one"](np.arange(3, dtype=np.float32), y)
+        assert y.tolist() == [1, 2, 3]
     """, PYTHONPATH=str(tmp_path), LD_LIBRARY_PATH="")
     assert done.returncode == 0, done.stderr
     paths = [pathlib.Path(line) for line in done.stdout.split()]

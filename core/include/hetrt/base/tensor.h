@@ -59,6 +59,10 @@ class Tensor {
   static Result<Tensor> EmptyHost(std::vector<int64_t> shape, DLDataType dtype);
   // Borrows memory someone else owns; the caller keeps it alive.
   static Tensor Borrow(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype);
+  // Memory that `owner` keeps alive (a foreign object's reference, say):
+  // released with the last copy of the tensor.
+  static Tensor Adopt(void* data, DLDevice device, std::vector<int64_t> shape, DLDataType dtype,
+                      std::shared_ptr<void> owner);
 
   // Same memory, another shape/dtype (compact), `byte_offset` bytes further in
   // (DLTensor::byte_offset, so device handles stay unadjusted). Errors if it

@@ -28,13 +28,18 @@ namespace hetrt {
 class PluginRegistry;
 struct RelaxInterpreter;
 
-// type_key "relax.Executable": the root of a Relax export. Its first import is
-// the host library with the kernels (and their device modules below it).
+// The root of a Relax export: type_key "relax.Executable" (TVM v0.14-v0.19)
+// or "relax.VMExecutable" (v0.20), kept as read so that re-export writes the
+// same. Its first import is the host library with the kernels (and their
+// device modules below it).
 class RelaxExecutableModule final : public Module {
  public:
-  RelaxExecutableModule(std::shared_ptr<const RelaxExecutable> executable, std::vector<uint8_t> image)
-      : Module("relax.Executable"), executable_(std::move(executable)), image_(std::move(image)) {}
-  static Result<std::shared_ptr<Module>> Load(ByteReader& reader);
+  static constexpr const char* kTypeKey = "relax.Executable";
+  static constexpr const char* kTypeKeyV020 = "relax.VMExecutable";
+  RelaxExecutableModule(std::shared_ptr<const RelaxExecutable> executable, std::vector<uint8_t> image,
+                        const char* type_key = kTypeKey)
+      : Module(type_key), executable_(std::move(executable)), image_(std::move(image)) {}
+  static Result<std::shared_ptr<Module>> Load(ByteReader& reader, const char* type_key);
   Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
     return static_cast<const PackedFunc*>(nullptr);
   }
