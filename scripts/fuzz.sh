@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest RelaxExecutable)
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest RelaxExecutable FfiModuleBlob
+  DevicePayload)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 build=${HETRT_FUZZ_BUILD:-build-fuzz}
 if [ -z "${HETRT_FUZZ_BUILD:-}" ]; then
@@ -35,6 +36,8 @@ seed Npy "$fixtures"/*/*.npy
 seed ElfSymbols "$fixtures"/*/lib.so
 seed MlfTar "$fixtures"/mlf/*.tar
 seed RestInferRequest tests/fuzz/seeds/rest/*
+seed FfiModuleBlob tests/fuzz/seeds/ffi_blob/*
+seed DevicePayload tests/fuzz/seeds/device_payload/*
 mkdir -p build-fuzz/corpus/ModuleBlob
 for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file offset 0x4502, ... payload nbytes 2592"
   read -r offset nbytes < <(sed -n '1s/.*file offset \(0x[0-9a-f]*\).*payload nbytes \([0-9]*\).*/\1 \2/p' "$info")

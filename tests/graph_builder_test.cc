@@ -129,8 +129,11 @@ TEST(GraphBuilder, AChainOfTvmKernelsReusesStorageAndComputesTheSum) {
   for (int i = 0; i < 6; ++i) {
     Tensor w = Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}).value();
     for (int k = 0; k < 10; ++k) w.data_as<float>()[k] = static_cast<float>(i + 1);
-    auto p = b.AddParam("w" + std::to_string(i), w);
-    acc = b.AddOp1("add" + std::to_string(i), "tvmgen_default_fused_add", {acc, p}, kVec);
+    // Suffix appended, not prepended: GCC 12 warns falsely (-Warray-bounds,
+    // bug 105329) on "w" + std::to_string(i) inlined here.
+    const std::string index = std::to_string(i);
+    auto p = b.AddParam(std::string("w").append(index), w);
+    acc = b.AddOp1(std::string("add").append(index), "tvmgen_default_fused_add", {acc, p}, kVec);
   }
   b.AddOutput(acc);
   HETRT_ASSERT_OK_AND_ASSIGN(auto built, b.Build());

@@ -13,6 +13,7 @@
 #include "hetrt/base/install_layout.h"
 #include "hetrt/module/kernel_library.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/tvm_abi/global_functions.h"
 #include "test_support.h"
 
 namespace hetrt {
@@ -203,12 +204,83 @@ TEST(KernelLibrary, RefusesFilesThatAreNotKernelLibraries) {
   EXPECT_FALSE(KernelLibrary::Open(kDir + "/no_such_library.so").ok());
 }
 
+TEST(KernelLibrary, RefusesTvmV021sTransitionalAbiByName) {
+  auto v021 = KernelLibrary::Open(kDir + "/libffi_codegen_kernels_v021.so");
+  ASSERT_FALSE(v021.ok());
+  EXPECT_EQ(v021.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(v021.status().message().find("built by TVM v0.21 (it defines __tvm_ffi_library_ctx)"), std::string::npos)
+      << v021.status().message();
+}
+
 TEST(KernelLibrary, RefusesAModelLibrary) {
   HETRT_REQUIRE_FIXTURE(dir, "mlp");
   auto model = KernelLibrary::Open(dir + "/deploy.so");
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("is a TVM model library (it has __tvm_dev_mblob)"), std::string::npos)
       << model.status().message();
+}
+
+// A library as TVM v0.22+ generates one for a TIR module: its context
+// pointers lead to the CPU plugin's pool and workspace, the error slot and
+// hetrt's global functions.
+class CodegenLibraryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = KernelLibrary::Open(kDir + "/libffi_codegen_kernels.so");
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    library_ = *opened;
+  }
+  std::shared_ptr<KernelLibrary> library_;
+};
+
+int32_t AddInts(hetrt_value_t* args, int32_t* codes, int32_t num_args, hetrt_value_t* ret, int32_t* ret_code,
+                void*) {
+  if (num_args != 2 || codes[0] != HETRT_TYPE_INT || codes[1] != HETRT_TYPE_INT) return -1;
+  ret->v_int64 = args[0].v_int64 + args[1].v_int64;
+  *ret_code = HETRT_TYPE_INT;
+  return 0;
+}
+
+TEST_F(CodegenLibraryTest, ParallelLoopsUseThePoolAndWorkspace) {
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
+  Tensor x = Floats(values);
+  Tensor y = Floats(std::vector<float>(values.size(), -1.0f));
+  HETRT_ASSERT_OK(library_->Find("parallel_square").value().Call(std::vector<FfiValue>{x, y}).status());
+  for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(Values(y)[i], values[i] * values[i]) << i;
+}
+
+TEST_F(CodegenLibraryTest, GeneratedAssertsRaiseThroughThePointerAndTheUndefinedSymbol) {
+  Tensor matrix = Tensor::EmptyHost({2, 2}, DLDataType{kDLFloat, 32, 1}).value();
+  FfiRaised raised;
+  auto result = library_->Find("parallel_square").value().Call(std::vector<FfiValue>{matrix, matrix}, &raised);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(raised.kind, "ValueError");
+  EXPECT_EQ(raised.message, "parallel_square: x.ndim is expected to be 1");  // ...FromCStrParts
+  result = library_->Find("parallel_square").value().Call(std::vector<FfiValue>{int64_t{1}}, &raised);
+  EXPECT_EQ(raised.message, "parallel_square: expected 2 arguments");  // __TVMFFIErrorSetRaisedFromCStr
+}
+
+TEST_F(CodegenLibraryTest, LooksUpAndCallsHetrtsGlobalFunctions) {
+  (void)GlobalFunctionRegistry::Get().Register("hetrt.test.add_ints", {&AddInts, nullptr});
+  Kernel call = library_->Find("call_global").value();
+  FfiRaised raised;
+  auto missing = call.Call(std::vector<FfiValue>{std::string("hetrt.test.no_such"), int64_t{1}}, &raised);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(raised.kind, "RuntimeError");
+  EXPECT_NE(raised.message.find("'hetrt.test.no_such', which is none of hetrt's global functions"),
+            std::string::npos)
+      << raised.message;
+  HETRT_ASSERT_OK_AND_ASSIGN(FfiValue sum, call.Call(std::vector<FfiValue>{std::string("hetrt.test.add_ints"),
+                                                                           int64_t{21}}));
+  EXPECT_EQ(std::get<int64_t>(sum), 42);
+}
+
+TEST_F(CodegenLibraryTest, InitOnceFillsItsSlotOnlyWhenTheInitializerSucceeds) {
+  Kernel once = library_->Find("lookup_once").value();
+  EXPECT_FALSE(once.Call(std::vector<FfiValue>{std::string("hetrt.test.no_such")}).ok());
+  HETRT_ASSERT_OK_AND_ASSIGN(FfiValue found, once.Call(std::vector<FfiValue>{std::string("__tvm_set_device")}));
+  EXPECT_TRUE(std::get<bool>(found));
 }
 
 TEST(KernelLibraryCli, InspectListsKernelsWithTheirMetadataAndDocs) {

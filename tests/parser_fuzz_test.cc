@@ -150,6 +150,25 @@ TEST(ParserFuzz, RelaxExecutable) {
   FuzzFromSeeds(&fuzz::RelaxExecutable, seeds, 3000);
 }
 
+std::vector<std::vector<uint8_t>> SeedFiles(const std::string& folder) {
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(HETRT_FUZZ_SEEDS_DIR) + "/" + folder))
+    seeds.push_back(ReadFileBytes(entry.path().string()).value());
+  return seeds;
+}
+
+TEST(ParserFuzz, FfiModuleBlob) {
+  auto seeds = SeedFiles("ffi_blob");
+  ASSERT_FALSE(seeds.empty());
+  FuzzFromSeeds(&fuzz::FfiModuleBlob, seeds, 20000);
+}
+
+TEST(ParserFuzz, DevicePayload) {
+  auto seeds = SeedFiles("device_payload");
+  ASSERT_FALSE(seeds.empty());
+  FuzzFromSeeds(&fuzz::DevicePayload, seeds, 20000);
+}
+
 TEST(ParserFuzz, MlfTar) {
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   std::vector<std::vector<uint8_t>> seeds;

@@ -130,7 +130,7 @@ TEST(RelaxParser, HeaderAndTablesAreChecked) {
 
 TEST(RelaxParser, ConstantsAreChecked) {
   ExpectEachRefused({
-      {[](RelaxExecutable& e) { e.constants[1].type = static_cast<RelaxConstant::Type>(9); }, "unknown constant type 9"},
+      {[](RelaxExecutable& e) { e.constants[1].type = static_cast<RelaxConstant::Type>(9); }, "unknown constant tag 9"},
       {[](RelaxExecutable& e) { e.constants[2].shape.assign(65, 1); }, "rank 65"},
   });
   // A tensor constant saved as if on a GPU.

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "hetrt/base/byte_stream.h"
+#include "hetrt/formats/device_payloads.h"
 
 namespace hetrt {
 namespace {
@@ -81,12 +82,72 @@ Status WriteTar(const std::vector<std::pair<std::string, std::string>>& members,
   return OkStatus();
 }
 
+// CSR: the children of each slot (the _lib slot gathers every host module's imports).
+std::vector<std::vector<uint64_t>> ChildrenOf(const Indexed& indexed) {
+  std::vector<std::vector<uint64_t>> children(indexed.slots.size());
+  for (const auto& [module, slot] : indexed.index)
+    for (const auto& import : module->imports()) {
+      const size_t child = indexed.index.at(import.get());
+      auto& list = children[slot];
+      if (child != slot && std::find(list.begin(), list.end(), child) == list.end()) list.push_back(child);
+    }
+  // Within one slot, keep the imports' own order (index order matches it).
+  for (auto& list : children) std::sort(list.begin(), list.end());
+  return children;
+}
+
+// The CSR arrays: row pointers (n + 1), then the children, each a u64 vector.
+void WriteImportTree(const std::vector<std::vector<uint64_t>>& children, ByteWriter& out) {
+  out.WriteU64(children.size() + 1);
+  uint64_t offset = 0;
+  out.WriteU64(0);
+  for (const auto& list : children) out.WriteU64(offset += list.size());
+  out.WriteU64(offset);
+  for (const auto& list : children)
+    for (uint64_t c : list) out.WriteU64(c);
+}
+
+// The blob symbol: u64 length, then the payload.
+std::vector<uint8_t> WithLengthPrefix(ByteWriter& payload) {
+  ByteWriter symbol;
+  symbol.WriteU64(payload.bytes().size());
+  symbol.WriteBytes(payload.bytes());
+  return symbol.Take();
+}
+
+// TVM v0.22+'s layout (docs/tvm-ffi.md (b)).
+Result<std::vector<uint8_t>> SerializeFfiTree(const Indexed& indexed) {
+  ByteWriter payload;
+  WriteImportTree(ChildrenOf(indexed), payload);
+  for (size_t i = 0; i < indexed.slots.size(); ++i) {
+    const Module* m = indexed.slots[i];
+    if (static_cast<int>(i) == indexed.lib_slot) {
+      payload.WriteString(kLibKey);
+      continue;
+    }
+    const std::string where = "module " + std::to_string(i) + " ('" + m->type_key() + "')";
+    HETRT_ASSIGN_OR_RETURN(auto bytes, m->SaveToBinary(), where);
+    // A Relax executable's bytes are u64 length + image already: v0.22's framing.
+    const bool relax = m->type_key().rfind("relax.", 0) == 0;
+    payload.WriteString(relax ? std::string("relax.VMExecutable") : m->type_key());
+    if (relax) {
+      payload.WriteBytes(bytes);
+      continue;
+    }
+    HETRT_ASSIGN_OR_RETURN(auto converted, DevicePayloadToFfiForm(m->type_key(), bytes, /*wrap_vulkan_shaders=*/true, where));
+    payload.WriteU64(converted.size());
+    payload.WriteBytes(converted);
+  }
+  return WithLengthPrefix(payload);
+}
+
 }  // namespace
 
-Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root) {
+Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root, LibraryAbi abi) {
   Indexed indexed;
   std::set<const Module*> on_path;
   HETRT_RETURN_IF_ERROR(IndexModules(root, indexed, on_path));
+  if (abi == LibraryAbi::kTvmFfi) return SerializeFfiTree(indexed);
   ByteWriter payload;
   payload.WriteU64(indexed.slots.size() + 1);  // + the import tree entry
   for (size_t i = 0; i < indexed.slots.size(); ++i) {
@@ -100,32 +161,14 @@ Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root) {
                            "module " + std::to_string(i) + " ('" + m->type_key() + "')");
     payload.WriteBytes(bytes);
   }
-  // CSR: the children of each slot (the _lib slot gathers every host module's imports).
-  std::vector<std::vector<uint64_t>> children(indexed.slots.size());
-  for (const auto& [module, slot] : indexed.index)
-    for (const auto& import : module->imports()) {
-      const size_t child = indexed.index.at(import.get());
-      auto& list = children[slot];
-      if (child != slot && std::find(list.begin(), list.end(), child) == list.end()) list.push_back(child);
-    }
-  // Within one slot, keep the imports' own order (index order matches it).
-  for (auto& list : children) std::sort(list.begin(), list.end());
   payload.WriteString("_import_tree");
-  payload.WriteU64(children.size() + 1);
-  uint64_t offset = 0;
-  payload.WriteU64(0);
-  for (const auto& list : children) payload.WriteU64(offset += list.size());
-  payload.WriteU64(offset);
-  for (const auto& list : children)
-    for (uint64_t c : list) payload.WriteU64(c);
-  ByteWriter symbol;
-  symbol.WriteU64(payload.bytes().size());
-  symbol.WriteBytes(payload.bytes());
-  return symbol.Take();
+  WriteImportTree(ChildrenOf(indexed), payload);
+  return WithLengthPrefix(payload);
 }
 
 std::string EmitDevcC(std::span<const uint8_t> blob, const DevcOptions& options) {
-  const std::string symbol = (options.system_lib ? options.symbol_prefix : std::string()) + "__tvm_dev_mblob";
+  const std::string symbol = (options.system_lib ? options.symbol_prefix : std::string()) +
+                             (options.abi == LibraryAbi::kTvmFfi ? "__tvm_ffi__library_bin" : "__tvm_dev_mblob");
   std::string out;
   out.reserve(blob.size() * 2 + 1024);
   out += "/* Generated by hetrt: the module blob (" + symbol + ") of an exported library. */\n";

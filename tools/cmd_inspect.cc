@@ -99,8 +99,14 @@ void PrintGraphSummary(const GraphExecutorFactoryModule& factory) {
 // functions use, from the root's type_key (docs/tvm-ffi.md (a)).
 std::string FormatOf(const Module& root) {
   const std::string& key = root.type_key();
-  if (key == RelaxExecutableModule::kTypeKey) return "TVM v0.14-v0.19 Relax VM executable (packed-function ABI)";
-  if (key == RelaxExecutableModule::kTypeKeyV020) return "TVM v0.20 Relax VM executable (packed-function ABI)";
+  if (auto* relax = dynamic_cast<const RelaxExecutableModule*>(&root)) {
+    const RelaxExecutable& exe = *relax->executable();
+    if (exe.abi == LibraryAbi::kTvmFfi)
+      return std::string("TVM ") + (exe.v2 ? "v0.23+" : "v0.22") + " Relax VM executable (tvm-ffi ABI, " +
+             (exe.v2 ? "V2" : "V1") + " image)";
+    if (key == RelaxExecutableModule::kTypeKey) return "TVM v0.14-v0.19 Relax VM executable (packed-function ABI)";
+    return "TVM v0.20 Relax VM executable (packed-function ABI)";
+  }
   if (key == "GraphExecutorFactory" || key == "AotExecutorFactory")
     return "TVM v0.19 or older " + key + " (packed-function ABI)";
   if (key == "library") return "host library without a blob (packed-function ABI)";

@@ -1,6 +1,7 @@
 // The Relax executable's blob entry: one length-prefixed executable image,
 // under "relax.Executable" (TVM v0.14-v0.19) or "relax.VMExecutable" (v0.20,
-// the same image; docs/tvm-ffi.md (a)).
+// the same image; v0.22+ in a tvm-ffi blob, with other constant tags and from
+// v0.23 the V2 image; docs/tvm-ffi.md (a), (f)).
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/module/module_loader.h"
@@ -9,22 +10,26 @@ namespace hetrt {
 namespace {
 
 [[maybe_unused]] const bool g_relax_loader_registered = [] {
-  RegisterCoreLoader(RelaxExecutableModule::kTypeKey,
-                     [](ByteReader& reader) { return RelaxExecutableModule::Load(reader, RelaxExecutableModule::kTypeKey); });
-  RegisterCoreLoader(RelaxExecutableModule::kTypeKeyV020, [](ByteReader& reader) {
-    return RelaxExecutableModule::Load(reader, RelaxExecutableModule::kTypeKeyV020);
-  });
+  using M = RelaxExecutableModule;
+  RegisterCoreLoader(M::kTypeKey, [](ByteReader& r) { return M::Load(r, M::kTypeKey, LibraryAbi::kPackedFunc); });
+  RegisterCoreLoader(M::kTypeKeyV020,
+                     [](ByteReader& r) { return M::Load(r, M::kTypeKeyV020, LibraryAbi::kPackedFunc); });
+  // TVM v0.22+: the same key in a tvm-ffi blob, constants tagged by type index.
+  RegisterCoreLoader(
+      M::kTypeKeyV020, [](ByteReader& r) { return M::Load(r, M::kTypeKeyV020, LibraryAbi::kTvmFfi); },
+      LibraryAbi::kTvmFfi);
   return true;
 }();
 
 }  // namespace
 
-Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader, const char* type_key) {
+Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader, const char* type_key,
+                                                            LibraryAbi abi) {
   uint64_t length = 0;
   HETRT_RETURN_IF_ERROR(reader.ReadU64(&length, std::string(type_key) + " length"));
   std::span<const uint8_t> image;
   HETRT_RETURN_IF_ERROR(reader.ReadBytes(length, &image, std::string(type_key) + " image"));
-  auto exe = ParseRelaxExecutable(image, reader.source() + ": " + type_key);
+  auto exe = ParseRelaxExecutable(image, reader.source() + ": " + type_key, abi);
   if (!exe.ok()) return exe.status();
   return std::shared_ptr<Module>(std::make_shared<RelaxExecutableModule>(
       std::make_shared<const RelaxExecutable>(std::move(exe).value()), std::vector<uint8_t>(image.begin(), image.end()),

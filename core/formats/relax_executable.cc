@@ -57,10 +57,19 @@ Status ReadFunction(ByteReader& r, RelaxFunction* f) {
   return ReadStringVector(r, &f->param_names, "function param_names");
 }
 
-Status ReadConstant(ByteReader& r, size_t index, RelaxConstant* c) {
+// The tag of each RelaxConstant::Type, per ABI (indexed by the Type's value).
+constexpr int32_t kPackedTags[] = {0, 1, 2, 3, 4, 5};
+constexpr int32_t kTvmFfiTags[] = {70, 5, 69, 65, 1, 3};
+
+const int32_t* TagsOf(LibraryAbi abi) { return abi == LibraryAbi::kTvmFfi ? kTvmFfiTags : kPackedTags; }
+
+Status ReadConstant(ByteReader& r, size_t index, LibraryAbi abi, RelaxConstant* c) {
   const std::string field = "constant " + std::to_string(index);
-  int32_t type = 0;
-  HETRT_RETURN_IF_ERROR(r.ReadI32(&type, field + " type"));
+  int32_t tag = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadI32(&tag, field + " type"));
+  int32_t type = -1;
+  for (int32_t t = 0; t < 6; ++t)
+    if (TagsOf(abi)[t] == tag) type = t;
   switch (type) {
     case 0: {
       HETRT_ASSIGN_OR_RETURN(c->tensor, ReadNDArray(r), field);
@@ -90,8 +99,11 @@ Status ReadConstant(ByteReader& r, size_t index, RelaxConstant* c) {
       HETRT_RETURN_IF_ERROR(r.ReadF64(&c->float_value, field + " float"));
       break;
     default:
-      return r.Error(field + " type", "unknown constant type " + std::to_string(type) +
-                                          " (0 tensor, 1 dtype, 2 shape, 3 string, 4 int, 5 float)");
+      return r.Error(field + " type", "unknown constant tag " + std::to_string(tag) +
+                                          (abi == LibraryAbi::kTvmFfi
+                                               ? " for a tvm-ffi library (70 tensor, 5 dtype, 69 shape, 65 string, 1 "
+                                                 "int, 3 float)"
+                                               : " (0 tensor, 1 dtype, 2 shape, 3 string, 4 int, 5 float)"));
   }
   c->type = static_cast<RelaxConstant::Type>(type);
   return OkStatus();
@@ -254,11 +266,49 @@ int64_t RelaxExecutable::FindFunction(std::string_view name) const {
   return -1;
 }
 
-Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, const std::string& source) {
+namespace {
+
+// V2's memory-scope section (read before the constants it refers to).
+Status ReadMemoryScopes(ByteReader& r, std::vector<RelaxMemoryScope>* scopes) {
+  uint64_t count = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, 16, "memory-scope section size"));
+  scopes->resize(static_cast<size_t>(count));
+  for (RelaxMemoryScope& s : *scopes) {
+    HETRT_RETURN_IF_ERROR(r.ReadI64(&s.constant, "memory-scope constant index"));
+    HETRT_RETURN_IF_ERROR(r.ReadString(&s.scope, "memory scope"));
+  }
+  return OkStatus();
+}
+
+Status CheckMemoryScopes(const RelaxExecutable& exe, const std::string& source) {
+  for (const RelaxMemoryScope& s : exe.memory_scopes) {
+    const std::string what = source + ": memory scope '" + s.scope + "' of constant " + std::to_string(s.constant);
+    if (s.constant < 0 || s.constant >= static_cast<int64_t>(exe.constants.size()))
+      return DataLoss(what + ": no such constant (" + std::to_string(exe.constants.size()) + " constants)");
+    if (exe.constants[static_cast<size_t>(s.constant)].type != RelaxConstant::Type::kTensor)
+      return DataLoss(what + ": the constant is not a tensor");
+    if (!s.scope.empty() && s.scope != "global")
+      return Unimplemented(what + ": hetrt allocates constants in global memory only (texture scopes are not "
+                                  "supported)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, const std::string& source,
+                                             LibraryAbi abi) {
   ByteReader r(image, source);
   RelaxExecutable exe;
-  HETRT_RETURN_IF_ERROR(
-      r.ExpectMagic(kRelaxExecutableMagic, "relax.Executable magic", "not a Relax VM executable"));
+  exe.abi = abi;
+  uint64_t magic = 0;
+  HETRT_RETURN_IF_ERROR(r.ReadU64(&magic, "relax.Executable magic"));
+  exe.v2 = magic == kRelaxExecutableMagicV2;
+  if (magic != kRelaxExecutableMagic && !exe.v2)
+    return r.Error("relax.Executable magic", "not a Relax VM executable");
+  if (exe.v2 && abi != LibraryAbi::kTvmFfi)
+    return DataLoss(source + ": a V2 executable image (TVM v0.23+) in a library of the packed-function ABI "
+                             "(TVM v0.20 or older): the file's parts disagree about which TVM wrote it");
   HETRT_RETURN_IF_ERROR(r.ReadString(&exe.version, "relax.Executable version"));
   if (exe.version != kRelaxExecutableVersion)
     return Unimplemented(source + ": Relax executable version '" + exe.version + "'; hetrt reads version '" +
@@ -275,9 +325,12 @@ Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, con
                            "' is compiled VM code (kVMTIRFunc, relax.build exec_mode=\"compiled\"), which hetrt does "
                            "not run; build with exec_mode=\"bytecode\" (the default)");
   }
+  if (exe.v2) HETRT_RETURN_IF_ERROR(ReadMemoryScopes(r, &exe.memory_scopes));
   HETRT_RETURN_IF_ERROR(r.ReadCount(&count, kMinConstantBytes, "constant pool size"));
   exe.constants.resize(static_cast<size_t>(count));
-  for (size_t i = 0; i < exe.constants.size(); ++i) HETRT_RETURN_IF_ERROR(ReadConstant(r, i, &exe.constants[i]));
+  for (size_t i = 0; i < exe.constants.size(); ++i)
+    HETRT_RETURN_IF_ERROR(ReadConstant(r, i, abi, &exe.constants[i]));
+  HETRT_RETURN_IF_ERROR(CheckMemoryScopes(exe, source));
   std::vector<int64_t> offsets, words;
   HETRT_RETURN_IF_ERROR(ReadI64Vector(r, &offsets, "instr_offset"));
   HETRT_RETURN_IF_ERROR(ReadI64Vector(r, &words, "instr_data"));
@@ -291,7 +344,7 @@ Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, con
 
 Result<std::vector<uint8_t>> WriteRelaxExecutable(const RelaxExecutable& exe) {
   ByteWriter w;
-  w.WriteU64(kRelaxExecutableMagic);
+  w.WriteU64(exe.v2 ? kRelaxExecutableMagicV2 : kRelaxExecutableMagic);
   w.WriteString(exe.version);
   w.WriteU64(exe.functions.size());
   for (const RelaxFunction& f : exe.functions) {
@@ -301,9 +354,15 @@ Result<std::vector<uint8_t>> WriteRelaxExecutable(const RelaxExecutable& exe) {
     w.WriteU64(f.param_names.size());
     for (const std::string& p : f.param_names) w.WriteString(p);
   }
+  if (exe.v2) {
+    w.WriteU64(exe.memory_scopes.size());
+    for (const RelaxMemoryScope& s : exe.memory_scopes) w.WritePod<int64_t>(s.constant), w.WriteString(s.scope);
+  }
   w.WriteU64(exe.constants.size());
   for (const RelaxConstant& c : exe.constants) {
-    w.WritePod<int32_t>(static_cast<int32_t>(c.type));
+    // A type outside the enum (tests writing broken files) is written as it is.
+    const int32_t type = static_cast<int32_t>(c.type);
+    w.WritePod<int32_t>(type >= 0 && type < 6 ? TagsOf(exe.abi)[type] : type);
     switch (c.type) {
       case RelaxConstant::Type::kTensor: HETRT_RETURN_IF_ERROR(WriteNDArray(c.tensor, w)); break;
       case RelaxConstant::Type::kDataType:

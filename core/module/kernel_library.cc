@@ -8,6 +8,7 @@
 #include "hetrt/device/plugin.h"
 #include "hetrt/formats/elf_symbols.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/tvm_abi/global_functions.h"
 
 namespace hetrt {
 namespace {
@@ -30,9 +31,13 @@ Result<Tensor> DeviceTensorMemory(const DLTensor& prototype) {
   return Tensor::Empty(std::move(shape), prototype.dtype, plugin->DeviceAllocator(prototype.device));
 }
 
+// Symbols only TVM v0.21's transitional ABI defines (docs/tvm-ffi.md (a)).
+constexpr const char* kV021Symbols[] = {"__tvm_ffi_library_ctx", "__tvm_ffi_library_bin"};
+
 struct Symbols {
   std::vector<std::string> kernels;
   std::string model_blob;  // the blob symbol, when the file is a model
+  std::string v021;        // a symbol of TVM v0.21's ABI, when it has one
 };
 
 Result<Symbols> ReadSymbols(const std::string& path) {
@@ -43,6 +48,8 @@ Result<Symbols> ReadSymbols(const std::string& path) {
     if (!s.is_defined) continue;
     for (const char* blob : kModelBlobs)
       if (s.name == blob) found.model_blob = blob;
+    for (const char* marker : kV021Symbols)
+      if (s.name == marker) found.v021 = marker;
     const std::string_view name = s.name;
     if (s.is_function && name.starts_with(kKernelPrefix) && !name.starts_with(kLibraryPrefix) &&
         name.size() > kKernelPrefix.size())
@@ -68,6 +75,10 @@ bool IsKernelLibraryFile(const std::string& path) {
 
 Result<std::shared_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& path) {
   HETRT_ASSIGN_OR_RETURN(Symbols symbols, ReadSymbols(path));
+  if (!symbols.v021.empty())
+    return Unimplemented(path + " was built by TVM v0.21 (it defines " + symbols.v021 +
+                         "), whose transitional tvm-ffi ABI hetrt does not run; rebuild it with TVM v0.22 or later, "
+                         "or v0.20 or earlier");
   if (!symbols.model_blob.empty())
     return InvalidArgument(path + " is a TVM model library (it has " + symbols.model_blob +
                            "), not a kernel library: open it as a model (hetrt run, hetrt.load)");
@@ -88,11 +99,28 @@ Result<std::shared_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& pa
   }
   std::shared_ptr<KernelLibrary> library(new KernelLibrary(path, handle));
   library->names_ = std::move(symbols.kernels);
+  // Before any of its code runs: TVM-generated kernels reach workspace,
+  // parallel launch, errors and lookups through these pointers.
+  InstallTvmFfiPointers(handle);
+  InstallTvmFfiContext(handle, library.get());
   return library;
 }
 
 KernelLibrary::~KernelLibrary() {
   if (handle_ != nullptr) dlclose(handle_);
+  for (auto& [name, function] : lookups_) ReleaseFfiObject(function);
+}
+
+Result<hetrt_ffi_object_t*> KernelLibrary::LookupFfiFunction(std::string_view name) {
+  std::lock_guard<std::mutex> lock(lookups_mutex_);
+  if (auto it = lookups_.find(name); it != lookups_.end()) return it->second;
+  const PackedFunc* global = GlobalFunctionRegistry::Get().Find(name);
+  if (global == nullptr)
+    return NotFound("kernel library " + path_ + " looked up function '" + std::string(name) +
+                    "', which is none of hetrt's global functions (a kernel library has no imported modules)");
+  hetrt_ffi_object_t* function = MakeFfiFunctionFromPacked(*global, std::string(name));
+  lookups_.emplace(std::string(name), function);
+  return function;
 }
 
 Result<Kernel> KernelLibrary::Find(std::string_view name) const {

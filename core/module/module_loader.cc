@@ -13,34 +13,30 @@
 #include "hetrt/module/library_module.h"
 #include "hetrt/module/metadata_module.h"
 #include "hetrt/module/system_lib_module.h"
+#include "module/blob_loading.h"
 
 namespace hetrt {
 namespace {
 
-constexpr const char* kLibKey = "_lib";
 constexpr const char* kImportTreeKey = "_import_tree";
 constexpr const char* kBlobSymbol = "__tvm_dev_mblob";
-// Real trees have a handful of modules; the cap bounds lookups and recursion.
-constexpr uint64_t kMaxModules = 4096;
+constexpr const char* kFfiBlobSymbol = "__tvm_ffi__library_bin";
 
 std::mutex g_loader_mutex;
-std::unordered_map<std::string, BlobLoader>& CoreLoaders() {
-  static std::unordered_map<std::string, BlobLoader> loaders = {
-      {"metadata_module", &MetadataModule::Load},
+std::map<std::pair<LibraryAbi, std::string>, BlobLoader>& CoreLoaders() {
+  static std::map<std::pair<LibraryAbi, std::string>, BlobLoader> loaders = {
+      {{LibraryAbi::kPackedFunc, "metadata_module"}, &MetadataModule::Load},
   };
   return loaders;
 }
 
-const BlobLoader* FindCoreLoader(const std::string& type_key) {
+}  // namespace
+
+const BlobLoader* FindCoreLoader(const std::string& type_key, LibraryAbi abi) {
   std::lock_guard<std::mutex> lock(g_loader_mutex);
-  auto it = CoreLoaders().find(type_key);
+  auto it = CoreLoaders().find({abi, type_key});
   return it == CoreLoaders().end() ? nullptr : &it->second;
 }
-
-struct ImportTree {
-  std::vector<uint64_t> row_ptr;
-  std::vector<uint64_t> child_indices;
-};
 
 Status ReadU64Vector(ByteReader& r, std::vector<uint64_t>* out, const char* field) {
   uint64_t count = 0;
@@ -55,7 +51,6 @@ Status ReadImportTree(ByteReader& r, ImportTree* tree) {
   return ReadU64Vector(r, &tree->child_indices, "_import_tree child_indices");
 }
 
-// Checks the CSR arrays against n modules and rejects cycles.
 Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& source) {
   auto bad = [&](const std::string& why) { return DataLoss(source + ": _import_tree: " + why); };
   if (tree.row_ptr.size() != n + 1)
@@ -100,6 +95,8 @@ Status ValidateImportTree(const ImportTree& tree, size_t n, const std::string& s
   }
   return OkStatus();
 }
+
+namespace {
 
 // Where the trailing "_import_tree" entry starts, if the payload ends with one.
 // Used only to step over a module nobody can parse (inspection).
@@ -197,9 +194,9 @@ Result<std::shared_ptr<Module>> ReuseTree(std::shared_ptr<Module> existing, cons
 
 }  // namespace
 
-void RegisterCoreLoader(const std::string& type_key, BlobLoader loader) {
+void RegisterCoreLoader(const std::string& type_key, BlobLoader loader, LibraryAbi abi) {
   std::lock_guard<std::mutex> lock(g_loader_mutex);
-  CoreLoaders()[type_key] = std::move(loader);
+  CoreLoaders()[{abi, type_key}] = std::move(loader);
 }
 
 Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes, const std::string& source) {
@@ -248,7 +245,7 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
     if (type_key.empty()) return r.Error(where, "empty type_key");
     const size_t start = r.offset();
     Result<std::shared_ptr<Module>> loaded = Internal("no loader ran");  // every branch below assigns or returns
-    if (const BlobLoader* loader = FindCoreLoader(type_key)) {
+    if (const BlobLoader* loader = FindCoreLoader(type_key, LibraryAbi::kPackedFunc)) {
       loaded = (*loader)(r);
     } else if (auto plugin = plugins.ForTypeKey(type_key); plugin.ok()) {
       loaded = PluginModule::Load(*plugin, type_key, r);
@@ -293,16 +290,22 @@ Result<std::shared_ptr<Module>> LoadModuleFile(const std::string& path, const Lo
       return ReuseTree(std::move(existing), it->second, options, plugins, path);
   }
   std::shared_ptr<Module> root = library;
-  if (auto* blob = static_cast<const uint8_t*>(library->FindSymbol(kBlobSymbol))) {
+  const bool ffi = library->abi() == LibraryAbi::kTvmFfi;
+  const char* blob_symbol = ffi ? kFfiBlobSymbol : kBlobSymbol;
+  if (ffi && library->FindSymbol(kBlobSymbol) != nullptr)
+    return DataLoss(path + " has both " + kBlobSymbol + " (TVM v0.20 or older) and tvm-ffi symbols (v0.22+): "
+                           "its parts disagree about which TVM wrote it");
+  if (auto* blob = static_cast<const uint8_t*>(library->FindSymbol(blob_symbol))) {
     uint64_t available = SymbolSize(const_cast<uint8_t*>(blob));
     const uint64_t segment = BytesToSegmentEnd(blob);
     if (available == 0 || (segment != 0 && available > segment)) available = segment;
-    if (available < 8) return DataLoss(path + ": " + kBlobSymbol + " is shorter than its 8-byte length prefix");
-    const std::string source = path + ": " + kBlobSymbol;
+    if (available < 8) return DataLoss(path + ": " + blob_symbol + " is shorter than its 8-byte length prefix");
+    const std::string source = path + ": " + blob_symbol;
     HETRT_ASSIGN_OR_RETURN(auto payload, BlobPayload({blob, static_cast<size_t>(available)}, source));
     LoadOptions mapped = options;
     mapped.payload_is_file_mapping = true;
-    HETRT_ASSIGN_OR_RETURN(root, LoadModuleTreeFromBlob(payload, library, source, mapped));
+    HETRT_ASSIGN_OR_RETURN(root, ffi ? LoadModuleTreeFromFfiBlob(payload, library, source, mapped)
+                                     : LoadModuleTreeFromBlob(payload, library, source, mapped));
     ReleaseBlobPages(payload.data(), payload.size());
   }
   library->InstallContext();

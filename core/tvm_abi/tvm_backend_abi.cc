@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <span>
+
 #include <atomic>
 #include <exception>
 #include <string>
@@ -200,12 +202,28 @@ HETRT_C_EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr
 
 namespace hetrt {
 
+namespace {
+
+struct PointerSlot {
+  const char* variable;
+  void* implementation;
+};
+
+int FillPointers(void* dl_handle, std::span<const PointerSlot> slots) {
+  int filled = 0;
+  for (const PointerSlot& slot : slots) {
+    if (void** variable = static_cast<void**>(dlsym(dl_handle, slot.variable))) {
+      *variable = slot.implementation;
+      ++filled;
+    }
+  }
+  return filled;
+}
+
+}  // namespace
+
 int InstallBackendPointers(void* dl_handle) {
-  struct Slot {
-    const char* variable;
-    void* implementation;
-  };
-  const Slot slots[] = {
+  const PointerSlot slots[] = {
       {"__TVMFuncCall", reinterpret_cast<void*>(&TVMFuncCall)},
       {"__TVMAPISetLastError", reinterpret_cast<void*>(&TVMAPISetLastError)},
       {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&TVMBackendGetFuncFromEnv)},
@@ -214,14 +232,18 @@ int InstallBackendPointers(void* dl_handle) {
       {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(&TVMBackendParallelLaunch)},
       {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&TVMBackendParallelBarrier)},
   };
-  int filled = 0;
-  for (const Slot& slot : slots) {
-    if (void** variable = static_cast<void**>(dlsym(dl_handle, slot.variable))) {
-      *variable = slot.implementation;
-      ++filled;
-    }
-  }
-  return filled;
+  return FillPointers(dl_handle, slots);
+}
+
+int InstallHostServicePointers(void* dl_handle, void* (*alloc_workspace)(int, int, uint64_t, int, int),
+                               int (*parallel_launch)(hetrt_parallel_lambda_t, void*, int)) {
+  const PointerSlot slots[] = {
+      {"__TVMBackendAllocWorkspace", reinterpret_cast<void*>(alloc_workspace)},
+      {"__TVMBackendFreeWorkspace", reinterpret_cast<void*>(&TVMBackendFreeWorkspace)},
+      {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(parallel_launch)},
+      {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&TVMBackendParallelBarrier)},
+  };
+  return FillPointers(dl_handle, slots);
 }
 
 bool InstallModuleContext(void* dl_handle, FunctionEnvironment* environment) {

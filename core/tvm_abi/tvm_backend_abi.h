@@ -9,13 +9,27 @@
 // FunctionEnvironment.
 #pragma once
 
+#include <cstdint>
+
+#include "hetrt/plugin_abi.h"
 #include "hetrt/tvm_abi/function_environment.h"
+
+// hetrt's implementations of the two backend calls whose failures tvm-ffi
+// code reports differently (tvm_ffi_context.cc wraps them).
+extern "C" void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint,
+                                          int dtype_bits_hint) noexcept;
+extern "C" int TVMBackendParallelLaunch(hetrt_parallel_lambda_t lambda, void* cdata, int num_task) noexcept;
 
 namespace hetrt {
 
 // Writes hetrt's implementations into the library's __TVM* pointer variables
 // (those that exist). Returns how many were filled.
 int InstallBackendPointers(void* dl_handle);
+// Fills only the workspace and parallel-launch pointers, whose meaning every
+// TVM era shares; tvm-ffi libraries pass allocation and launch functions that
+// also raise their errors in the tvm-ffi error slot.
+int InstallHostServicePointers(void* dl_handle, void* (*alloc_workspace)(int, int, uint64_t, int, int),
+                               int (*parallel_launch)(hetrt_parallel_lambda_t, void*, int));
 // Stores `environment` in the library's __tvm_module_ctx, if it has one; that
 // pointer comes back to TVMBackendGetFuncFromEnv.
 bool InstallModuleContext(void* dl_handle, FunctionEnvironment* environment);

@@ -9,6 +9,7 @@
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/install_layout.h"
+#include "tvm_abi/tvm_ffi_shim_api.h"
 
 namespace hetrt {
 namespace {
@@ -16,15 +17,7 @@ namespace {
 // The shim's functions, resolved once (the core does not link it: a process
 // that loaded TVM's own libtvm_ffi.so first would otherwise bind the core to
 // that one by soname).
-struct Shim {
-  int (*inc_ref)(void*) = nullptr;
-  int (*dec_ref)(void*) = nullptr;
-  void (*move_from_raised)(void**) = nullptr;
-  void (*set_raised)(const char*, const char*) = nullptr;
-  void (*set_tensor_allocator)(hetrt_ffi_tensor_allocator_t) = nullptr;
-};
-
-Shim g_shim;
+TvmFfiShim g_shim;
 std::atomic<FfiTensorMemory> g_tensor_memory{nullptr};
 
 void DecRef(hetrt_ffi_object_t* object) {
@@ -188,18 +181,7 @@ Result<FfiValue> TakeResult(hetrt_ffi_any_t& value, const std::string& what) {
 
 // Moves the thread's raised error out and turns it into a Status.
 Status TakeRaised(const std::string& what, FfiRaised* raised) {
-  void* handle = nullptr;
-  g_shim.move_from_raised(&handle);
-  FfiRaised error{"RuntimeError", "(the function failed without raising an error)"};
-  auto* object = static_cast<hetrt_ffi_object_t*>(handle);
-  if (object != nullptr && object->type_index == HETRT_FFI_ERROR) {
-    const auto* cell = reinterpret_cast<const hetrt_ffi_error_object_t*>(object);
-    if (cell->kind.data != nullptr) error.kind.assign(cell->kind.data, cell->kind.size);
-    if (cell->message.data != nullptr) error.message.assign(cell->message.data, cell->message.size);
-  } else if (object != nullptr) {
-    error.message = "(it raised a " + IndexName(object->type_index) + " object, not an Error)";
-  }
-  DecRef(object);
+  const FfiRaised error = TakeFfiRaised();
   if (raised != nullptr) *raised = error;
   const std::string text = what + " raised " + error.kind + ": " + error.message;
   if (error.kind == "ValueError" || error.kind == "TypeError" || error.kind == "IndexError" ||
@@ -234,11 +216,32 @@ Status LoadTvmFfiShim() {
     resolve(g_shim.dec_ref, "TVMFFIObjectDecRef");
     resolve(g_shim.move_from_raised, "TVMFFIErrorMoveFromRaised");
     resolve(g_shim.set_raised, "TVMFFIErrorSetRaisedFromCStr");
+    resolve(g_shim.function_call, "TVMFFIFunctionCall");
     resolve(g_shim.set_tensor_allocator, "hetrt_ffi_set_tensor_allocator");
     if (loaded.ok()) g_shim.set_tensor_allocator(AllocateTensorObject);
   });
   return loaded;
 }
+
+const TvmFfiShim& Shim() { return g_shim; }
+
+FfiRaised TakeFfiRaised() {
+  void* handle = nullptr;
+  g_shim.move_from_raised(&handle);
+  FfiRaised error{"RuntimeError", "(the function failed without raising an error)"};
+  auto* object = static_cast<hetrt_ffi_object_t*>(handle);
+  if (object != nullptr && object->type_index == HETRT_FFI_ERROR) {
+    const auto* cell = reinterpret_cast<const hetrt_ffi_error_object_t*>(object);
+    if (cell->kind.data != nullptr) error.kind.assign(cell->kind.data, cell->kind.size);
+    if (cell->message.data != nullptr) error.message.assign(cell->message.data, cell->message.size);
+  } else if (object != nullptr) {
+    error.message = "(it raised a " + IndexName(object->type_index) + " object, not an Error)";
+  }
+  DecRef(object);
+  return error;
+}
+
+void ReleaseFfiObject(hetrt_ffi_object_t* object) { DecRef(object); }
 
 void SetFfiTensorMemory(FfiTensorMemory memory) { g_tensor_memory.store(memory, std::memory_order_release); }
 

@@ -5,6 +5,7 @@
 
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/relax_executor.h"
+#include "hetrt/formats/device_payloads.h"
 #include "hetrt/formats/elf_symbols.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
@@ -61,6 +62,11 @@ void GraphJson(const uint8_t* data, size_t size) {
 void Npy(const uint8_t* data, size_t size) { (void)ReadNpy({data, size}, "fuzz"); }
 
 void RelaxExecutable(const uint8_t* data, size_t size) {
+  // The same bytes as a tvm-ffi library's image (other tags, V2 allowed).
+  if (auto ffi = ParseRelaxExecutable({data, size}, "fuzz", LibraryAbi::kTvmFfi); ffi.ok()) {
+    auto image = WriteRelaxExecutable(*ffi);
+    if (image.ok() && !ParseRelaxExecutable(*image, "fuzz re-encoded", LibraryAbi::kTvmFfi).ok()) __builtin_trap();
+  }
   auto exe = ParseRelaxExecutable({data, size}, "fuzz");
   if (!exe.ok()) return;
   // What the loader and inspect do with a valid one must hold too.
@@ -69,6 +75,27 @@ void RelaxExecutable(const uint8_t* data, size_t size) {
     if (exe->functions[f].kind == RelaxFunction::Kind::kVmFunc) (void)AnalyzeRelaxFunction(*exe, f, {{kDLCPU, 0}});
   auto image = WriteRelaxExecutable(*exe);
   if (image.ok() && !ParseRelaxExecutable(*image, "fuzz re-encoded").ok()) __builtin_trap();
+}
+
+void FfiModuleBlob(const uint8_t* data, size_t size) {
+  LoadOptions options;
+  options.plugins = &NoPlugins();
+  (void)LoadModuleTreeFromFfiBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
+  options.keep_unloadable = true;
+  (void)LoadModuleTreeFromFfiBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
+}
+
+void DevicePayload(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  static constexpr const char* kKinds[] = {"cuda", "opencl", "vulkan"};
+  const char* kind = kKinds[data[0] % 3];
+  auto packed = DevicePayloadToPackedForm(kind, {data + 1, size - 1}, "fuzz");
+  if (!packed.ok()) return;
+  // What converts one way converts back and forth again to the same bytes.
+  auto ffi = DevicePayloadToFfiForm(kind, *packed, /*wrap_vulkan_shaders=*/true, "fuzz");
+  if (!ffi.ok()) __builtin_trap();
+  auto again = DevicePayloadToPackedForm(kind, *ffi, "fuzz");
+  if (!again.ok() || *again != *packed) __builtin_trap();
 }
 
 void ElfSymbols(const uint8_t* data, size_t size) { (void)ReadElfDynamicSymbols({data, size}, "fuzz"); }

@@ -17,7 +17,12 @@ void ElfSymbols(const uint8_t* data, size_t size);
 void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
 // A REST inference request body, "#<N>\n" first for Inference-Header-Content-Length: N.
 void RestInferRequest(const uint8_t* data, size_t size);
-// A Relax VM executable image (the relax.Executable blob entry's payload).
+// A Relax VM executable image (the relax.Executable blob entry's payload),
+// read with either ABI's constant tags.
 void RelaxExecutable(const uint8_t* data, size_t size);
+// A __tvm_ffi__library_bin payload (TVM v0.22+).
+void FfiModuleBlob(const uint8_t* data, size_t size);
+// A v0.21+ device payload; the first byte picks the kind (cuda, opencl, vulkan).
+void DevicePayload(const uint8_t* data, size_t size);
 
 }  // namespace hetrt::fuzz

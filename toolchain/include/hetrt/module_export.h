@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hetrt/base/library_abi.h"
 #include "hetrt/module/module.h"
 
 namespace hetrt {
@@ -25,9 +26,14 @@ class PendingHostLibrary final : public Module {
 };
 
 // The blob symbol's bytes: u64 length prefix + payload. Modules are numbered
-// in depth-first pre-order, every host library sharing one "_lib" slot; the
-// CSR import tree comes last.
-Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root);
+// in depth-first pre-order, every host library sharing one "_lib" slot.
+// LibraryAbi::kPackedFunc writes __tvm_dev_mblob's layout (entry count first,
+// the CSR import tree last); kTvmFfi TVM v0.22+'s __tvm_ffi__library_bin (the
+// import tree first, every payload length-prefixed, device payloads in their
+// v0.21+ form, Vulkan shaders wrapped as v0.24+ writes them). A Relax
+// executable's image is written as it is: its constant tags must already be
+// the ABI's (RelaxExecutable::abi).
+Result<std::vector<uint8_t>> SerializeModuleTree(const Module& root, LibraryAbi abi = LibraryAbi::kPackedFunc);
 
 // How devc.c names and publishes the blob.
 struct DevcOptions {
@@ -37,6 +43,8 @@ struct DevcOptions {
   bool system_lib = false;
   // TVM's system-lib prefix, in front of the symbol's name (system_lib only).
   std::string symbol_prefix = {};
+  // __tvm_dev_mblob, or __tvm_ffi__library_bin for a tvm-ffi blob.
+  LibraryAbi abi = LibraryAbi::kPackedFunc;
 };
 // C source defining `const unsigned char __tvm_dev_mblob[]` as string literals
 // (compiles in seconds for tens of megabytes, unlike a list of integers).

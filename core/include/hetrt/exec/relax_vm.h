@@ -39,7 +39,7 @@ class RelaxExecutableModule final : public Module {
   RelaxExecutableModule(std::shared_ptr<const RelaxExecutable> executable, std::vector<uint8_t> image,
                         const char* type_key = kTypeKey)
       : Module(type_key), executable_(std::move(executable)), image_(std::move(image)) {}
-  static Result<std::shared_ptr<Module>> Load(ByteReader& reader, const char* type_key);
+  static Result<std::shared_ptr<Module>> Load(ByteReader& reader, const char* type_key, LibraryAbi abi);
   Result<const PackedFunc*> GetOwnFunction(std::string_view) override {
     return static_cast<const PackedFunc*>(nullptr);
   }

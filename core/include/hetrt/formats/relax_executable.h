@@ -11,11 +11,14 @@
 #include <vector>
 
 #include "hetrt/base/byte_stream.h"
+#include "hetrt/base/library_abi.h"
 #include "hetrt/base/tensor.h"
 
 namespace hetrt {
 
 inline constexpr uint64_t kRelaxExecutableMagic = 0xD225DE2F4214151DULL;
+// V2 (TVM v0.23+): the same image with a memory-scope section before the constants.
+inline constexpr uint64_t kRelaxExecutableMagicV2 = 0xD225DE2F4214151EULL;
 inline constexpr const char* kRelaxExecutableVersion = "0.14";
 // Special registers (TVM's bytecode.h): reads of %void give null, %vm the VM itself.
 inline constexpr int64_t kRelaxVoidRegister = int64_t{1} << 54;
@@ -45,6 +48,13 @@ struct RelaxConstant {
   double float_value = 0;
 };
 
+// A tensor constant's memory scope (V2 images; "global" unless a texture
+// scope was chosen for it).
+struct RelaxMemoryScope {
+  int64_t constant = 0;
+  std::string scope;
+};
+
 struct RelaxArg {
   enum class Kind : uint8_t { kRegister = 0, kImmediate = 1, kConstIdx = 2, kFuncIdx = 3 };
   Kind kind = Kind::kRegister;
@@ -61,6 +71,12 @@ struct RelaxInstruction {
 };
 
 struct RelaxExecutable {
+  // The constant tags follow the library's ABI (docs/tvm-ffi.md (a)): tensor,
+  // dtype, shape, string, int, float are 0-5 for packed functions, the type
+  // indices 70, 5, 69, 65, 1, 3 for tvm-ffi.
+  LibraryAbi abi = LibraryAbi::kPackedFunc;
+  bool v2 = false;  // magic ...151E, with memory_scopes (tvm-ffi ABI only)
+  std::vector<RelaxMemoryScope> memory_scopes;
   std::string version = kRelaxExecutableVersion;
   std::vector<RelaxFunction> functions;
   std::vector<RelaxConstant> constants;
@@ -76,8 +92,10 @@ struct RelaxExecutable {
 
 // Parses and validates an image. `source` names it in errors, which also name
 // the function and instruction at fault.
-Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, const std::string& source);
-// The image TVM's Executable::SaveToBinary writes (for export and for tests).
+Result<RelaxExecutable> ParseRelaxExecutable(std::span<const uint8_t> image, const std::string& source,
+                                             LibraryAbi abi = LibraryAbi::kPackedFunc);
+// The image TVM's Executable::SaveToBinary writes (for export and for tests),
+// with the tags and magic of `executable.abi` and `executable.v2`.
 Result<std::vector<uint8_t>> WriteRelaxExecutable(const RelaxExecutable& executable);
 // A listing in the shape of TVM's as_text(), one function after another.
 std::string DisassembleRelaxExecutable(const RelaxExecutable& executable);

@@ -5,13 +5,16 @@
 // (docs/tvm-ffi.md (i); docs/kernel-libraries.md).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hetrt/base/status.h"
+#include "hetrt/tvm_abi/tvm_ffi_context.h"
 #include "hetrt/tvm_abi/tvm_ffi_values.h"
 
 namespace hetrt {
@@ -37,11 +40,14 @@ class Kernel {
   hetrt_ffi_safe_call_t function_ = nullptr;
 };
 
-// Thread contract: thread-safe once opened (nothing in it changes).
-class KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
+// Thread contract: thread-safe once opened (lookups from its code are serialized).
+class KernelLibrary : public std::enable_shared_from_this<KernelLibrary>, public FfiFunctionEnvironment {
  public:
   // Loads `path` (RTLD_NOW: a symbol hetrt does not provide fails here, by
-  // name). A TVM model library (one with a blob) is refused: open it as a model.
+  // name) and fills the context pointers TVM's generated code defines
+  // (workspace, parallel launch, errors, function lookup). A TVM model
+  // library (one with a blob) is refused: open it as a model. So is TVM v0.21's
+  // transitional ABI.
   static Result<std::shared_ptr<KernelLibrary>> Open(const std::string& path);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary&) = delete;
@@ -57,6 +63,10 @@ class KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
   Result<std::string> Metadata(std::string_view name) const;
   Result<std::string> Doc(std::string_view name) const;
 
+  // What the library's code looks up (__tvm_set_device, extern functions):
+  // a kernel library has no imports, so hetrt's global functions.
+  Result<hetrt_ffi_object_t*> LookupFfiFunction(std::string_view name) override;
+
  private:
   KernelLibrary(std::string path, void* handle) : path_(std::move(path)), handle_(handle) {}
   Result<std::string> CallStringFunction(const std::string& symbol, std::string_view name) const;
@@ -64,6 +74,8 @@ class KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
   std::string path_;
   void* handle_;
   std::vector<std::string> names_;
+  std::mutex lookups_mutex_;
+  std::map<std::string, hetrt_ffi_object_t*, std::less<>> lookups_;  // kept until the library goes
 };
 
 // Whether the dynamic symbols of a file name tvm-ffi kernels and no model

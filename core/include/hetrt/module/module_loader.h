@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hetrt/base/byte_stream.h"
+#include "hetrt/base/library_abi.h"
 #include "hetrt/device/device_module.h"
 #include "hetrt/module/module.h"
 #include "hetrt/plugin_host/plugin_registry.h"
@@ -50,9 +51,17 @@ Result<std::shared_ptr<Module>> LoadModuleTreeFromBlob(std::span<const uint8_t> 
 // checking the prefix against the bytes that are really there.
 Result<std::span<const uint8_t>> BlobPayload(std::span<const uint8_t> symbol_bytes, const std::string& source);
 
-// Loaders for blobs of core module types, keyed by type_key.
+// The same for TVM v0.22+'s __tvm_ffi__library_bin layout (docs/tvm-ffi.md
+// (b)): the import tree first, every payload length-prefixed, device payloads
+// converted to the form plugins read.
+Result<std::shared_ptr<Module>> LoadModuleTreeFromFfiBlob(std::span<const uint8_t> payload,
+                                                          std::shared_ptr<Module> library, const std::string& source,
+                                                          const LoadOptions& options = {});
+
+// Loaders for blobs of core module types, keyed by type_key and the ABI of
+// the blobs they appear in.
 using BlobLoader = std::function<Result<std::shared_ptr<Module>>(ByteReader& reader)>;
-void RegisterCoreLoader(const std::string& type_key, BlobLoader loader);
+void RegisterCoreLoader(const std::string& type_key, BlobLoader loader, LibraryAbi abi = LibraryAbi::kPackedFunc);
 
 // A module living in a plugin (opencl, cuda, ...), seen through the module table.
 class PluginModule final : public Module {

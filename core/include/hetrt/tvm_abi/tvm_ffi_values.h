@@ -40,6 +40,13 @@ Status LoadTvmFfiShim();
 Result<FfiValue> CallFfiFunction(hetrt_ffi_safe_call_t function, void* handle, std::span<const FfiValue> args,
                                  const std::string& what, FfiRaised* raised = nullptr);
 
+// Moves the thread's raised error out (kind "RuntimeError" and a note when
+// the callee raised nothing).
+FfiRaised TakeFfiRaised();
+
+// Releases one reference to an object hetrt holds (NULL: nothing).
+void ReleaseFfiObject(hetrt_ffi_object_t* object);
+
 // The string a result Any holds (SmallStr, Str or Bytes); consumes it.
 Result<std::string> TakeFfiString(hetrt_ffi_any_t& value, const std::string& what);
 
