@@ -26,11 +26,12 @@ typedef struct growing_args {
   int32_t scaled;    /* out */
   int32_t saw_scale; /* out: whether the caller's struct held `scale` */
 } growing_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(growing_args_t, doubled); /* as plugin_abi.h declares its structs */
 
 }  // namespace
 
 namespace hetrt::sdk {
-HETRT_SDK_ARGS_INTRODUCED_WITH(growing_args_t, doubled);
+HETRT_SDK_ARGS_MIN_SIZE_OF(growing_args_t);
 }
 
 namespace {

@@ -12,15 +12,16 @@
 #include <fstream>
 
 #include "hetrt/base/byte_stream.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/formats/device_payloads.h"
 #include "hetrt/module/library_module.h"
 #include "hetrt/module/module_loader.h"
-#include "hetrt/module_export.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/tvm_abi/global_functions.h"
 #include "relax_test_support.h"
+#include "tvm_ffi_model_support.h"
 
 namespace hetrt {
 namespace {
@@ -68,25 +69,12 @@ RelaxExecutable ModelExecutable(bool v2) {
   return exe;
 }
 
-// Exports `exe` as TVM v0.22+ would: the blob as devc.c, linked with the host
-// code, whose imports are `device_modules`.
+// `exe` exported as TVM v0.22+ would, into the test's temporary folder.
 Result<std::string> ExportFfiModel(const RelaxExecutable& exe, const std::string& name,
                                    std::vector<std::shared_ptr<Module>> device_modules = {}) {
-  HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> image, WriteRelaxExecutable(exe));
-  HETRT_ASSIGN_OR_RETURN(RelaxExecutable parsed, ParseRelaxExecutable(image, name, LibraryAbi::kTvmFfi));
-  auto root = std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(parsed)),
-                                                      std::move(image), RelaxExecutableModule::kTypeKeyV020);
-  auto host = std::make_shared<PendingHostLibrary>();
-  for (auto& device : device_modules) host->Import(std::move(device));
-  root->Import(host);
-  HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, SerializeModuleTree(*root, LibraryAbi::kTvmFfi));
-  const std::string base = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
-  std::ofstream(base + "_devc.c") << EmitDevcC(blob, {.abi = LibraryAbi::kTvmFfi});
-  LinkOptions link;
-  link.flags = {"-I" HETRT_CORE_INCLUDE_DIR, "-I" HETRT_DLPACK_INCLUDE_DIR};
-  HETRT_RETURN_IF_ERROR(LinkSharedLibrary({HETRT_FFI_MODEL_HOST_C, base + "_devc.c"}, base + ".so", link));
-  std::remove((base + "_devc.c").c_str());
-  return base + ".so";
+  const std::string path = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".so";
+  HETRT_RETURN_IF_ERROR(testing::ExportFfiModel(exe, path, std::move(device_modules)));
+  return path;
 }
 
 class TvmFfiModel : public ::testing::TestWithParam<bool> {};
@@ -215,6 +203,25 @@ TEST(TvmFfiModelOnDevice, HostCodeLaunchesAnOpenClKernelFoundThroughTheLibraryCo
   EXPECT_EQ(Values(c), (std::vector<float>{11, 22, 33, 44, 55}));
   vm.reset();
   root.reset();
+  std::remove(path.c_str());
+}
+
+// The model make_ffi_model writes for the Python and serving tests, through
+// OpenModel: its input is declared by the bytecode's checks, as TVM's are.
+TEST(TvmFfiModelOpened, TheServedModelRunsThroughOpenModel) {
+  const std::string path = ::testing::TempDir() + "/ffi_served_" + std::to_string(getpid()) + ".so";
+  HETRT_ASSERT_OK(testing::ExportFfiModel(testing::ServedFfiModelExecutable(), path));
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel(ModelSpec{path}));
+  Executor& ex = *model.executor;
+  ASSERT_EQ(ex.UnboundInputs().size(), 1u);
+  EXPECT_EQ(ex.InputName(0), "x");
+  EXPECT_EQ(ex.InputSpec(0).shape, (std::vector<int64_t>{2, 4}));
+  HETRT_ASSERT_OK(ex.SetInput(0, Floats({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})));
+  HETRT_ASSERT_OK(ex.Run());
+  HETRT_ASSERT_OK(ex.Synchronize());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, ex.GetOutput(0));
+  EXPECT_EQ(Values(out), (std::vector<float>{1.5f, 3, 4.5f, 6, 5.5f, 7, 8.5f, 10}));
+  model = Model{};
   std::remove(path.c_str());
 }
 

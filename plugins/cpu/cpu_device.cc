@@ -72,7 +72,7 @@ hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* eve
 }
 
 hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t, unavailable_reason);
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t);
   if (args->device_type != kDLCPU) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: device type %d is not served (only 1, kDLCPU)",
                       static_cast<int>(args->device_type));
@@ -83,7 +83,7 @@ hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
 }
 
 hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_attribute_args_t, string);
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_attribute_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->value = 0;
   args->string = nullptr;
@@ -112,7 +112,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
 }
 
 hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_memory_stats_args_t, num_allocations);
+  HETRT_CPU_CHECK_CALL(args, hetrt_memory_stats_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->self->memory_counters.Report(args, 0);
   return nullptr;
@@ -126,7 +126,7 @@ hetrt_error_t* CheckKind(int32_t kind) {
 }
 
 hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_allocate_args_t, host_pointer);
+  HETRT_CPU_CHECK_CALL(args, hetrt_allocate_args_t);
   args->data = nullptr;
   args->host_pointer = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
@@ -162,7 +162,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
 }
 
 hetrt_error_t* Free(hetrt_free_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_free_args_t, kind);
+  HETRT_CPU_CHECK_CALL(args, hetrt_free_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   hetrt_instance_t* self = args->self;
   if (hetrt_error_t* error = CheckKind(args->kind)) {
@@ -183,14 +183,14 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
 }
 
 hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_can_copy_args_t, can_copy);
+  HETRT_CPU_CHECK_CALL(args, hetrt_can_copy_args_t);
   // Never an error: the core asks about every pair and stages the rest.
   args->can_copy = IsOurDevice(args->src_device) && IsOurDevice(args->dst_device) ? 1 : 0;
   return nullptr;
 }
 
 hetrt_error_t* Copy(hetrt_copy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_copy_args_t, flags);
+  HETRT_CPU_CHECK_CALL(args, hetrt_copy_args_t);
   if (hetrt_error_t* error = CheckDevice(args->src_device)) return error;
   if (hetrt_error_t* error = CheckDevice(args->dst_device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
@@ -221,7 +221,7 @@ std::vector<CurrentStream>::iterator FindCurrent(const hetrt_instance_t* self) {
 }
 
 hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_create_args_t, stream);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_create_args_t);
   args->stream = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->stream = new hetrt_stream_t{args->self};
@@ -229,7 +229,7 @@ hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
 }
 
 hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t, stream);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (args->stream == nullptr) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: the default stream cannot be destroyed");
@@ -245,20 +245,20 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
 }
 
 hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t, stream);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return CheckStream(args->self, args->stream);
 }
 
 hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_wait_event_args_t, event);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_wait_event_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   return CheckEvent(args->self, args->event);  // the event's work is already done
 }
 
 hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t, previous);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t);
   args->previous = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
@@ -278,7 +278,7 @@ hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
 }
 
 hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t, stream);
+  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t);
   args->stream = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   auto current = FindCurrent(args->self);
@@ -287,7 +287,7 @@ hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
 }
 
 hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_create_args_t, event);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_create_args_t);
   args->event = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   // Every event keeps its time: HETRT_EVENT_TIMING costs the CPU nothing.
@@ -296,7 +296,7 @@ hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
 }
 
 hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, event);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
   delete args->event;
@@ -304,7 +304,7 @@ hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
 }
 
 hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_record_args_t, stream);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_record_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
@@ -314,7 +314,7 @@ hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
 
 // Query and synchronize: everything recorded on the CPU is already complete.
 hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, complete);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
   args->complete = 1;
@@ -322,7 +322,7 @@ hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
 }
 
 hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t, event);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return CheckEvent(args->self, args->event);
 }
@@ -337,7 +337,7 @@ hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* eve
 }
 
 hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_elapsed_args_t, milliseconds);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_elapsed_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -349,13 +349,13 @@ hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
 }
 
 hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_timestamp_args_t, device_ns);
+  HETRT_CPU_CHECK_CALL(args, hetrt_event_timestamp_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return RecordedNs(args->self, args->event, &args->device_ns);
 }
 
 hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_clock_args_t, uncertainty_ns);
+  HETRT_CPU_CHECK_CALL(args, hetrt_device_clock_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   // The device clock is the host clock.
   args->device_ns = args->host_ns = MonotonicNs();
@@ -366,7 +366,7 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
 // Hot path: a failure builds an error value, success touches no heap once the
 // thread's stack is warm. The stacks are per thread and shared by instances.
 hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t, data);
+  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t);
   args->data = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->data = ThreadWorkspace().Allocate(args->nbytes);
@@ -376,7 +376,7 @@ hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
 }
 
 hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t, data);
+  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (ThreadWorkspace().Free(args->data)) return nullptr;
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
@@ -386,7 +386,7 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
 }
 
 hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_set_device_args_t, device);
+  HETRT_CPU_CHECK_CALL(args, hetrt_set_device_args_t);
   return CheckDevice(args->device);  // one CPU device: nothing to select
 }
 

@@ -54,11 +54,13 @@ inline bool IsLive(const hetrt_instance_t* self) {
   return self != nullptr && self->tag.load(std::memory_order_relaxed) == hetrt_instance::kLiveTag;
 }
 
-// Every entry point starts here: the caller's struct must hold every ABI 2.0
-// field the plugin reads (up to `last`), and `self` must be a live instance.
+// Every entry point starts here: the caller's struct must be at least as large
+// as in the minor that introduced it (<type>_MIN_SIZE, plugin_abi.h: the rule
+// every plugin and the SDK share), and `self` must be a live instance.
 inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self, const char* type) {
   if (!holds_fields) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %s is null or smaller than in ABI 2.0", type);
+    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
+                      "cpu plugin: %s is null or smaller than in the ABI minor that introduced it", type);
   }
   if (!IsLive(self)) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %s.self is not a live instance of this plugin", type);
@@ -66,9 +68,9 @@ inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self,
   return nullptr;
 }
 
-#define HETRT_CPU_CHECK_CALL(args, type, last)                                                             \
+#define HETRT_CPU_CHECK_CALL(args, type)                                                                   \
   do {                                                                                                     \
-    const bool holds_ = HETRT_ARGS_HAS(args, type, last);                                                  \
+    const bool holds_ = (args) != NULL && (args)->struct_size >= static_cast<size_t>(type##_MIN_SIZE);    \
     if (hetrt_error_t* error_ = ::hetrt::cpu::CheckCall(holds_, holds_ ? (args)->self : nullptr, #type)) { \
       return error_;                                                                                       \
     }                                                                                                      \

@@ -65,9 +65,10 @@ void DestroyInstance(hetrt_instance_t* self) {
 }
 
 hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
-  if (!HETRT_ARGS_HAS(args, hetrt_instance_create_args_t, instance)) {
+  if (args == nullptr || args->struct_size < static_cast<size_t>(hetrt_instance_create_args_t_MIN_SIZE)) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                      "cpu plugin: hetrt_instance_create_args_t is null or smaller than in ABI 2.0");
+                      "cpu plugin: hetrt_instance_create_args_t is null or smaller than in the ABI minor that "
+                      "introduced it");
   }
   args->instance = nullptr;
   const hetrt_host_api_t* host = args->host;
@@ -109,13 +110,13 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
 }
 
 hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_instance_destroy_args_t, self);
+  HETRT_CPU_CHECK_CALL(args, hetrt_instance_destroy_args_t);
   DestroyInstance(args->self);
   return nullptr;
 }
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_set_option_args_t, value);
+  HETRT_CPU_CHECK_CALL(args, hetrt_set_option_args_t);
   return ApplyOption(args->self, args->key, args->value);
 }
 

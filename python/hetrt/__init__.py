@@ -179,6 +179,11 @@ def load_kernels(path):
     return _hetrt.load_kernels(os.fspath(path))
 
 
+# A Relax executable's root in each TVM era: v0.14-v0.19, then v0.20 and the
+# tvm-ffi libraries of v0.22+ (docs/tvm-eras.md).
+_RELAX_ROOTS = ("relax.Executable", "relax.VMExecutable")
+
+
 class Module:
     """A module of the tree (TVM's ``runtime.Module``): ``type_key``,
     ``imports``, ``function_names``. The root of a model creates executors."""
@@ -214,7 +219,7 @@ class Module:
     def create(self, devices=None, *, sequential=False, staged_copies=False):
         """An executor for ``devices`` (default: the CPU); see ``GraphModule``, and
         ``VirtualMachine`` for a Relax executable."""
-        if self.type_key == "relax.Executable":
+        if self.type_key in _RELAX_ROOTS:
             if sequential or staged_copies:
                 raise TypeError("sequential/staged_copies are graph executor options; a Relax VM has neither")
             return VirtualMachine(self, devices)

@@ -13,7 +13,6 @@ Usage: relax_serving_test.py HETRT  (HETRT_FIXTURES: the fixtures' folder)
 """
 import concurrent.futures
 import http.client
-import json
 import os
 import re
 import subprocess
@@ -25,7 +24,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from server_process import Server, fixture_repository, missing_fixtures, read_param_dict  # noqa: E402
+from server_process import Server, fixture_repository, missing_fixtures, read_param_dict, rest_json  # noqa: E402
 
 HETRT = None
 RELAX = None
@@ -33,13 +32,7 @@ SERVER = None
 
 
 def request(method, path, body=None):
-    conn = http.client.HTTPConnection(*SERVER.http.rsplit(":", 1), timeout=60)
-    conn.request(method, path, body=None if body is None else json.dumps(body),
-                 headers={"Content-Type": "application/json"})
-    response = conn.getresponse()
-    payload = response.read()
-    conn.close()
-    return response.status, json.loads(payload) if payload else None
+    return rest_json(SERVER.http, method, path, body)
 
 
 def infer(model, inputs):

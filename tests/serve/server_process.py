@@ -76,6 +76,19 @@ class Server:
             raise RuntimeError("hetrt serve exited with %d:\n%s" % (status, "".join(self.log)))
 
 
+def rest_json(address, method, path, body=None):
+    """One REST call with a JSON body to host:port; (status, decoded JSON or None)."""
+    import http.client
+    import json
+    conn = http.client.HTTPConnection(*address.rsplit(":", 1), timeout=60)
+    conn.request(method, path, body=None if body is None else json.dumps(body),
+                 headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    payload = response.read()
+    conn.close()
+    return response.status, json.loads(payload) if payload else None
+
+
 def fixture_repository(fixtures, layout):
     """A temporary Triton-layout repository: {model: (fixture_dir, files, config or None)}.
 

@@ -1,4 +1,4 @@
-/* hetrt plugin ABI, version 2 (2.1: module.sample; 2.2: whole_model.sample;
+/* hetrt plugin ABI, version 2 (2.1: module.sample, whole_model; 2.2: whole_model.sample;
  * 2.3: memory_stats.failed_frees).
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
@@ -52,6 +52,17 @@ extern "C" {
 #define HETRT_STRUCT_HAS(ptr, type, field) \
   ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 #define HETRT_ARGS_HAS(args, type, field) HETRT_STRUCT_HAS(args, type, field)
+
+/* The size an args struct had in the minor that introduced it, up to and
+ * including `last_field` (its last field then): the smallest struct_size a
+ * callee accepts, since an older caller sends exactly that. Every args struct
+ * below is followed by its line, with the minor that introduced it (PJRT's
+ * PJRT_DEFINE_STRUCT_TRAITS pattern). When a minor appends a field, the line
+ * keeps naming the field that ended the struct before, and the new field is
+ * read only where HETRT_ARGS_HAS says the caller's struct holds it.
+ * Defines <type>_MIN_SIZE, a constant expression in C and C++. */
+#define HETRT_DEFINE_ARGS_MIN_SIZE(type, last_field) \
+  enum { type##_MIN_SIZE = offsetof(type, last_field) + sizeof(((type*)0)->last_field) }
 
 /* ---------------------------------------------------------------------------
  * Extensions: a singly linked chain of structs that start with this header,
@@ -135,11 +146,13 @@ typedef struct hetrt_error_message_args {
   const char* message; /* out: owned by the error, NUL-terminated, never NULL */
   int32_t code;        /* out: a hetrt_status_code_t */
 } hetrt_error_message_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_error_message_args_t, code); /* 2.0 */
 
 typedef struct hetrt_error_destroy_args {
   HETRT_ARGS_HEADER;
   hetrt_error_t* error;
 } hetrt_error_destroy_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_error_destroy_args_t, error); /* 2.0 */
 
 /* ---------------------------------------------------------------------------
  * Opaque handles, all owned by the plugin instance that created them.
@@ -184,6 +197,7 @@ typedef struct hetrt_instance_create_args {
   size_t num_options;
   hetrt_instance_t* instance; /* out */
 } hetrt_instance_create_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_instance_create_args_t, instance); /* 2.0 */
 
 /* Releases everything the instance created (devices, contexts, queues, thread
  * pools). Modules, streams, events and memory of the instance must already be
@@ -192,6 +206,7 @@ typedef struct hetrt_instance_destroy_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
 } hetrt_instance_destroy_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_instance_destroy_args_t, self); /* 2.0 */
 
 /* An unknown key is NOT_FOUND (so an option can be offered to every plugin);
  * a bad value is INVALID_ARGUMENT. */
@@ -201,6 +216,7 @@ typedef struct hetrt_set_option_args {
   const char* key;
   const char* value;
 } hetrt_set_option_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_set_option_args_t, value); /* 2.0 */
 
 /* Global packed functions the instance offers, e.g. for host code that looks
  * a name up with TVMBackendGetFuncFromEnv. The array is instance-owned. */
@@ -215,6 +231,7 @@ typedef struct hetrt_global_functions_args {
   const hetrt_global_function_t* functions; /* out */
   size_t num_functions;                     /* out */
 } hetrt_global_functions_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_global_functions_args_t, num_functions); /* 2.0 */
 
 /* ---------------------------------------------------------------------------
  * Device table: devices, memory, copies, streams, events, clocks.
@@ -234,6 +251,7 @@ typedef struct hetrt_device_count_args {
   int32_t count;                  /* out */
   const char* unavailable_reason; /* out: why count is 0 (instance-owned) */
 } hetrt_device_count_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_device_count_args_t, unavailable_reason); /* 2.0 */
 
 /* Device attributes (TVM's DeviceAttrKind, IREE's query_i64). Integer
  * attributes fill `value`, string ones `string` (instance-owned). A plugin
@@ -262,6 +280,7 @@ typedef struct hetrt_device_attribute_args {
    * or instance_destroy */
   const char* string;
 } hetrt_device_attribute_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_device_attribute_args_t, string); /* 2.0 */
 
 typedef struct hetrt_memory_stats_args {
   HETRT_ARGS_HEADER;
@@ -276,6 +295,7 @@ typedef struct hetrt_memory_stats_args {
    * count (an older one, or one that chooses not to) leaves it. */
   uint64_t failed_frees;
 } hetrt_memory_stats_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_memory_stats_args_t, num_allocations); /* 2.0; 2.3 appended failed_frees */
 
 /* A statistic the plugin did not report (see failed_frees). */
 #define HETRT_STAT_NOT_REPORTED UINT64_MAX
@@ -303,6 +323,7 @@ typedef struct hetrt_allocate_args {
   void* data;         /* out */
   void* host_pointer; /* out: the host address of the bytes, or NULL */
 } hetrt_allocate_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_allocate_args_t, host_pointer); /* 2.0 */
 
 typedef struct hetrt_free_args {
   HETRT_ARGS_HEADER;
@@ -311,6 +332,7 @@ typedef struct hetrt_free_args {
   void* data;
   int32_t kind; /* as allocated */
 } hetrt_free_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_free_args_t, kind); /* 2.0 */
 
 /* Whether copy() can move bytes from src_device to dst_device directly. A
  * plugin answers for pairs where at least one side is its own device; the
@@ -322,6 +344,7 @@ typedef struct hetrt_can_copy_args {
   DLDevice dst_device;
   int32_t can_copy; /* out: 1 or 0 */
 } hetrt_can_copy_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_can_copy_args_t, can_copy); /* 2.0 */
 
 typedef enum hetrt_copy_flags {
   /* Return only once the bytes have arrived (and the stream's earlier work is
@@ -345,6 +368,7 @@ typedef struct hetrt_copy_args {
   hetrt_stream_t* stream;
   uint32_t flags; /* hetrt_copy_flags_t */
 } hetrt_copy_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_copy_args_t, flags); /* 2.0 */
 
 typedef enum hetrt_stream_kind {
   HETRT_STREAM_COMPUTE = 0,
@@ -358,6 +382,7 @@ typedef struct hetrt_stream_create_args {
   int32_t kind;           /* a hetrt_stream_kind_t */
   hetrt_stream_t* stream; /* out */
 } hetrt_stream_create_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_create_args_t, stream); /* 2.0 */
 
 /* stream_destroy, stream_synchronize (host blocks until the stream's work is
  * done; returns the first error of that work). */
@@ -367,6 +392,7 @@ typedef struct hetrt_stream_args {
   DLDevice device;
   hetrt_stream_t* stream;
 } hetrt_stream_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_args_t, stream); /* 2.0 */
 
 /* Work enqueued on `stream` after this call starts only after `event`'s work
  * completed. The event comes from the same instance (any device of it; a
@@ -379,6 +405,7 @@ typedef struct hetrt_stream_wait_event_args {
   hetrt_stream_t* stream;
   hetrt_event_t* event;
 } hetrt_stream_wait_event_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_wait_event_args_t, event); /* 2.0 */
 
 /* The calling thread's current stream for `device` (TVM's TVMSetStream):
  * kernels that packed functions of this instance launch from this thread on
@@ -391,6 +418,7 @@ typedef struct hetrt_stream_current_args {
   hetrt_stream_t* stream;   /* in for set; out for get */
   hetrt_stream_t* previous; /* out for set */
 } hetrt_stream_current_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_current_args_t, previous); /* 2.0 */
 
 typedef enum hetrt_event_flags {
   HETRT_EVENT_TIMING = 1, /* event_timestamp / event_elapsed_ms will be asked */
@@ -403,6 +431,7 @@ typedef struct hetrt_event_create_args {
   uint32_t flags;       /* hetrt_event_flags_t */
   hetrt_event_t* event; /* out */
 } hetrt_event_create_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_create_args_t, event); /* 2.0 */
 
 /* Records `event` at the current end of `stream`; re-recording replaces the
  * previous point. */
@@ -413,6 +442,7 @@ typedef struct hetrt_event_record_args {
   hetrt_event_t* event;
   hetrt_stream_t* stream;
 } hetrt_event_record_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_record_args_t, stream); /* 2.0 */
 
 /* event_destroy; event_synchronize: the host blocks until the event's work is
  * done and gets that work's first error (the event carries it); event_query:
@@ -424,6 +454,7 @@ typedef struct hetrt_event_args {
   hetrt_event_t* event;
   int32_t complete; /* out (event_query) */
 } hetrt_event_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_args_t, complete); /* 2.0 */
 
 /* Milliseconds between two recorded timing events (waits for both). */
 typedef struct hetrt_event_elapsed_args {
@@ -434,6 +465,7 @@ typedef struct hetrt_event_elapsed_args {
   hetrt_event_t* end;
   double milliseconds; /* out */
 } hetrt_event_elapsed_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_elapsed_args_t, milliseconds); /* 2.0 */
 
 /* Device-clock time (ns) at which the work before a recorded timing event was
  * complete (waits for it). */
@@ -444,6 +476,7 @@ typedef struct hetrt_event_timestamp_args {
   hetrt_event_t* event;
   uint64_t device_ns; /* out */
 } hetrt_event_timestamp_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_timestamp_args_t, device_ns); /* 2.0 */
 
 /* One reading of the device clock and the host clock (CLOCK_MONOTONIC, ns)
  * taken as close together as the plugin can; |error| <= uncertainty_ns. The
@@ -456,6 +489,7 @@ typedef struct hetrt_device_clock_args {
   uint64_t host_ns;        /* out */
   uint64_t uncertainty_ns; /* out */
 } hetrt_device_clock_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_device_clock_args_t, uncertainty_ns); /* 2.0 */
 
 /* Scratch memory for compiled kernels (TVMBackendAllocWorkspace): a per-thread
  * stack on the CPU, a pool on devices. Called on the hot path. */
@@ -466,6 +500,7 @@ typedef struct hetrt_workspace_args {
   uint64_t nbytes; /* alloc */
   void* data;      /* out for alloc, in for free */
 } hetrt_workspace_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_workspace_args_t, data); /* 2.0 */
 
 /* Makes `device` the calling thread's current device of its type, the one
  * kernels launched from this thread run on. The core's global
@@ -476,6 +511,7 @@ typedef struct hetrt_set_device_args {
   hetrt_instance_t* self;
   DLDevice device;
 } hetrt_set_device_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_set_device_args_t, device); /* 2.0 */
 
 typedef struct hetrt_device_api {
   size_t struct_size;
@@ -521,6 +557,7 @@ typedef struct hetrt_module_load_args {
   hetrt_plugin_module_t* module; /* out */
   uint64_t consumed;             /* out: bytes of `data` that belong to this module */
 } hetrt_module_load_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_load_args_t, consumed); /* 2.0 */
 
 /* found = 0 (and no error) when the module has no such function. The
  * function stays valid until the module is destroyed. */
@@ -531,6 +568,7 @@ typedef struct hetrt_module_get_function_args {
   hetrt_packed_func_t function; /* out */
   int32_t found;                /* out */
 } hetrt_module_get_function_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_get_function_args_t, found); /* 2.0 */
 
 /* Writes up to `capacity` names (module-owned) and sets the total count. */
 typedef struct hetrt_module_list_functions_args {
@@ -540,6 +578,7 @@ typedef struct hetrt_module_list_functions_args {
   size_t capacity;
   size_t count; /* out */
 } hetrt_module_list_functions_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_list_functions_args_t, count); /* 2.0 */
 
 /* The bytes load() would read back (TVM's SaveToBinary layout). */
 typedef struct hetrt_module_save_args {
@@ -548,11 +587,13 @@ typedef struct hetrt_module_save_args {
   const uint8_t* data; /* out: owned by the module, valid until it is destroyed */
   uint64_t size;       /* out */
 } hetrt_module_save_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_save_args_t, size); /* 2.0 */
 
 typedef struct hetrt_module_destroy_args {
   HETRT_ARGS_HEADER;
   hetrt_plugin_module_t* module;
 } hetrt_module_destroy_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_destroy_args_t, module); /* 2.0 */
 
 /* 2.1: a sample module the plugin loads, with one function, the arguments to
  * call it with and the bytes it must produce, so that a conformance kit or a
@@ -578,6 +619,7 @@ typedef struct hetrt_module_sample_args {
   const hetrt_module_sample_argument_t* arguments; /* out: instance-owned */
   size_t num_arguments;                            /* out */
 } hetrt_module_sample_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_module_sample_args_t, num_arguments); /* 2.1 */
 
 typedef struct hetrt_module_api {
   size_t struct_size;
@@ -615,6 +657,7 @@ typedef struct hetrt_parallel_launch_args {
   int32_t num_task;
   int32_t failed_task; /* out: -1 when every task returned 0 */
 } hetrt_parallel_launch_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_parallel_launch_args_t, failed_task); /* 2.0 */
 
 /* Valid only when every task of the launch has its own thread; otherwise
  * returns an error instead of hanging. */
@@ -624,12 +667,14 @@ typedef struct hetrt_parallel_barrier_args {
   int32_t task_id;
   hetrt_parallel_group_env_t* env;
 } hetrt_parallel_barrier_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_parallel_barrier_args_t, env); /* 2.0 */
 
 typedef struct hetrt_parallel_num_threads_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
   int32_t num_threads; /* out */
 } hetrt_parallel_num_threads_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_parallel_num_threads_args_t, num_threads); /* 2.0 */
 
 typedef struct hetrt_parallel_api {
   size_t struct_size;
@@ -662,6 +707,7 @@ typedef struct hetrt_whole_model_accepts_args {
   int32_t accepted;   /* out: 1 or 0 */
   const char* reason; /* out when 0: why (instance-owned, valid until the next call) */
 } hetrt_whole_model_accepts_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_accepts_args_t, reason); /* 2.1 */
 
 /* Creates a model from the file at `path` for `device`. Options are the
  * plugin's own (the micro plugin: transport, board, cache_dir, ...); an
@@ -675,12 +721,14 @@ typedef struct hetrt_whole_model_create_args {
   size_t num_options;
   hetrt_whole_model_t* model; /* out */
 } hetrt_whole_model_create_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_create_args_t, model); /* 2.1 */
 
 /* destroy (releases the device: closes the link, stops an emulator), run. */
 typedef struct hetrt_whole_model_args {
   HETRT_ARGS_HEADER;
   hetrt_whole_model_t* model;
 } hetrt_whole_model_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_args_t, model); /* 2.1 */
 
 typedef struct hetrt_whole_model_io_count_args {
   HETRT_ARGS_HEADER;
@@ -688,6 +736,7 @@ typedef struct hetrt_whole_model_io_count_args {
   int32_t num_inputs;  /* out */
   int32_t num_outputs; /* out */
 } hetrt_whole_model_io_count_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_io_count_args_t, num_outputs); /* 2.1 */
 
 typedef enum hetrt_io_kind {
   HETRT_IO_INPUT = 0,
@@ -706,6 +755,7 @@ typedef struct hetrt_whole_model_io_info_args {
   int32_t ndim;         /* out */
   uint64_t nbytes;      /* out */
 } hetrt_whole_model_io_info_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_io_info_args_t, nbytes); /* 2.1 */
 
 /* set_input: `nbytes` host bytes, used (copied or sent) before the call
  * returns. get_output: copies the output into a host buffer of exactly
@@ -718,6 +768,7 @@ typedef struct hetrt_whole_model_tensor_args {
   void* data; /* const for set_input */
   uint64_t nbytes;
 } hetrt_whole_model_tensor_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_tensor_args_t, nbytes); /* 2.1 */
 
 /* What the model costs on its device. Zero where the plugin cannot tell. */
 typedef struct hetrt_whole_model_report_args {
@@ -730,6 +781,7 @@ typedef struct hetrt_whole_model_report_args {
   uint64_t last_run_device_ns;    /* out: the last run on the device's own clock */
   const char* text;               /* out: for people; model-owned, valid until the next call on it */
 } hetrt_whole_model_report_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_report_args_t, text); /* 2.1 */
 
 /* Optional: writes a self-contained project for the model into output_dir
  * (sources, build files; firmware for a board). `summary` says what was
@@ -744,6 +796,7 @@ typedef struct hetrt_whole_model_project_args {
   size_t num_options;
   const char* summary; /* out */
 } hetrt_whole_model_project_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_project_args_t, summary); /* 2.1 */
 
 /* Optional: runs a project project_generate wrote (on an emulator, a board),
  * bounded in time. `output` is what the device printed (instance-owned). */
@@ -756,6 +809,7 @@ typedef struct hetrt_whole_model_project_run_args {
   int32_t exit_code;  /* out: the program's status */
   const char* output; /* out */
 } hetrt_whole_model_project_run_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_project_run_args_t, output); /* 2.1 */
 
 /* ABI 2.2, optional: a small model the plugin runs, with its inputs and the
  * outputs they give, so that the conformance kit can check the table end to
@@ -778,6 +832,7 @@ typedef struct hetrt_whole_model_sample_args {
   const uint8_t* const* expected_outputs; /* out: num_outputs buffers or NULLs */
   size_t num_outputs;                     /* out */
 } hetrt_whole_model_sample_args_t;
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_whole_model_sample_args_t, num_outputs); /* 2.2 */
 
 typedef struct hetrt_whole_model_api {
   size_t struct_size;
