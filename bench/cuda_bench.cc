@@ -200,6 +200,11 @@ void BM_TwoBranchCudaPerNode(benchmark::State& state) {
 }
 BENCHMARK(BM_TwoBranchCudaPerNode)->UseRealTime();
 
+// The same model, whole call: graph executor (asynchronous, sequential)
+// against the Relax VM over the same kernels (TwoBranchWholeCall).
+void BM_TwoBranchCuda(benchmark::State& state) { TwoBranchWholeCall(state, kDLCUDA); }
+BENCHMARK(BM_TwoBranchCuda)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+
 }  // namespace
 }  // namespace hetrt
 

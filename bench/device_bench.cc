@@ -134,6 +134,16 @@ void BM_TwoBranchModel(benchmark::State& state) {
 }
 BENCHMARK(BM_TwoBranchModel)->Arg(0)->Arg(1)->UseRealTime();
 
+// One whole call of the two-branch model, graph executor against the Relax VM
+// over the same kernels (TwoBranchWholeCall): all on the CPU, CPU + OpenCL,
+// CPU + Vulkan.
+void BM_TwoBranchWholeCallCpu(benchmark::State& state) { TwoBranchWholeCall(state, kDLCPU); }
+void BM_TwoBranchWholeCallOpenCl(benchmark::State& state) { TwoBranchWholeCall(state, kDLOpenCL); }
+void BM_TwoBranchWholeCallVulkan(benchmark::State& state) { TwoBranchWholeCall(state, kDLVulkan); }
+BENCHMARK(BM_TwoBranchWholeCallCpu)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_TwoBranchWholeCallOpenCl)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_TwoBranchWholeCallVulkan)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+
 // Per-node device time of the CPU+Vulkan model, from timestamp queries.
 void BM_TwoBranchVulkanPerNode(benchmark::State& state) {
   auto m = OpenTwoBranch(kDLVulkan);

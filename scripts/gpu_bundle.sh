@@ -6,15 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}
-rm -rf .gpu && mkdir -p .gpu/build/bin .gpu/build/tests .gpu/sysroot .gpu/fixtures/tvm-0.18
+rm -rf .gpu && mkdir -p .gpu/build/bin .gpu/build/tests .gpu/build/test-kernels .gpu/sysroot .gpu/fixtures/tvm-0.18 .gpu/include
 bins=(cuda_test device_suite_test cuda_bench hetrt)
 for b in "${bins[@]}"; do cp "build/bin/$b" .gpu/build/bin/; done
 cp -r build/lib .gpu/build/
 cp build/tests/cuda_test_kernels* .gpu/build/tests/
+cp build/test-kernels/libffi_stream_kernels.so .gpu/build/test-kernels/
+# Tests compile v0.22-form model libraries there (tests/kernels/ffi_model_host.c
+# with the core's headers and DLPack's, which a bare machine may lack).
+cp -r "$(dirname "$(find /usr/include -path '*dlpack/dlpack.h' | head -1)")" .gpu/include/
 for m in "$fixtures"/tvm-0.18/*cuda*; do cp -r "$m" .gpu/fixtures/tvm-0.18/; done
 # Every library outside glibc, the C++ runtime (the image's is newer) and the
 # build tree, so nothing else depends on the image.
-for f in .gpu/build/bin/* .gpu/build/lib/*.so .gpu/build/lib/hetrt-plugins/*.so; do
+for f in .gpu/build/bin/* .gpu/build/lib/*.so .gpu/build/lib/hetrt-plugins/*.so .gpu/build/test-kernels/*.so; do
   ldd "$f" | awk '/=> \//{print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' | grep -v "$PWD/build" |
   while read -r lib; do cp -L "$lib" .gpu/sysroot/; done

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "hetrt/base/install_layout.h"
+#include "hetrt/device/device.h"
 #include "hetrt/module/kernel_library.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/tvm_abi/global_functions.h"
@@ -48,9 +49,9 @@ class KernelLibraryTest : public ::testing::Test {
 };
 
 TEST_F(KernelLibraryTest, ListsTheKernelsItExports) {
-  EXPECT_EQ(library_->names(), (std::vector<std::string>{"add_one", "bad_result", "device_type", "fail_silently",
-                                                         "greet", "iota", "keep", "kept_sum", "negate",
-                                                         "release_kept", "scale", "sum"}));
+  EXPECT_EQ(library_->names(),
+            (std::vector<std::string>{"add_one", "bad_result", "describe", "device_type", "fail_silently", "greet",
+                                      "iota", "keep", "kept_sum", "negate", "release_kept", "scale", "sum"}));
   EXPECT_TRUE(IsKernelLibraryFile(kLinked));
 }
 
@@ -153,6 +154,25 @@ TEST_F(KernelLibraryTest, ReadsMetadataAndDocs) {
   EXPECT_EQ(none, "");
 }
 
+// Arrays and Shapes both ways: hetrt makes an Array holding a Tensor, a Shape
+// and an Int; the kernel answers with an Array of its own objects (freed by
+// its deleters when hetrt lets go, checked under ASan).
+TEST_F(KernelLibraryTest, ArraysAndShapesGoBothWays) {
+  const FfiArray items{{Floats({1, 2, 3.5f}), FfiShape{{3}}, int64_t{7}}};
+  HETRT_ASSERT_OK_AND_ASSIGN(FfiValue result, Call("describe", {items}));
+  ASSERT_TRUE(std::holds_alternative<FfiArray>(result));
+  const std::vector<FfiValue>& out = std::get<FfiArray>(result).items;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<FfiShape>(out[0]).dims, (std::vector<int64_t>{3, 7}));
+  EXPECT_DOUBLE_EQ(std::get<double>(out[1]), 6.5);
+  // Nested arrays and strings go as owned items; the kernel checks the shape of its input.
+  FfiRaised raised;
+  EXPECT_FALSE(Call("describe", {FfiArray{{FfiArray{{std::string("a long string item")}}, FfiShape{}, int64_t{1}}}},
+                    &raised)
+                   .ok());
+  EXPECT_EQ(raised.message, "describe: items [Tensor, Shape, Int] expected");
+}
+
 TEST_F(KernelLibraryTest, AnUnknownKernelListsTheKnownOnes) {
   auto missing = library_->Find("add_two");
   ASSERT_FALSE(missing.ok());
@@ -172,6 +192,51 @@ TEST_F(KernelLibraryTest, KernelsSeeTensorsOnPluginDevices) {
   FfiRaised raised;
   EXPECT_FALSE(Call("add_one", {on_device, on_device}, &raised).ok());
   EXPECT_EQ(raised.message, "this kernel runs on CPU tensors only");
+}
+
+// A kernel that queues its own work on TVMFFIEnvGetStream's queue: that is
+// hetrt's current stream of the device, so the work follows what hetrt queued
+// there (in-order queue) and hetrt's synchronization covers it.
+TEST(KernelLibrary, KernelsLaunchOnHetrtsCurrentStream) {
+  HETRT_REQUIRE_OPENCL();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto library, KernelLibrary::Open(kDir + "/libffi_stream_kernels.so"));
+  const DLDevice cl{kDLOpenCL, 0};
+  PluginRegistry& registry = PluginRegistry::Global();
+  Plugin* opencl = registry.ForDevice(cl).value();
+  const Device device(opencl, cl);
+  auto stream_of = [&] {
+    return std::get<int64_t>(
+        library->Find("stream_of").value().Call(std::vector<FfiValue>{int64_t{kDLOpenCL}, int64_t{0}}).value());
+  };
+  HETRT_ASSERT_OK_AND_ASSIGN(void* default_queue, device.CurrentNativeStream());
+  ASSERT_NE(default_queue, nullptr);
+  EXPECT_EQ(stream_of(), reinterpret_cast<intptr_t>(default_queue));
+
+  HETRT_ASSERT_OK_AND_ASSIGN(hetrt_stream_t * stream, device.NewStream());
+  HETRT_ASSERT_OK(device.SetCurrentStream(stream));
+  struct Restore {
+    const Device& device;
+    hetrt_stream_t* stream;
+    ~Restore() {
+      (void)device.SetCurrentStream(nullptr);
+      (void)device.DestroyStream(stream);
+    }
+  } restore{device, stream};
+  HETRT_ASSERT_OK_AND_ASSIGN(void* queue, device.CurrentNativeStream());
+  EXPECT_NE(queue, default_queue);
+  EXPECT_EQ(stream_of(), reinterpret_cast<intptr_t>(queue));
+
+  // A copy hetrt queues without waiting, then the kernel's fill behind it.
+  constexpr int kN = 1 << 16;
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, Tensor::Empty({kN}, DLDataType{kDLFloat, 32, 1}, opencl->DeviceAllocator(cl)));
+  Tensor ones = Floats(std::vector<float>(kN, 1.0f));
+  HETRT_ASSERT_OK(device.Copy(ones.data(), 0, ones.device(), out.data(), 0, cl, ones.nbytes(), stream, 0));
+  HETRT_ASSERT_OK(library->Find("fill_on_stream").value().Call(std::vector<FfiValue>{out, 2.5}).status());
+  HETRT_ASSERT_OK(device.Synchronize(stream));
+  HETRT_ASSERT_OK(device.SetCurrentStream(nullptr));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, registry.ToHost(out));
+  EXPECT_EQ(Values(back), std::vector<float>(kN, 2.5f));
+  EXPECT_EQ(stream_of(), reinterpret_cast<intptr_t>(default_queue));
 }
 
 TEST(KernelLibrary, LoadsALibraryThatLeavesTheSymbolsToTheProcess) {
@@ -290,7 +355,7 @@ TEST(KernelLibraryCli, InspectListsKernelsWithTheirMetadataAndDocs) {
   const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::remove(log.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
-  for (const char* needle : {"format: tvm-ffi kernel library (TVM v0.22+ ABI or a foreign compiler's; no model blob): 12 kernels",
+  for (const char* needle : {"format: tvm-ffi kernel library (TVM v0.22+ ABI or a foreign compiler's; no model blob): 13 kernels",
                              "  add_one  {\"type_schema\": \"(Tensor, Tensor) -> None\"}\n    y = x + 1\n",
                              "  scale\n", "  sum\n"})
     EXPECT_NE(output.find(needle), std::string::npos) << needle << "\n" << output;

@@ -138,12 +138,17 @@ void RelaxProgram::If(int64_t cond, int64_t false_offset) {
   exe_.instructions.push_back(in);
 }
 
-Result<std::unique_ptr<RelaxVirtualMachine>> RelaxProgram::Build() const {
+Result<std::shared_ptr<Module>> RelaxProgram::Root() const {
   HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> image, WriteRelaxExecutable(exe_));
   HETRT_ASSIGN_OR_RETURN(RelaxExecutable parsed, ParseRelaxExecutable(image, "hand-made executable"));
-  auto module = std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(parsed)),
-                                                        std::move(image));
-  return RelaxVirtualMachine::Create(module, {});
+  std::shared_ptr<Module> root = std::make_shared<RelaxExecutableModule>(
+      std::make_shared<const RelaxExecutable>(std::move(parsed)), std::move(image));
+  return root;
+}
+
+Result<std::unique_ptr<RelaxVirtualMachine>> RelaxProgram::Build(const RelaxVirtualMachine::Options& options) const {
+  HETRT_ASSIGN_OR_RETURN(std::shared_ptr<Module> root, Root());
+  return RelaxVirtualMachine::Create(root, options);
 }
 
 }  // namespace hetrt::testing

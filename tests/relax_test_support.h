@@ -51,8 +51,10 @@ class RelaxProgram {
   void Goto(int64_t offset);
   void If(int64_t cond, int64_t false_offset);
   RelaxExecutable& executable() { return exe_; }
-  // Encodes, parses back and creates a VM on the CPU (no library: builtins only).
-  Result<std::unique_ptr<RelaxVirtualMachine>> Build() const;
+  // Encodes, parses back and creates a VM (no library: builtins only; on the CPU by default).
+  // The executable, written and parsed back, as a module tree's root.
+  Result<std::shared_ptr<Module>> Root() const;
+  Result<std::unique_ptr<RelaxVirtualMachine>> Build(const RelaxVirtualMachine::Options& options = {}) const;
 
  private:
   RelaxExecutable exe_;

@@ -329,13 +329,9 @@ TEST(RelaxBytecode, ToDeviceFromHostVisibleMemoryIsAView) {
   p.Call(tuple, 4, {p.Reg(2), p.Reg(3)});
   p.Ret(4);
   p.End();
-  HETRT_ASSERT_OK_AND_ASSIGN(auto image, WriteRelaxExecutable(p.executable()));
-  HETRT_ASSERT_OK_AND_ASSIGN(RelaxExecutable parsed, ParseRelaxExecutable(image, "aliasing"));
-  auto root = std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(parsed)),
-                                                      std::move(image));
   RelaxVirtualMachine::Options options;
   options.devices = {{kDLOpenCL, 0}, {kDLCPU, 0}};
-  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, RelaxVirtualMachine::Create(root, options));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build(options));
   HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, vm->Invoke("main", {}));
   const Tensor& a = r.tuple()[0].tensor();
   const Tensor& b = r.tuple()[1].tensor();
@@ -343,6 +339,48 @@ TEST(RelaxBytecode, ToDeviceFromHostVisibleMemoryIsAView) {
   EXPECT_EQ(a.data(), b.data()) << "each to_device copied instead of viewing the host-visible bytes";
   static_cast<float*>(a.data())[3] = 7.f;  // the host may read and write them
   EXPECT_EQ(static_cast<float*>(b.data())[3], 7.f);
+}
+
+// A mixed-device model's weights for its other devices: to_device of a
+// constant is copied once, at creation, not on every call (TVM's bytecode
+// moves them with to_device each call); a register's tensor is still copied.
+TEST(RelaxBytecode, ToDeviceOfAConstantCopiesItOnceAtCreation) {
+  HETRT_REQUIRE_DEVICE_OR_RETURN((DLDevice{kDLOpenCL, 0}));
+  RelaxProgram p;
+  const auto [to_device, tuple] = p.Builtins("to_device", "make_tuple");
+  RelaxConstant weights;
+  weights.type = RelaxConstant::Type::kTensor;
+  weights.tensor = Tensor::EmptyHost({4}, DLDataType{kDLFloat, 32, 1}).value();
+  for (int i = 0; i < 4; ++i) weights.tensor.data_as<float>()[i] = 1.5f * i;
+  const uint32_t c = p.AddConstant(weights);
+  p.Function("main", {"x"}, 5);
+  p.Call(to_device, 1, {p.Const(c), p.Imm(kDLOpenCL), p.Imm(0)});
+  p.Call(to_device, 2, {p.Const(c), p.Imm(kDLOpenCL), p.Imm(0)});
+  p.Call(to_device, 3, {p.Reg(0), p.Imm(kDLOpenCL), p.Imm(0)});
+  p.Call(tuple, 4, {p.Reg(1), p.Reg(2), p.Reg(3)});
+  p.Ret(4);
+  p.End();
+  RelaxVirtualMachine::Options options;
+  options.devices = {{kDLCPU, 0}, {kDLOpenCL, 0}};  // constants live on the CPU
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build(options));
+  const uint64_t allocations = vm->PluginAllocations();
+  const std::vector<RelaxValue> args{RelaxValue::FromTensor(weights.tensor)};
+  std::vector<const void*> seen;
+  for (int call = 0; call < 2; ++call) {
+    HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, vm->Invoke("main", args));
+    HETRT_ASSERT_OK(vm->Synchronize());
+    const RelaxTuple& t = r.tuple();
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(t[i].tensor().device().device_type, kDLOpenCL);
+      HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, PluginRegistry::Global().ToHost(t[i].tensor()));
+      EXPECT_EQ(std::memcmp(back.data(), weights.tensor.data(), 16), 0) << "item " << i;
+    }
+    EXPECT_EQ(t[0].tensor().data(), t[1].tensor().data()) << "one copy per constant and device";
+    EXPECT_NE(t[2].tensor().data(), t[0].tensor().data()) << "a register's tensor is copied";
+    seen.push_back(t[0].tensor().data());
+  }
+  EXPECT_EQ(seen[0], seen[1]) << "the constant was copied again on the second call";
+  EXPECT_EQ(vm->PluginAllocations(), allocations + 1) << "the register's copy, from the pool, once";
 }
 
 TEST(RelaxBytecode, RefusedAndMissingFunctionsFailAtCreationNamingThem) {

@@ -43,6 +43,19 @@ RelaxExecutable ServedFfiModelExecutable() {
   return exe;
 }
 
+RelaxExecutable DeviceAddExecutable(const std::string& name) {
+  RelaxProgram p;
+  const uint32_t add = p.Packed(name);
+  p.Function("main", {"a", "b", "c"}, 3);
+  p.Call(add, kRelaxVoidRegister, {p.Reg(0), p.Reg(1), p.Reg(2)});
+  p.Ret(2);
+  p.End();
+  RelaxExecutable exe = p.executable();
+  exe.abi = LibraryAbi::kTvmFfi;
+  exe.v2 = true;
+  return exe;
+}
+
 Status ExportFfiModel(const RelaxExecutable& exe, const std::string& path,
                       std::vector<std::shared_ptr<Module>> device_modules) {
   HETRT_ASSIGN_OR_RETURN(std::vector<uint8_t> image, WriteRelaxExecutable(exe));

@@ -18,6 +18,10 @@ Tensor FfiModelBias();
 // bytecode does (check_tensor_info, match_shape, alloc_storage/alloc_tensor).
 RelaxExecutable ServedFfiModelExecutable();
 
+// main(a, b, c): host function `name`(a, b, c), returning c (a V2 image): the
+// host functions of tests/kernels/ffi_model_host.c that launch device kernels.
+RelaxExecutable DeviceAddExecutable(const std::string& name);
+
 // Writes `exe` (its abi must be kTvmFfi) to `path` as TVM v0.22+ would: the
 // blob as devc.c, linked with the host code, whose imports are `device_modules`.
 Status ExportFfiModel(const RelaxExecutable& exe, const std::string& path,

@@ -16,6 +16,7 @@
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/formats/device_payloads.h"
+#include "hetrt/module/kernel_library.h"
 #include "hetrt/module/library_module.h"
 #include "hetrt/module/module_loader.h"
 #include "hetrt/plugin_host/plugin_registry.h"
@@ -89,7 +90,7 @@ TEST_P(TvmFfiModel, ExportedAsTvm022WritesItRunsOnTheVm) {
   EXPECT_EQ(library->abi(), LibraryAbi::kTvmFfi);
   std::vector<std::string> names = library->ListFunctionNames();
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"add_bias", "add_on_device", "scale_by_global"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add_bias", "add_on_device", "add_with_kernel_set", "scale_by_global"}));
   const auto& exe = *dynamic_cast<RelaxExecutableModule&>(*root).executable();
   EXPECT_EQ(exe.abi, LibraryAbi::kTvmFfi);
   EXPECT_EQ(exe.v2, GetParam());
@@ -138,7 +139,7 @@ TEST_P(TvmFfiModel, ExportedAsTvm022WritesItRunsOnTheVm) {
   const std::string format = GetParam() ? "format: TVM v0.23+ Relax VM executable (tvm-ffi ABI, V2 image)"
                                         : "format: TVM v0.22 Relax VM executable (tvm-ffi ABI, V1 image)";
   for (const std::string& needle : {format, std::string("- relax.VMExecutable"),
-                                    std::string("functions (3): ")})
+                                    std::string("functions (4): ")})
     EXPECT_NE(output.find(needle), std::string::npos) << needle << "\n" << output;
   root.reset();
   vm.reset();
@@ -169,16 +170,8 @@ std::shared_ptr<Module> OpenClAddModule() {
 
 TEST(TvmFfiModelOnDevice, HostCodeLaunchesAnOpenClKernelFoundThroughTheLibraryContext) {
   HETRT_REQUIRE_OPENCL();
-  RelaxProgram p;
-  const uint32_t add = p.Packed("add_on_device");
-  p.Function("main", {"a", "b", "c"}, 3);
-  p.Call(add, kRelaxVoidRegister, {p.Reg(0), p.Reg(1), p.Reg(2)});
-  p.Ret(2);
-  p.End();
-  RelaxExecutable exe = p.executable();
-  exe.abi = LibraryAbi::kTvmFfi;
-  exe.v2 = true;
-  HETRT_ASSERT_OK_AND_ASSIGN(std::string path, ExportFfiModel(exe, "ffi_opencl", {OpenClAddModule()}));
+  HETRT_ASSERT_OK_AND_ASSIGN(std::string path, ExportFfiModel(testing::DeviceAddExecutable("add_on_device"),
+                                                              "ffi_opencl", {OpenClAddModule()}));
   HETRT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Module> root, LoadModuleFile(path));
   const Module& library = *root->imports().at(0);
   ASSERT_EQ(library.imports().size(), 1u);
@@ -201,6 +194,44 @@ TEST(TvmFfiModelOnDevice, HostCodeLaunchesAnOpenClKernelFoundThroughTheLibraryCo
   HETRT_ASSERT_OK(vm->Synchronize());
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor c, registry.ToHost(args[2].tensor()));
   EXPECT_EQ(Values(c), (std::vector<float>{11, 22, 33, 44, 55}));
+  vm.reset();
+  root.reset();
+  std::remove(path.c_str());
+}
+
+// A Relax extern call (call_packed) to a foreign kernel registered as a global
+// function: the VM passes a tuple as an Array holding a Tensor, a Shape and an
+// Int, and takes back the kernel's Array of a Shape and a Float as a tuple.
+TEST(TvmFfiModelExterns, TuplesAndShapesReachAForeignKernelAndComeBack) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto kernels, KernelLibrary::Open(HETRT_TEST_KERNELS_DIR "/libffi_kernels.so"));
+  const std::string prefix = "test" + std::to_string(getpid()) + ".";
+  HETRT_ASSERT_OK(kernels->RegisterGlobalFunctions(prefix));
+  auto again = kernels->RegisterGlobalFunctions(prefix);
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.message().find("the name is taken"), std::string::npos) << again.message();
+
+  RelaxProgram p;
+  const auto [shape_of, make_tuple] = p.Builtins("shape_of", "make_tuple");
+  const uint32_t describe = p.Packed(prefix + "describe");
+  p.Function("main", {"x"}, 4);
+  p.Call(shape_of, 1, {p.Reg(0)});
+  p.Call(make_tuple, 2, {p.Reg(0), p.Reg(1), p.Imm(3)});
+  p.Call(describe, 3, {p.Reg(2)});
+  p.Ret(3);
+  p.End();
+  RelaxExecutable exe = p.executable();
+  exe.abi = LibraryAbi::kTvmFfi;
+  HETRT_ASSERT_OK_AND_ASSIGN(std::string path, ExportFfiModel(exe, "ffi_extern"));
+  HETRT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Module> root, LoadModuleFile(path));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, RelaxVirtualMachine::Create(root, {}));
+  const std::vector<RelaxValue> args{RelaxValue::FromTensor(Floats({2, 2}, {1, 2, 3, 4}))};
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue out, vm->Invoke("main", args));
+  ASSERT_TRUE(out.is(RelaxValue::Kind::kTuple)) << out.Describe();
+  ASSERT_EQ(out.tuple().size(), 2u);
+  ASSERT_TRUE(out.tuple()[0].is(RelaxValue::Kind::kShape)) << out.tuple()[0].Describe();
+  EXPECT_EQ(out.tuple()[0].shape(), (std::vector<int64_t>{2, 2, 3}));
+  ASSERT_TRUE(out.tuple()[1].is(RelaxValue::Kind::kFloat)) << out.tuple()[1].Describe();
+  EXPECT_DOUBLE_EQ(out.tuple()[1].float_value(), 10.0);
   vm.reset();
   root.reset();
   std::remove(path.c_str());

@@ -79,6 +79,12 @@ Result<hetrt_stream_t*> Device::CurrentStream() const {
   return args.stream;
 }
 
+Result<void*> Device::CurrentNativeStream() const {
+  auto args = Make<hetrt_stream_current_args_t>();
+  HETRT_RETURN_IF_ERROR(Call(api()->stream_get_current, &args, "stream_get_current"));
+  return args.native_stream;
+}
+
 Result<hetrt_event_t*> Device::NewEvent(uint32_t flags) const {
   auto args = Make<hetrt_event_create_args_t>();
   args.flags = flags;

@@ -422,6 +422,12 @@ Status ToDevice(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* res
   const int index = vm.IndexOf(target);
   if (index < 0)
     return InvalidArgument("to_device " + DeviceToString(target) + ", which is not one of the VM's devices");
+  // A constant (fixed) already there: moved at creation (MoveConstantOnce).
+  const DLDevice at = args[0].tensor().device();
+  if (args.fixed(0) && at.device_type == target.device_type && at.device_id == target.device_id) {
+    *result = args[0];
+    return OkStatus();
+  }
   HETRT_ASSIGN_OR_RETURN(Tensor copy, vm.CopyTo(args[0].tensor(), index, /*may_alias=*/true));
   *result = RelaxValue::FromTensor(std::move(copy));
   return OkStatus();

@@ -6,6 +6,8 @@
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/tvm_abi/tvm_ffi_context.h"
+#include "hetrt/tvm_abi/tvm_ffi_values.h"
 
 namespace hetrt {
 namespace {
@@ -13,6 +15,47 @@ namespace {
 // Deeper than any real model's call chain; a runaway recursion stops here
 // with an error instead of overflowing the stack.
 constexpr size_t kMaxCallDepth = 512;
+
+// A register's value as tvm-ffi passes it (tuples nest: TVM's tuples are Arrays).
+Result<FfiValue> ToFfiValue(const RelaxValue& v, int depth) {
+  switch (v.kind()) {
+    case RelaxValue::Kind::kNull: return FfiValue{};
+    case RelaxValue::Kind::kInt: return FfiValue{v.int_value()};
+    case RelaxValue::Kind::kFloat: return FfiValue{v.float_value()};
+    case RelaxValue::Kind::kString: return FfiValue{v.string()};
+    case RelaxValue::Kind::kTensor: return FfiValue{v.tensor()};
+    case RelaxValue::Kind::kShape: return FfiValue{FfiShape{v.shape()}};
+    case RelaxValue::Kind::kTuple: {
+      if (depth >= static_cast<int>(kMaxCallDepth)) return InvalidArgument("tuples nested too deep");
+      FfiArray array;
+      array.items.reserve(v.tuple().size());
+      for (const RelaxValue& item : v.tuple()) {
+        HETRT_ASSIGN_OR_RETURN(FfiValue converted, ToFfiValue(item, depth + 1));
+        array.items.push_back(std::move(converted));
+      }
+      return FfiValue{std::move(array)};
+    }
+    default:
+      return InvalidArgument(std::string("a ") + RelaxValue::KindName(v.kind()) +
+                             ", which hetrt does not pass to tvm-ffi functions");
+  }
+}
+
+RelaxValue FromFfiValue(FfiValue value) {
+  if (auto* i = std::get_if<int64_t>(&value)) return RelaxValue::Int(*i);
+  if (auto* b = std::get_if<bool>(&value)) return RelaxValue::Int(*b ? 1 : 0);
+  if (auto* f = std::get_if<double>(&value)) return RelaxValue::Float(*f);
+  if (auto* s = std::get_if<std::string>(&value)) return RelaxValue::String(std::move(*s));
+  if (auto* t = std::get_if<Tensor>(&value)) return RelaxValue::FromTensor(std::move(*t));
+  if (auto* shape = std::get_if<FfiShape>(&value)) return RelaxValue::Shape(std::move(shape->dims));
+  if (auto* array = std::get_if<FfiArray>(&value)) {
+    RelaxTuple items;
+    items.reserve(array->items.size());
+    for (FfiValue& item : array->items) items.push_back(FromFfiValue(std::move(item)));
+    return RelaxValue::Tuple(std::move(items));
+  }
+  return RelaxValue();
+}
 
 }  // namespace
 
@@ -51,6 +94,33 @@ Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index, 
   }
   HETRT_RETURN_IF_ERROR(plugins->CopyTensor(tensor, out));
   return out;
+}
+
+Status RelaxInterpreter::MoveConstantOnce(RelaxOperand* operands, uint32_t num_operands) {
+  if (num_operands != 3) return OkStatus();  // the call itself reports what is wrong
+  for (uint32_t i = 0; i < 3; ++i)
+    if (operands[i].fixed == nullptr) return OkStatus();
+  const RelaxValue& source = *operands[0].fixed;
+  if (!source.is(RelaxValue::Kind::kTensor) || !operands[1].fixed->is(RelaxValue::Kind::kInt) ||
+      !operands[2].fixed->is(RelaxValue::Kind::kInt))
+    return OkStatus();
+  const DLDevice target{static_cast<DLDeviceType>(operands[1].fixed->int_value()),
+                        static_cast<int32_t>(operands[2].fixed->int_value())};
+  const int index = IndexOf(target);
+  const DLDevice from = source.tensor().device();
+  if (index < 0 || (from.device_type == target.device_type && from.device_id == target.device_id)) return OkStatus();
+  for (size_t i = 0; i < moved_constants.size(); ++i) {  // one copy per constant and device
+    const DLDevice at = moved_constants[i].tensor().device();
+    if (moved_sources[i] == &source && at.device_type == target.device_type && at.device_id == target.device_id) {
+      operands[0].fixed = &moved_constants[i];
+      return OkStatus();
+    }
+  }
+  HETRT_ASSIGN_OR_RETURN(Tensor copy, CopyTo(source.tensor(), index));
+  moved_constants.push_back(RelaxValue::FromTensor(std::move(copy)));
+  moved_sources.push_back(&source);
+  operands[0].fixed = &moved_constants.back();
+  return OkStatus();
 }
 
 Status RelaxInterpreter::SynchronizeDevices() {
@@ -99,6 +169,7 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
         codes[i] = HETRT_TYPE_STR;
         break;
       default:
+        if (hetrt_ffi_safe_call_t ffi = FfiSafeCallOf(kernel)) return CallFfi(ffi, args, extra_ints, result);
         return InvalidArgument("argument " + std::to_string(i) + " is a " + RelaxValue::KindName(v.kind()) +
                                ", which a compiled function cannot take");
     }
@@ -125,6 +196,22 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
   return OkStatus();
 }
 
+Status RelaxInterpreter::CallFfi(hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
+                                 const std::vector<int64_t>* extra_ints, RelaxValue* result) {
+  std::vector<FfiValue> values;
+  values.reserve(args.size() + (extra_ints ? extra_ints->size() : 0));
+  for (uint32_t i = 0; i < args.size(); ++i) {
+    HETRT_ASSIGN_OR_RETURN(FfiValue value, ToFfiValue(args[i], 0), "argument " + std::to_string(i));
+    values.push_back(std::move(value));
+  }
+  if (extra_ints != nullptr)
+    for (int64_t v : *extra_ints) values.emplace_back(v);
+  HETRT_ASSIGN_OR_RETURN(FfiValue returned, CallFfiFunction(function, nullptr, values, "the tvm-ffi function"));
+  ++stats.kernel_calls;
+  *result = FromFfiValue(std::move(returned));
+  return OkStatus();
+}
+
 Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::vector<RelaxValue> args) {
   uint32_t function = 0;
   if (callee.is(RelaxValue::Kind::kClosure)) {
@@ -140,7 +227,10 @@ Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::ve
   RelaxValue result;
   switch (c.kind) {
     case Callee::Kind::kVmFunction: return Run(function, call_args);
-    case Callee::Kind::kKernel: HETRT_RETURN_IF_ERROR(CallKernel(*c.kernel, call_args, nullptr, &result)); break;
+    case Callee::Kind::kKernel:
+      HETRT_RETURN_IF_ERROR(c.ffi != nullptr ? CallFfi(c.ffi, call_args, nullptr, &result)
+                                             : CallKernel(*c.kernel, call_args, nullptr, &result));
+      break;
     case Callee::Kind::kBuiltin: HETRT_RETURN_IF_ERROR(c.builtin(*this, call_args, &result)); break;
   }
   return result;
@@ -152,7 +242,12 @@ Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, 
     case Callee::Kind::kBuiltin:
       ++stats.builtin_calls;
       return callee.builtin(*this, args, result);
-    case Callee::Kind::kKernel: return CallKernel(*callee.kernel, args, nullptr, result);
+    case Callee::Kind::kKernel:
+      // Compiled kernels write their outputs and return nothing (%void): the
+      // packed path. A used result may be an object.
+      if (callee.ffi != nullptr && in.reg < kRelaxVoidRegister) [[unlikely]]
+        return CallFfi(callee.ffi, args, nullptr, result);
+      return CallKernel(*callee.kernel, args, nullptr, result);
     case Callee::Kind::kVmFunction: {
       ++stats.vm_calls;
       std::vector<RelaxValue> nested(args.size());

@@ -16,6 +16,7 @@
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/tvm_abi/tvm_ffi_c_abi.h"
 
 namespace hetrt {
 
@@ -33,6 +34,8 @@ class RelaxCallArgs {
   // For calls made by builtins (closures): plain values.
   RelaxCallArgs(const RelaxValue* values, uint32_t size) : values_(values), size_(size) {}
   uint32_t size() const { return size_; }
+  // Whether argument i is fixed at creation (an immediate, a constant).
+  bool fixed(uint32_t i) const { return values_ == nullptr && operands_[i].fixed != nullptr; }
   const RelaxValue& operator[](uint32_t i) const {
     if (values_ != nullptr) return values_[i];
     const RelaxOperand& o = operands_[i];
@@ -65,6 +68,9 @@ struct RelaxInterpreter {
     enum class Kind : uint8_t { kBuiltin, kKernel, kVmFunction } kind = Kind::kBuiltin;
     RelaxBuiltin builtin = nullptr;
     const PackedFunc* kernel = nullptr;
+    // A tvm-ffi function (a v0.22+ library's, a kernel library's): calls whose
+    // result is used, or that pass shapes or tuples, go as tvm-ffi values.
+    hetrt_ffi_safe_call_t ffi = nullptr;
   };
   struct Instruction {
     RelaxInstruction::Op op;
@@ -86,6 +92,12 @@ struct RelaxInterpreter {
   std::vector<Instruction> code;
   std::vector<RelaxOperand> operands;
   std::vector<RelaxValue> fixed_values;  // immediates and function references the operands point at
+  // Constants a to_device with fixed device operands moves: copied once, at
+  // creation, and then read in place (constants are immutable; vm.builtin.copy
+  // of one returns it too). Without this a mixed-device model copies its
+  // weights for the other devices on every call.
+  std::vector<RelaxValue> moved_constants;
+  std::vector<const RelaxValue*> moved_sources;  // the constant each was copied from
   std::vector<std::vector<RelaxValue>> frames;  // register files, reused by call depth
   size_t depth = 0;
   std::vector<hetrt_value_t> kernel_values;  // kernel call arguments, reused
@@ -105,6 +117,10 @@ struct RelaxInterpreter {
   Result<RelaxValue> CallValue(const RelaxValue& callee, std::vector<RelaxValue> args);
   Status CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,
                     RelaxValue* result);
+  // A tvm-ffi function with any values: Shape and Array objects for shapes
+  // and tuples, results of every kind the VM holds.
+  Status CallFfi(hetrt_ffi_safe_call_t function, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,
+                 RelaxValue* result);
   // The VM device index of (type, id), or -1.
   int IndexOf(DLDevice device) const;
   // A copy on the VM device `device_index`. With `may_alias`, a tensor in
@@ -112,6 +128,10 @@ struct RelaxInterpreter {
   // a host tensor that owns its memory goes to a device asynchronously.
   Result<Tensor> CopyTo(const Tensor& tensor, int device_index, bool may_alias = false);
   Status SynchronizeDevices();
+  // At creation, for a to_device call whose operands are all fixed: a
+  // constant source is copied to the target now (once per constant and
+  // device) and the operand points at the copy.
+  Status MoveConstantOnce(RelaxOperand* operands, uint32_t num_operands);
   const std::string& FunctionName(uint32_t index) const { return exe->functions[index].name; }
 };
 

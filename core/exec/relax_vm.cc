@@ -5,6 +5,8 @@
 #include "exec/relax_interpreter.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/host_clock.h"
+#include "hetrt/tvm_abi/global_functions.h"
+#include "hetrt/tvm_abi/tvm_ffi_context.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -159,6 +161,7 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
       if (kernel != nullptr) {
         callee.kind = RelaxInterpreter::Callee::Kind::kKernel;
         callee.kernel = kernel;
+        callee.ffi = FfiSafeCallOf(*kernel);
         continue;
       }
     }
@@ -169,6 +172,7 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
     if (const PackedFunc* global = GlobalFunctionRegistry::Get().Find(f.name)) {
       callee.kind = RelaxInterpreter::Callee::Kind::kKernel;
       callee.kernel = global;
+      callee.ffi = FfiSafeCallOf(*global);
       continue;
     }
     return NotFound("the executable calls '" + f.name + "', which is neither a function of its library (" +
@@ -186,6 +190,8 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
   impl->fixed_values.push_back(RelaxValue::Vm());
   const RelaxValue* vm_value = &impl->fixed_values.back();
   impl->code.reserve(exe.instructions.size());
+  const RelaxBuiltin to_device = FindRelaxBuiltin("vm.builtin.to_device");
+  impl->moved_constants.reserve(exe.instructions.size());  // addresses must stay put
   size_t max_args = 0;
   for (const RelaxInstruction& in : exe.instructions) {
     RelaxInterpreter::Instruction out;
@@ -220,6 +226,10 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
         }
         impl->operands.push_back(o);
       }
+      if (impl->callees[out.callee].kind == RelaxInterpreter::Callee::Kind::kBuiltin &&
+          impl->callees[out.callee].builtin == to_device)
+        HETRT_RETURN_IF_ERROR(impl->MoveConstantOnce(&impl->operands[out.operands_begin], in.num_args),
+                              "moving a constant for function table entry " + std::to_string(out.callee));
     }
     impl->code.push_back(out);
   }

@@ -123,6 +123,20 @@ Result<hetrt_ffi_object_t*> KernelLibrary::LookupFfiFunction(std::string_view na
   return function;
 }
 
+Status KernelLibrary::RegisterGlobalFunctions(const std::string& prefix) {
+  GlobalFunctionRegistry& globals = GlobalFunctionRegistry::Get();
+  for (const std::string& name : names_)
+    if (globals.Find(prefix + name) != nullptr)
+      return FailedPrecondition("cannot register kernel '" + name + "' of " + path_ + " as global function '" + prefix +
+                           name + "': the name is taken (choose a prefix)");
+  for (const std::string& name : names_) {
+    HETRT_ASSIGN_OR_RETURN(Kernel kernel, Find(name));
+    HETRT_RETURN_IF_ERROR(globals.Register(prefix + name, MakePackedFromFfiFunction(kernel.function_),
+                                           std::const_pointer_cast<KernelLibrary>(kernel.library_)));
+  }
+  return OkStatus();
+}
+
 Result<Kernel> KernelLibrary::Find(std::string_view name) const {
   if (!std::binary_search(names_.begin(), names_.end(), name))
     return NotFound("kernel library " + path_ + " has no kernel '" + std::string(name) + "' (it has: " +

@@ -105,6 +105,17 @@ void SetDefaultBackendRoutes(const BackendRoutes* (*resolver)()) {
 BackendRoutesScope::BackendRoutesScope(const BackendRoutes* routes) : previous_(t_routes) { t_routes = routes; }
 BackendRoutesScope::~BackendRoutesScope() { t_routes = previous_; }
 
+void* CurrentNativeStream(int32_t device_type, int32_t device_id) noexcept {
+  try {
+    Plugin* plugin = DeviceProvider(device_type);
+    if (plugin == nullptr) return nullptr;
+    Result<void*> native = Device(plugin, MakeDevice(device_type, device_id)).CurrentNativeStream();
+    return native.ok() ? *native : nullptr;
+  } catch (...) {  // noexcept boundary: compiled code called in
+    return nullptr;
+  }
+}
+
 }  // namespace hetrt
 
 // ---- The C entry points, with TVM's names and semantics. Each is noexcept:

@@ -30,6 +30,10 @@ int InstallBackendPointers(void* dl_handle);
 // also raise their errors in the tvm-ffi error slot.
 int InstallHostServicePointers(void* dl_handle, void* (*alloc_workspace)(int, int, uint64_t, int, int),
                                int (*parallel_launch)(hetrt_parallel_lambda_t, void*, int));
+// The native queue (CUstream, cl_command_queue) behind this thread's current
+// stream of a device, through the routes' plugin for its type; NULL when the
+// device type has no plugin, the plugin reports none or the device is unknown.
+void* CurrentNativeStream(int32_t device_type, int32_t device_id) noexcept;
 // Stores `environment` in the library's __tvm_module_ctx, if it has one; that
 // pointer comes back to TVMBackendGetFuncFromEnv.
 bool InstallModuleContext(void* dl_handle, FunctionEnvironment* environment);

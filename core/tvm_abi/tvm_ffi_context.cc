@@ -218,6 +218,10 @@ PackedFunc MakePackedFromFfiFunction(hetrt_ffi_safe_call_t function) {
   return {&CallFfiAsPacked, reinterpret_cast<void*>(function)};
 }
 
+hetrt_ffi_safe_call_t FfiSafeCallOf(const PackedFunc& function) {
+  return function.call == &CallFfiAsPacked ? reinterpret_cast<hetrt_ffi_safe_call_t>(function.resource) : nullptr;
+}
+
 hetrt_ffi_object_t* MakeFfiFunctionFromPacked(const PackedFunc& function, std::string name) {
   auto* object = new PackedFunctionObject();
   object->cell.header = {0x0000000100000001ull, HETRT_FFI_FUNCTION, 0, DeletePackedFunctionObject};

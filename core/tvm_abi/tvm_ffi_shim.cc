@@ -26,6 +26,9 @@ static_assert(sizeof(hetrt_ffi_object_t) == 24);
 static_assert(offsetof(hetrt_ffi_tensor_object_t, dl) == 24);
 static_assert(offsetof(hetrt_ffi_str_object_t, bytes) == 24);
 static_assert(offsetof(hetrt_ffi_function_object_t, safe_call) == 24);
+static_assert(offsetof(hetrt_ffi_shape_object_t, data) == 24 && offsetof(hetrt_ffi_shape_object_t, size) == 32);
+static_assert(offsetof(hetrt_ffi_array_object_t, data) == 24 && offsetof(hetrt_ffi_array_object_t, size) == 32 &&
+              offsetof(hetrt_ffi_array_object_t, capacity) == 40 && offsetof(hetrt_ffi_array_object_t, data_deleter) == 48);
 static_assert(offsetof(hetrt_ffi_error_object_t, kind) == 24 && offsetof(hetrt_ffi_error_object_t, message) == 40 &&
               offsetof(hetrt_ffi_error_object_t, backtrace) == 56 &&
               offsetof(hetrt_ffi_error_object_t, update_backtrace) == 72);
@@ -141,6 +144,7 @@ struct StreamEntry {
 thread_local std::vector<StreamEntry> streams;
 
 std::atomic<hetrt_ffi_tensor_allocator_t> tensor_allocator{nullptr};
+std::atomic<hetrt_ffi_stream_provider_t> stream_provider{nullptr};
 
 }  // namespace
 
@@ -225,7 +229,8 @@ int TVMFFIFunctionCall(void* function, hetrt_ffi_any_t* args, int32_t num_args, 
 void* TVMFFIEnvGetStream(int32_t device_type, int32_t device_id) {
   for (const StreamEntry& e : streams)
     if (e.device_type == device_type && e.device_id == device_id) return e.stream;
-  return nullptr;
+  hetrt_ffi_stream_provider_t provider = stream_provider.load(std::memory_order_acquire);
+  return provider != nullptr ? provider(device_type, device_id) : nullptr;
 }
 
 int TVMFFIEnvSetStream(int32_t device_type, int32_t device_id, void* stream, void** opt_out_original_stream) {
@@ -262,6 +267,10 @@ int TVMFFIEnvTensorAlloc(DLTensor* prototype, void** out) {
 
 void hetrt_ffi_set_tensor_allocator(hetrt_ffi_tensor_allocator_t allocator) {
   tensor_allocator.store(allocator, std::memory_order_release);
+}
+
+void hetrt_ffi_set_stream_provider(hetrt_ffi_stream_provider_t provider) {
+  stream_provider.store(provider, std::memory_order_release);
 }
 
 }  // extern "C"

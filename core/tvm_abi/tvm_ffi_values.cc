@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/install_layout.h"
+#include "tvm_abi/tvm_backend_abi.h"
 #include "tvm_abi/tvm_ffi_shim_api.h"
 
 namespace hetrt {
@@ -50,6 +52,121 @@ hetrt_ffi_object_t* MakeTensorObject(const Tensor& tensor) {
   object->cell.dl.shape = const_cast<int64_t*>(shape.data());
   object->cell.dl.strides = object->strides.empty() ? nullptr : object->strides.data();
   return &object->cell.header;
+}
+
+constexpr uint64_t kNewObject = 0x0000000100000001ull;  // one strong, one weak reference
+constexpr int kMaxArrayDepth = 64;                       // nesting of arrays hetrt reads or makes
+
+// A Shape object over its own copy of the dims.
+struct ShapeObject {
+  hetrt_ffi_shape_object_t cell;
+  std::vector<int64_t> dims;
+};
+void DeleteShapeObject(void* self, int flags) {
+  if (flags & HETRT_FFI_DELETE_WEAK) delete static_cast<ShapeObject*>(self);
+}
+hetrt_ffi_object_t* MakeShapeObject(const std::vector<int64_t>& dims) {
+  auto* object = new ShapeObject();
+  object->cell.header = {kNewObject, HETRT_FFI_SHAPE, 0, DeleteShapeObject};
+  object->dims = dims;
+  object->cell.data = object->dims.data();
+  object->cell.size = object->dims.size();
+  return &object->cell.header;
+}
+
+// A Str object owning its characters, NUL-terminated as TVM's are.
+struct StrObject {
+  hetrt_ffi_str_object_t cell;
+  std::string text;
+};
+void DeleteStrObject(void* self, int flags) {
+  if (flags & HETRT_FFI_DELETE_WEAK) delete static_cast<StrObject*>(self);
+}
+
+// An Array object owning one reference to each object among its items.
+struct ArrayObject {
+  hetrt_ffi_array_object_t cell;
+  std::vector<hetrt_ffi_any_t> items;
+};
+void DeleteArrayObject(void* self, int flags) {
+  auto* array = static_cast<ArrayObject*>(self);
+  if (flags & HETRT_FFI_DELETE_STRONG)
+    for (hetrt_ffi_any_t& item : array->items)
+      if (item.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN) DecRef(std::exchange(item.v_obj, nullptr));
+  if (flags & HETRT_FFI_DELETE_WEAK) delete array;
+}
+void ItemsDeletedWithTheArray(void*) {}
+
+// `value` as an Any that holds its own references (an array's item; the
+// caller releases it): strings as SmallStr or Str, never borrowed.
+Result<hetrt_ffi_any_t> OwnedAny(const FfiValue& value, int depth) {
+  hetrt_ffi_any_t any;
+  std::memset(&any, 0, sizeof(any));
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    if (text->size() <= 7) {
+      any.type_index = HETRT_FFI_SMALL_STR;
+      any.small_str_len = static_cast<uint32_t>(text->size());
+      std::memcpy(any.v_bytes, text->data(), text->size());
+      return any;
+    }
+    auto* object = new StrObject();
+    object->cell.header = {kNewObject, HETRT_FFI_STR, 0, DeleteStrObject};
+    object->text = *text;
+    object->cell.bytes = {object->text.c_str(), object->text.size()};
+    any.type_index = HETRT_FFI_STR;
+    any.v_obj = &object->cell.header;
+    return any;
+  }
+  if (const auto* shape = std::get_if<FfiShape>(&value)) {
+    any.type_index = HETRT_FFI_SHAPE;
+    any.v_obj = MakeShapeObject(shape->dims);
+    return any;
+  }
+  if (const auto* tensor = std::get_if<Tensor>(&value)) {
+    any.type_index = HETRT_FFI_TENSOR;
+    any.v_obj = MakeTensorObject(*tensor);
+    return any;
+  }
+  if (const auto* items = std::get_if<FfiArray>(&value)) {
+    if (depth >= kMaxArrayDepth)
+      return InvalidArgument("arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+    auto* array = new ArrayObject();
+    array->cell.header = {kNewObject, HETRT_FFI_ARRAY, 0, DeleteArrayObject};
+    hetrt_ffi_object_t* made = &array->cell.header;
+    array->items.reserve(items->items.size());
+    for (const FfiValue& item : items->items) {
+      Result<hetrt_ffi_any_t> owned = OwnedAny(item, depth + 1);
+      if (!owned.ok()) {
+        DecRef(made);
+        return owned.status();
+      }
+      array->items.push_back(*owned);
+    }
+    array->cell.data = array->items.data();
+    array->cell.size = array->cell.capacity = static_cast<int64_t>(array->items.size());
+    array->cell.data_deleter = ItemsDeletedWithTheArray;
+    any.type_index = HETRT_FFI_ARRAY;
+    any.v_obj = made;
+    return any;
+  }
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          any.type_index = HETRT_FFI_BOOL;
+          any.v_int64 = v ? 1 : 0;
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          any.type_index = HETRT_FFI_INT;
+          any.v_int64 = v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          any.type_index = HETRT_FFI_FLOAT;
+          any.v_float64 = v;
+        } else {
+          any.type_index = HETRT_FFI_NONE;  // monostate; the object kinds returned above
+        }
+      },
+      value);
+  return any;
 }
 
 // The allocator the shim's TVMFFIEnvTensorAlloc calls.
@@ -149,7 +266,39 @@ Result<Tensor> TakeTensor(hetrt_ffi_object_t* object, const std::string& what) {
   return tensor.View(tensor.shape(), tensor.dtype(), dl.byte_offset);
 }
 
-Result<FfiValue> TakeResult(hetrt_ffi_any_t& value, const std::string& what) {
+Result<FfiValue> TakeResult(hetrt_ffi_any_t& value, const std::string& what, int depth = 0);
+
+// A Shape or Array result; takes the object's reference.
+Result<FfiValue> TakeShapeOrArray(hetrt_ffi_any_t& value, const std::string& what, int depth) {
+  struct Release {
+    hetrt_ffi_object_t* object;
+    ~Release() { DecRef(object); }
+  } release{value.v_obj};
+  if (value.type_index == HETRT_FFI_SHAPE) {
+    const auto* cell = reinterpret_cast<const hetrt_ffi_shape_object_t*>(value.v_obj);
+    if (cell->size > 0 && cell->data == nullptr) return DataLoss(what + " returned a Shape with NULL dims");
+    return FfiValue{FfiShape{{cell->data, cell->data + cell->size}}};
+  }
+  const auto* cell = reinterpret_cast<const hetrt_ffi_array_object_t*>(value.v_obj);
+  if (depth >= kMaxArrayDepth)
+    return Unimplemented(what + " returned arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+  if (cell->size < 0 || (cell->size > 0 && cell->data == nullptr))
+    return DataLoss(what + " returned an Array of size " + std::to_string(cell->size) +
+                    (cell->data == nullptr ? " with NULL items" : ""));
+  FfiArray array;
+  array.items.reserve(static_cast<size_t>(cell->size));
+  for (int64_t i = 0; i < cell->size; ++i) {
+    hetrt_ffi_any_t item = cell->data[i];  // the array's: take a reference of our own
+    const std::string where = what + " (item " + std::to_string(i) + " of its Array)";
+    HETRT_RETURN_IF_ERROR(CheckResultAny(item, where));
+    if (item.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN) g_shim.inc_ref(item.v_obj);
+    HETRT_ASSIGN_OR_RETURN(FfiValue taken, TakeResult(item, where, depth + 1));
+    array.items.push_back(std::move(taken));
+  }
+  return FfiValue{std::move(array)};
+}
+
+Result<FfiValue> TakeResult(hetrt_ffi_any_t& value, const std::string& what, int depth) {
   Status valid = CheckResultAny(value, what);
   if (!valid.ok()) {
     // Released even so, where it is an object that can be: the callee gave it away.
@@ -172,10 +321,12 @@ Result<FfiValue> TakeResult(hetrt_ffi_any_t& value, const std::string& what) {
       HETRT_ASSIGN_OR_RETURN(Tensor tensor, TakeTensor(value.v_obj, what));
       return FfiValue{std::move(tensor)};
     }
+    case HETRT_FFI_SHAPE:
+    case HETRT_FFI_ARRAY: return TakeShapeOrArray(value, what, depth);
     default:
       if (value.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN) DecRef(value.v_obj);
       return Unimplemented(what + " returned a " + IndexName(value.type_index) +
-                           "; hetrt takes None, Int, Bool, Float, Str, Bytes and Tensor results");
+                           "; hetrt takes None, Int, Bool, Float, Str, Bytes, Tensor, Shape and Array results");
   }
 }
 
@@ -218,7 +369,11 @@ Status LoadTvmFfiShim() {
     resolve(g_shim.set_raised, "TVMFFIErrorSetRaisedFromCStr");
     resolve(g_shim.function_call, "TVMFFIFunctionCall");
     resolve(g_shim.set_tensor_allocator, "hetrt_ffi_set_tensor_allocator");
-    if (loaded.ok()) g_shim.set_tensor_allocator(AllocateTensorObject);
+    resolve(g_shim.set_stream_provider, "hetrt_ffi_set_stream_provider");
+    if (loaded.ok()) {
+      g_shim.set_tensor_allocator(AllocateTensorObject);
+      g_shim.set_stream_provider(&CurrentNativeStream);
+    }
   });
   return loaded;
 }
@@ -278,31 +433,14 @@ Result<FfiValue> CallFfiFunction(hetrt_ffi_safe_call_t function, void* handle, s
   } release{made};
   for (size_t i = 0; i < args.size(); ++i) {
     hetrt_ffi_any_t& any = packed[i];
-    std::memset(&any, 0, sizeof(any));
-    std::visit(
-        [&](const auto& value) {
-          using T = std::decay_t<decltype(value)>;
-          if constexpr (std::is_same_v<T, std::monostate>) {
-            any.type_index = HETRT_FFI_NONE;
-          } else if constexpr (std::is_same_v<T, bool>) {
-            any.type_index = HETRT_FFI_BOOL;
-            any.v_int64 = value ? 1 : 0;
-          } else if constexpr (std::is_same_v<T, int64_t>) {
-            any.type_index = HETRT_FFI_INT;
-            any.v_int64 = value;
-          } else if constexpr (std::is_same_v<T, double>) {
-            any.type_index = HETRT_FFI_FLOAT;
-            any.v_float64 = value;
-          } else if constexpr (std::is_same_v<T, std::string>) {
-            any.type_index = HETRT_FFI_RAW_STR;  // borrowed for the call
-            any.v_c_str = value.c_str();
-          } else {
-            made.push_back(MakeTensorObject(value));
-            any.type_index = HETRT_FFI_TENSOR;
-            any.v_obj = made.back();
-          }
-        },
-        args[i]);
+    if (const auto* text = std::get_if<std::string>(&args[i])) {
+      std::memset(&any, 0, sizeof(any));
+      any.type_index = HETRT_FFI_RAW_STR;  // borrowed for the call
+      any.v_c_str = text->c_str();
+      continue;
+    }
+    HETRT_ASSIGN_OR_RETURN(any, OwnedAny(args[i], 0), what + ": argument " + std::to_string(i));
+    if (any.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN) made.push_back(any.v_obj);
   }
   hetrt_ffi_any_t result;
   std::memset(&result, 0, sizeof(result));

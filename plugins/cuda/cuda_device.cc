@@ -593,6 +593,16 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::cuda::Device>& list)
   }
 }
 
+hetrt_error_t* hetrt_instance::NativeStream(DLDevice device, hetrt_stream* current, void** out) {
+  hetrt::cuda::Device* d = nullptr;
+  // The context current on this thread too: the caller launches in it.
+  if (hetrt_error_t* e = hetrt::cuda::ActiveDevice(this, device, &d)) return e;
+  CUstream stream = nullptr;
+  if (hetrt_error_t* e = hetrt::cuda::StreamOf(d, current, &stream)) return e;
+  *out = stream;
+  return nullptr;
+}
+
 hetrt_error_t* hetrt_instance::Activate(hetrt::cuda::Device* d) {
   const hetrt::cuda::Driver* cu = driver_;
   if (!d->context_ready.load(std::memory_order_acquire)) {

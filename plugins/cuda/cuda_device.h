@@ -73,6 +73,9 @@ struct hetrt_instance {
   // Retains the device's primary context on first use and makes it current on
   // the calling thread.
   hetrt_error_t* Activate(hetrt::cuda::Device* d);
+  // stream_get_current's native_stream (ABI 2.4): the CUstream of `current`
+  // (NULL: the device's default stream), with the device's context made current.
+  hetrt_error_t* NativeStream(DLDevice device, hetrt_stream* current, void** out);
   // A driver error naming the device: "cuda:0 (NVIDIA ...): <what>: <CUresult>".
   hetrt_error_t* Error(const hetrt::cuda::Device* d, const std::string& what, CUresult result) const;
   // Reports a packed function's failure through the host's set_last_error.

@@ -594,6 +594,15 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
 
 // Reclaims what the core left (pinned memory, workspace buffers), then the
 // queues and contexts; root devices and platforms need no release.
+hetrt_error_t* hetrt_instance::NativeStream(DLDevice device, hetrt_stream* current, void** out) {
+  hetrt::opencl::Device* d = nullptr;
+  if (hetrt_error_t* e = devices.Find(device, &d)) return e;
+  cl_command_queue queue = nullptr;
+  if (hetrt_error_t* e = hetrt::opencl::QueueOf(d, current, &queue)) return e;
+  *out = queue;
+  return nullptr;
+}
+
 hetrt_instance::~hetrt_instance() {
   for (auto& [host_ptr, p] : pinned) {
     clEnqueueUnmapMemObject(devices.at(p.device_id)->queue, p.buffer, host_ptr, 0, nullptr, nullptr);

@@ -60,6 +60,10 @@ struct hetrt_instance {
   std::mutex pinned_mutex;
   std::unordered_map<void*, Pinned> pinned;
 
+  // stream_get_current's native_stream (ABI 2.4): the queue of `current`
+  // (NULL: the device's default queue).
+  hetrt_error_t* NativeStream(DLDevice device, hetrt_stream* current, void** out);
+
   ~hetrt_instance();
 
  private:

@@ -65,6 +65,12 @@ class PyKernel {
     if (py::isinstance<py::int_>(value)) return FfiValue{value.cast<int64_t>()};
     if (py::isinstance<py::float_>(value)) return FfiValue{value.cast<double>()};
     if (py::isinstance<py::str>(value)) return FfiValue{value.cast<std::string>()};
+    // A tuple or list is an Array, as tvm-ffi's Python package passes it.
+    if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
+      FfiArray array;
+      for (py::handle item : value) array.items.push_back(ToValue(item, index, keep));
+      return FfiValue{std::move(array)};
+    }
     bool private_copy = false;
     PyTensor t = ToTensor(value, &private_copy);
     // A kernel may write into any tensor it gets: a copy of the caller's
@@ -83,6 +89,12 @@ class PyKernel {
     if (auto* i = std::get_if<int64_t>(&value)) return py::int_(*i);
     if (auto* f = std::get_if<double>(&value)) return py::float_(*f);
     if (auto* s = std::get_if<std::string>(&value)) return py::str(*s);
+    if (auto* shape = std::get_if<FfiShape>(&value)) return py::tuple(py::cast(shape->dims));
+    if (auto* array = std::get_if<FfiArray>(&value)) {
+      py::list items;
+      for (FfiValue& item : array->items) items.append(ToPython(std::move(item)));
+      return std::move(items);
+    }
     Tensor& t = std::get<Tensor>(value);
     if (t.device().device_type == kDLCPU) return py::cast(PyTensor{std::move(t), nullptr});
     return py::cast(PyTensor{Unwrap(PluginRegistry::Global().ToHost(t)), nullptr});
@@ -110,7 +122,12 @@ void RegisterKernels(py::module_& m) {
       .def("__iter__", [](const KernelLibrary& l) { return py::iter(py::cast(l.names())); })
       .def("__len__", [](const KernelLibrary& l) { return l.names().size(); })
       .def("metadata", [](const KernelLibrary& l, const std::string& name) { return Unwrap(l.Metadata(name)); })
-      .def("doc", [](const KernelLibrary& l, const std::string& name) { return Unwrap(l.Doc(name)); });
+      .def("doc", [](const KernelLibrary& l, const std::string& name) { return Unwrap(l.Doc(name)); })
+      .def(
+          "register_global_functions",
+          [](KernelLibrary& l, const std::string& prefix) { Check(l.RegisterGlobalFunctions(prefix)); },
+          py::arg("prefix") = "",
+          "Makes every kernel a global function named prefix + name, which models' extern calls reach.");
   m.def(
       "load_kernels",
       [](const std::string& path) {

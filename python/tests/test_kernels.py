@@ -22,10 +22,27 @@ def kernels():
 
 def test_lists_kernels_with_metadata(kernels):
     assert "add_one" in kernels and "add_two" not in kernels
-    assert kernels.names == sorted(kernels.names) and len(kernels) == 12
+    assert kernels.names == sorted(kernels.names) and len(kernels) == 13
     assert kernels.metadata("add_one") == '{"type_schema": "(Tensor, Tensor) -> None"}'
     assert kernels.doc("add_one") == "y = x + 1"
     assert kernels.metadata("scale") == ""
+
+
+def test_a_list_or_tuple_goes_as_an_array(kernels):
+    x = np.ones(3, np.float32)
+    # The kernel reads an Array of three items and checks their kinds: a
+    # Python tuple is an Array there, so its second item is not a Shape.
+    with pytest.raises(TypeError, match=r"items \[Tensor, Shape, Int\] expected"):
+        kernels["describe"]([x, (3,), 7])
+    with pytest.raises(TypeError, match=r"describe\(items: Array\)"):
+        kernels["describe"](x)
+
+
+def test_kernels_become_global_functions_once_per_name(kernels):
+    prefix = f"pytest{os.getpid()}."
+    kernels.register_global_functions(prefix)
+    with pytest.raises(hetrt.FailedPreconditionError, match="the name is taken"):
+        kernels.register_global_functions(prefix)
 
 
 def test_writes_into_the_callers_arrays(kernels):

@@ -5,6 +5,7 @@
  * tvm-ffi's own examples do. Used by tests/kernel_library_test.cc and the
  * Python tests. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hetrt/tvm_abi/tvm_ffi_c_abi.h"
@@ -244,6 +245,66 @@ EXPORT int __tvm_ffi_fail_silently(void* handle, const hetrt_ffi_any_t* args, in
   (void)num_args;
   (void)result;
   return -1;
+}
+
+/* describe(items): items an Array [Tensor x (float32, CPU), Shape s, Int k];
+ * returns the Array [Shape (s's dims, then k), Float (the sum of x)], objects
+ * made here with deleters of this library, as a foreign runtime makes them. */
+typedef struct {
+  hetrt_ffi_shape_object_t cell;
+  int64_t dims[16];
+} OwnShape;
+typedef struct {
+  hetrt_ffi_array_object_t cell;
+  hetrt_ffi_any_t items[2]; /* in place after the object: data_deleter NULL */
+} OwnArray;
+static void FreeShape(void* self, int flags) {
+  if (flags & HETRT_FFI_DELETE_WEAK) free(self);
+}
+static void FreeArray(void* self, int flags) {
+  OwnArray* array = (OwnArray*)self;
+  if (flags & HETRT_FFI_DELETE_STRONG) TVMFFIObjectDecRef(array->items[0].v_obj);
+  if (flags & HETRT_FFI_DELETE_WEAK) free(self);
+}
+EXPORT int __tvm_ffi_describe(void* handle, const hetrt_ffi_any_t* args, int32_t num_args, hetrt_ffi_any_t* result) {
+  (void)handle;
+  if (num_args != 1 || args[0].type_index != HETRT_FFI_ARRAY) return Raise("TypeError", "describe(items: Array)");
+  const hetrt_ffi_array_object_t* in = (const hetrt_ffi_array_object_t*)args[0].v_obj;
+  if (in->size != 3 || in->data[0].type_index != HETRT_FFI_TENSOR || in->data[1].type_index != HETRT_FFI_SHAPE ||
+      in->data[2].type_index != HETRT_FFI_INT)
+    return Raise("TypeError", "describe: items [Tensor, Shape, Int] expected");
+  const DLTensor* x = &((const hetrt_ffi_tensor_object_t*)in->data[0].v_obj)->dl;
+  if (CheckF32Cpu(x, "x") != 0) return -1;
+  const hetrt_ffi_shape_object_t* s = (const hetrt_ffi_shape_object_t*)in->data[1].v_obj;
+  if (s->size > 15) return Raise("ValueError", "describe: at most 15 dims");
+  OwnShape* shape = (OwnShape*)calloc(1, sizeof *shape);
+  OwnArray* out = (OwnArray*)calloc(1, sizeof *out);
+  if (shape == NULL || out == NULL) {
+    free(shape);
+    free(out);
+    return Raise("MemoryError", "describe: out of memory");
+  }
+  shape->cell.header.combined_ref_count = 0x0000000100000001ull;
+  shape->cell.header.type_index = HETRT_FFI_SHAPE;
+  shape->cell.header.deleter = FreeShape;
+  if (s->size > 0) memcpy(shape->dims, s->data, s->size * sizeof(int64_t));
+  shape->dims[s->size] = in->data[2].v_int64;
+  shape->cell.data = shape->dims;
+  shape->cell.size = s->size + 1;
+  double sum = 0;
+  for (int64_t i = 0; i < Elements(x); ++i) sum += ((const float*)x->data)[i];
+  out->cell.header.combined_ref_count = 0x0000000100000001ull;
+  out->cell.header.type_index = HETRT_FFI_ARRAY;
+  out->cell.header.deleter = FreeArray;
+  out->items[0].type_index = HETRT_FFI_SHAPE;
+  out->items[0].v_obj = &shape->cell.header;
+  out->items[1].type_index = HETRT_FFI_FLOAT;
+  out->items[1].v_float64 = sum;
+  out->cell.data = out->items;
+  out->cell.size = out->cell.capacity = 2;
+  result->type_index = HETRT_FFI_ARRAY;
+  result->v_obj = &out->cell.header;
+  return 0;
 }
 
 #ifdef HETRT_TEST_NEEDS_UNKNOWN_FFI

@@ -85,44 +85,79 @@ EXPORT int __tvm_ffi_scale_by_global(void* handle, const hetrt_ffi_any_t* args, 
  * up through the library context (cached in static slots) and called through
  * __TVMFFIFunctionCall with the buffers' data as OpaquePtr and one Int per
  * launch tag (blockIdx.x, threadIdx.x). */
+/* Three 1-d tensors (a, b, c); otherwise -1 with `error` raised as a ValueError. */
+static int ThreeVectors(const hetrt_ffi_any_t* args, int32_t num_args, const char* error, DLTensor** abc) {
+  for (int i = 0; i < 3; ++i) abc[i] = num_args == 3 ? TensorArg(&args[i]) : NULL;
+  if (abc[0] && abc[1] && abc[2] && abc[0]->ndim == 1) return 0;
+  __TVMFFIErrorSetRaisedFromCStr("ValueError", error);
+  return -1;
+}
+
+/* __tvm_set_device(device), looked up once into `slot`. */
+static int SetDevice(void** slot, DLDevice device) {
+  if (*slot == NULL && __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, "__tvm_set_device", slot)) return -1;
+  hetrt_ffi_any_t call[3];
+  memset(call, 0, sizeof(call));
+  call[0].type_index = HETRT_FFI_INT;
+  call[0].v_int64 = device.device_type;
+  call[1].type_index = HETRT_FFI_INT;
+  call[1].v_int64 = device.device_id;
+  return __TVMFFIFunctionCall(*slot, call, 2, &call[2]);
+}
+
+/* Calls the device kernel `name` (looked up once into `slot`) with the data of
+ * `buffers`, then `ints`, then blockIdx.x = n and threadIdx.x = 1. */
+static int Launch(void** slot, const char* name, DLTensor** buffers, int num_buffers, const int64_t* ints,
+                  int num_ints, int64_t n) {
+  if (*slot == NULL && __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, name, slot)) return -1;
+  hetrt_ffi_any_t call[9];
+  memset(call, 0, sizeof(call));
+  int k = 0;
+  for (int i = 0; i < num_buffers; ++i, ++k) {
+    call[k].type_index = HETRT_FFI_OPAQUE_PTR;
+    call[k].v_ptr = buffers[i]->data;
+  }
+  for (int i = 0; i < num_ints; ++i, ++k) {
+    call[k].type_index = HETRT_FFI_INT;
+    call[k].v_int64 = ints[i];
+  }
+  call[k].type_index = HETRT_FFI_INT; /* blockIdx.x */
+  call[k++].v_int64 = n;
+  call[k].type_index = HETRT_FFI_INT; /* threadIdx.x */
+  call[k++].v_int64 = 1;
+  return __TVMFFIFunctionCall(*slot, call, k, &call[k]);
+}
+
 static void* set_device = NULL;
 static void* add_kernel = NULL;
 EXPORT int __tvm_ffi_add_on_device(void* handle, const hetrt_ffi_any_t* args, int32_t num_args,
                                    hetrt_ffi_any_t* result) {
   (void)handle;
   (void)result;
-  if (num_args != 3) {
-    __TVMFFIErrorSetRaisedFromCStr("TypeError", "add_on_device: expected 3 arguments");
+  DLTensor* abc[3];
+  if (ThreeVectors(args, num_args, "add_on_device: three 1-d tensors expected", abc) != 0) return -1;
+  if (SetDevice(&set_device, abc[2]->device) != 0) return -1;
+  DLTensor* buffers[3] = {abc[2], abc[0], abc[1]}; /* add_kernel(c, a, b) */
+  return Launch(&add_kernel, "add_kernel", buffers, 3, NULL, 0, abc[0]->shape[0]);
+}
+
+/* add_with_kernel_set(a, b, c): c = a + b through hetrt's kernel set
+ * (kernels/kernel_set.h), whose device module of the tensors' device is an
+ * import: hetrt_<cl_|cu_>add_kernel(a, b, c, n), one thread per element.
+ * The device payload reaches the plugin in v0.22's form (arg_extra_tags). */
+static void* kernel_set_add[2] = {NULL, NULL}; /* OpenCL, CUDA */
+EXPORT int __tvm_ffi_add_with_kernel_set(void* handle, const hetrt_ffi_any_t* args, int32_t num_args,
+                                         hetrt_ffi_any_t* result) {
+  (void)handle;
+  (void)result;
+  DLTensor* abc[3];
+  if (ThreeVectors(args, num_args, "add_with_kernel_set: three 1-d tensors expected", abc) != 0) return -1;
+  const int on_cuda = abc[2]->device.device_type == kDLCUDA;
+  if (!on_cuda && abc[2]->device.device_type != kDLOpenCL) {
+    __TVMFFIErrorSetRaisedFromCStr("ValueError", "add_with_kernel_set: OpenCL or CUDA tensors expected");
     return -1;
   }
-  DLTensor* a = TensorArg(&args[0]);
-  DLTensor* b = TensorArg(&args[1]);
-  DLTensor* c = TensorArg(&args[2]);
-  if (a == NULL || b == NULL || c == NULL || a->ndim != 1) {
-    __TVMFFIErrorSetRaisedFromCStr("ValueError", "add_on_device: three 1-d tensors expected");
-    return -1;
-  }
-  if (set_device == NULL && __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, "__tvm_set_device", &set_device))
-    return -1;
-  if (add_kernel == NULL && __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, "add_kernel", &add_kernel)) return -1;
-  hetrt_ffi_any_t call[6];
-  memset(call, 0, sizeof(call));
-  call[0].type_index = HETRT_FFI_INT;
-  call[0].v_int64 = c->device.device_type;
-  call[1].type_index = HETRT_FFI_INT;
-  call[1].v_int64 = c->device.device_id;
-  if (__TVMFFIFunctionCall(set_device, call, 2, &call[2]) != 0) return -1;
-  const int64_t n = a->shape[0];
-  memset(call, 0, sizeof(call));
-  call[0].type_index = HETRT_FFI_OPAQUE_PTR;
-  call[0].v_ptr = c->data;
-  call[1].type_index = HETRT_FFI_OPAQUE_PTR;
-  call[1].v_ptr = a->data;
-  call[2].type_index = HETRT_FFI_OPAQUE_PTR;
-  call[2].v_ptr = b->data;
-  call[3].type_index = HETRT_FFI_INT; /* blockIdx.x */
-  call[3].v_int64 = n;
-  call[4].type_index = HETRT_FFI_INT; /* threadIdx.x */
-  call[4].v_int64 = 1;
-  return __TVMFFIFunctionCall(add_kernel, call, 5, &call[5]);
+  if (SetDevice(&set_device, abc[2]->device) != 0) return -1;
+  const int64_t n = abc[0]->shape[0];
+  return Launch(&kernel_set_add[on_cuda], on_cuda ? "hetrt_cu_add_kernel" : "hetrt_cl_add_kernel", abc, 3, &n, 1, n);
 }

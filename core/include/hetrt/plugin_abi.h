@@ -1,5 +1,5 @@
 /* hetrt plugin ABI, version 2 (2.1: module.sample, whole_model; 2.2: whole_model.sample;
- * 2.3: memory_stats.failed_frees).
+ * 2.3: memory_stats.failed_frees; 2.4: stream_get_current.native_stream).
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
  * shared object that exports one symbol, HETRT_PLUGIN_ENTRY_SYMBOL, returning a
@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 2
-#define HETRT_PLUGIN_ABI_MINOR 3
+#define HETRT_PLUGIN_ABI_MINOR 4
 /* Stable across ABI majors so that a mismatch can be detected and reported:
  * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
@@ -417,8 +417,12 @@ typedef struct hetrt_stream_current_args {
   DLDevice device;
   hetrt_stream_t* stream;   /* in for set; out for get */
   hetrt_stream_t* previous; /* out for set */
+  /* ABI 2.4, out for get: the native queue the current stream submits to (a
+   * CUstream, a cl_command_queue), for code that launches work itself
+   * (tvm-ffi's TVMFFIEnvGetStream); NULL where the device has none. */
+  void* native_stream;
 } hetrt_stream_current_args_t;
-HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_current_args_t, previous); /* 2.0 */
+HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_stream_current_args_t, previous); /* 2.0; 2.4 appended native_stream */
 
 typedef enum hetrt_event_flags {
   HETRT_EVENT_TIMING = 1, /* event_timestamp / event_elapsed_ms will be asked */

@@ -120,6 +120,10 @@ class Device {
     return status;
   }
   Result<hetrt_stream_t*> CurrentStream() const;
+  // The native queue behind the current stream (a CUstream, a
+  // cl_command_queue; ABI 2.4), for code that launches work itself; NULL
+  // where the plugin reports none.
+  Result<void*> CurrentNativeStream() const;
 
   // ---- events
   Result<hetrt_event_t*> NewEvent(uint32_t flags = 0) const;

@@ -63,6 +63,12 @@ class KernelLibrary : public std::enable_shared_from_this<KernelLibrary>, public
   Result<std::string> Metadata(std::string_view name) const;
   Result<std::string> Doc(std::string_view name) const;
 
+  // Registers every kernel as a global function named `prefix` + its name, so
+  // that models' extern calls reach it (a Relax call_packed, TVM host code's
+  // lookups); the library stays loaded for as long as the process runs. Fails,
+  // registering none, when a name is taken.
+  Status RegisterGlobalFunctions(const std::string& prefix = "");
+
   // What the library's code looks up (__tvm_set_device, extern functions):
   // a kernel library has no imports, so hetrt's global functions.
   Result<hetrt_ffi_object_t*> LookupFfiFunction(std::string_view name) override;

@@ -117,6 +117,14 @@ typedef struct { /* HETRT_FFI_SHAPE */
   size_t size;
 } hetrt_ffi_shape_object_t;
 
+typedef struct { /* HETRT_FFI_ARRAY (a Relax tuple): `size` Anys at `data`, owned by the array */
+  hetrt_ffi_object_t header;
+  hetrt_ffi_any_t* data;
+  int64_t size;
+  int64_t capacity;
+  void (*data_deleter)(void*); /* NULL: the items follow the object in its allocation */
+} hetrt_ffi_array_object_t;
+
 typedef struct { /* HETRT_FFI_TENSOR: the DLTensor at +24; the rest is the creator's */
   hetrt_ffi_object_t header;
   DLTensor dl;
@@ -169,8 +177,10 @@ HETRT_FFI_EXPORT int TVMFFIBytesFromByteArray(const hetrt_ffi_byte_array_t* inpu
 HETRT_FFI_EXPORT int TVMFFIFunctionCall(void* function, hetrt_ffi_any_t* args, int32_t num_args,
                                         hetrt_ffi_any_t* result);
 
-/* The current stream of a device on this thread (NULL: the device's default
- * stream), and setting it. */
+/* The current stream of a device on this thread: the one TVMFFIEnvSetStream
+ * set there, else the native queue of hetrt's current stream of the device
+ * (a CUstream, a cl_command_queue: where hetrt queued the work before the
+ * call), else NULL (the device's default stream). */
 HETRT_FFI_EXPORT void* TVMFFIEnvGetStream(int32_t device_type, int32_t device_id);
 HETRT_FFI_EXPORT int TVMFFIEnvSetStream(int32_t device_type, int32_t device_id, void* stream,
                                         void** opt_out_original_stream);
@@ -184,6 +194,11 @@ HETRT_FFI_EXPORT int TVMFFIEnvTensorAlloc(DLTensor* prototype, void** out);
  * raised. Installed by the core when it loads the shim. */
 typedef int (*hetrt_ffi_tensor_allocator_t)(const DLTensor* prototype, hetrt_ffi_object_t** out);
 HETRT_FFI_EXPORT void hetrt_ffi_set_tensor_allocator(hetrt_ffi_tensor_allocator_t allocator);
+
+/* The native queue of hetrt's current stream of a device on the calling
+ * thread, or NULL; what TVMFFIEnvGetStream answers when nothing was set. */
+typedef void* (*hetrt_ffi_stream_provider_t)(int32_t device_type, int32_t device_id);
+HETRT_FFI_EXPORT void hetrt_ffi_set_stream_provider(hetrt_ffi_stream_provider_t provider);
 
 #ifdef __cplusplus
 } /* extern "C" */

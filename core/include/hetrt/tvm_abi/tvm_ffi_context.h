@@ -42,5 +42,9 @@ hetrt_ffi_object_t* MakeFfiFunctionFromPacked(const PackedFunc& function, std::s
 // DLTensor* (type 7), as generated code reads them in every era; a raised
 // error becomes the thread's last error ("kind: message").
 PackedFunc MakePackedFromFfiFunction(hetrt_ffi_safe_call_t function);
+// The tvm-ffi function such a packed function calls; NULL for any other.
+// Callers that pass objects (Shape, Array) or take results of any kind call
+// it with CallFfiFunction instead.
+hetrt_ffi_safe_call_t FfiSafeCallOf(const PackedFunc& function);
 
 }  // namespace hetrt

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "hetrt/base/status.h"
 #include "hetrt/base/tensor.h"
@@ -15,10 +16,23 @@
 
 namespace hetrt {
 
-// An argument or result: None, an integer, a float, a bool, a string, or a
-// tensor on any device. A tensor result a function made stays alive as long
-// as any copy of the Tensor does.
-using FfiValue = std::variant<std::monostate, int64_t, double, bool, std::string, Tensor>;
+// A Shape object's dims (tvm-ffi's Shape, type index 69).
+struct FfiShape {
+  std::vector<int64_t> dims;
+  bool operator==(const FfiShape&) const = default;
+};
+struct FfiArray;
+
+// An argument or result: None, an integer, a float, a bool, a string, a
+// tensor on any device, a shape, or an array of these (a Relax tuple). A
+// tensor result a function made stays alive as long as any copy of the
+// Tensor does.
+using FfiValue = std::variant<std::monostate, int64_t, double, bool, std::string, Tensor, FfiShape, FfiArray>;
+
+// An Array object's items (tvm-ffi's Array, type index 71); arrays nest.
+struct FfiArray {
+  std::vector<FfiValue> items;
+};
 
 // What a call raised: the error's kind as the function named it (TVM uses
 // Python's exception names: "ValueError", "TypeError", "RuntimeError", ...).
@@ -33,7 +47,8 @@ struct FfiRaised {
 Status LoadTvmFfiShim();
 
 // Calls `function` with `args`: tensors as Tensor objects the callee may keep
-// (it IncRefs them), strings as borrowed C strings, numbers as themselves.
+// (it IncRefs them), strings as borrowed C strings, numbers as themselves,
+// shapes and arrays as Shape and Array objects (an array's strings as Str).
 // `what` names the function in errors ("kernel 'add_one' in libk.so"). A raised
 // error becomes a Status whose message names `what`, the kind and the
 // message; `raised` (optional) receives kind and message alone.

@@ -133,7 +133,8 @@ class DeviceList {
 // plugin whose instance has `devices` (a DeviceList) and `serial` (an
 // InstanceSerial), whose devices count allocations in `memory_counters` and
 // know their `total_memory`, and whose current streams are kept in
-// ThreadCurrent<Stream>:
+// ThreadCurrent<Stream> (and, optionally, that report the native queue of a
+// stream through an instance method NativeStream, below):
 //   struct DeviceEntries : hetrt::sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
 //     HETRT_SDK_DEVICE_ENTRIES
 //   };
@@ -165,6 +166,11 @@ struct CommonDeviceEntries {
     Instance* self = args->self;
     if (hetrt_error_t* e = CheckDevice(self, args->device)) return e;
     args->stream = Current::Get(self->serial, args->device.device_id);
+    // 2.4: the native queue behind it, from an instance that has one:
+    //   hetrt_error_t* NativeStream(DLDevice device, Stream* current, void** out);
+    if constexpr (requires(Instance* i, DLDevice d, Stream* s, void** out) { i->NativeStream(d, s, out); })
+      if (HETRT_ARGS_HAS(args, hetrt_stream_current_args_t, native_stream))
+        return self->NativeStream(args->device, args->stream, &args->native_stream);
     return nullptr;
   }
   // DeviceTable's free calls this when free returned an error: the device the
