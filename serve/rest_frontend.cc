@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "connection_pool.h"
 #include "hetrt/serve/frontend.h"
 #include "rest_codec.h"
 
@@ -28,12 +29,6 @@ constexpr time_t kKeepAliveSeconds = 5;
 // closed by then (keep-alive timeout).
 constexpr auto kStopGrace = std::chrono::seconds(kKeepAliveSeconds + 1);
 constexpr size_t kKeepAliveMaxRequests = 1u << 30;
-
-// httplib serves each connection on one worker for its whole keep-alive life,
-// so the pool must exceed the concurrent clients expected (16+ in the
-// benchmarks) plus the silent ones the timeouts have not yet dropped; queued
-// connections wait, they are not refused. Idle workers cost little.
-size_t WorkerThreads() { return std::max<size_t>(64, 4 * std::thread::hardware_concurrency()); }
 
 void SetBody(httplib::Response& res, int status, std::string body, const char* content_type) {
   res.status = status;
@@ -93,14 +88,15 @@ Result<std::optional<size_t>> JsonHeaderLength(const httplib::Request& req) {
 // One httplib server accepting on its own thread; subclasses add the routes.
 class HttpListener : public Frontend {
  public:
-  explicit HttpListener(size_t max_request_bytes) : max_request_bytes_(max_request_bytes) {
+  HttpListener(size_t max_request_bytes, size_t max_connections) : max_request_bytes_(max_request_bytes) {
     http_.set_payload_max_length(max_request_bytes);
     http_.set_read_timeout(kReadWriteTimeoutSeconds, 0);
     http_.set_write_timeout(kReadWriteTimeoutSeconds, 0);
     http_.set_keep_alive_timeout(kKeepAliveSeconds);
     http_.set_keep_alive_max_count(kKeepAliveMaxRequests);
     http_.set_tcp_nodelay(true);  // a response is several writes: no Nagle delay between them
-    http_.new_task_queue = [] { return new httplib::ThreadPool(WorkerThreads()); };
+    // A worker free for every new connection, up to the bound (connection_pool.h).
+    http_.new_task_queue = [max_connections] { return new ConnectionPool(max_connections); };
     // The listening socket, kept for a graceful Stop (httplib gives it to this
     // hook when it creates it; accepted sockets do not pass through here).
     http_.set_socket_options([this](socket_t sock) {
@@ -217,7 +213,8 @@ void OnHttplibErrors(httplib::Server& http, size_t max_request_bytes, MakeBody m
 
 class RestFrontend final : public HttpListener {
  public:
-  explicit RestFrontend(InferenceServer& server) : HttpListener(server.options().max_request_bytes), server_(server) {
+  explicit RestFrontend(InferenceServer& server)
+      : HttpListener(server.options().max_request_bytes, server.options().max_connections), server_(server) {
     OnHttplibErrors(http_, max_request_bytes_, [](httplib::Response& res, const std::string& message) {
       SetBody(res, res.status, EncodeError(message), "application/json");
     });
@@ -312,7 +309,7 @@ class RestFrontend final : public HttpListener {
 class MetricsFrontend final : public HttpListener {
  public:
   explicit MetricsFrontend(InferenceServer& server)
-      : HttpListener(server.options().max_request_bytes), server_(server) {
+      : HttpListener(server.options().max_request_bytes, server.options().max_connections), server_(server) {
     OnHttplibErrors(http_, max_request_bytes_, [](httplib::Response& res, const std::string& message) {
       SetBody(res, res.status, message + "\n", "text/plain; charset=utf-8");
     });

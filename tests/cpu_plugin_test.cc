@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -786,11 +788,61 @@ int32_t CountRun(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata) 
   return 0;
 }
 
+// The state letter ('R' running or runnable, 'S' sleeping, ...) of each thread
+// of this process named `name`.
+std::vector<char> ThreadStates(const std::string& name) {
+  std::vector<char> states;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string thread_name;
+    std::getline(comm, thread_name);
+    if (thread_name != name) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    const size_t close = text.rfind(')');  // the name may hold spaces and parentheses
+    if (close != std::string::npos && close + 2 < text.size()) states.push_back(text[close + 2]);
+  }
+  return states;
+}
+
 // Task ids 0..num_ran-1 ran once each, no higher id ran.
 void ExpectOnlyTasksBelowRanOnce(const LaunchRecord& record, int32_t num_ran) {
   for (int32_t task_id = 0; task_id < static_cast<int32_t>(record.runs.size()); ++task_id) {
     EXPECT_EQ(record.runs[task_id].load(), task_id < num_ran ? 1 : 0) << "task " << task_id << " of " << num_ran;
   }
+}
+
+// spin_us: how long an idle worker spins (yielding) after a launch before it
+// sleeps on the futex. Read from the worker's state in /proc: awake ('R',
+// running or runnable) while it spins, 'S' once asleep.
+TEST_F(CpuPluginTest, SpinUsIsHowLongIdleWorkersStayAwakeAfterALaunch) {
+  SetThreads(self_, 2);
+  LaunchRecord record(16);
+  auto worker_states = [] {
+    std::string states;
+    for (int i = 0; i < 50; ++i) {
+      for (char c : ThreadStates("hetrt-cpu-1")) states += c;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return states;
+  };
+  ASSERT_EQ(Consume(SetOption(self_, "spin_us", "1000000")), "");
+  ASSERT_EQ(Launch(self_, CountRun, &record, 2), "");
+  EXPECT_EQ(worker_states(), std::string(50, 'R')) << "a worker slept within 100 ms of a 1 s spin";
+  ASSERT_EQ(Consume(SetOption(self_, "spin_us", "0")), "");
+  ASSERT_EQ(Launch(self_, CountRun, &record, 2), "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the hand-back to the futex
+  EXPECT_EQ(worker_states(), std::string(50, 'S')) << "a worker stayed awake with spin_us 0";
+  // A resized pool keeps the setting.
+  SetThreads(self_, 3);
+  SetThreads(self_, 2);
+  ASSERT_EQ(Launch(self_, CountRun, &record, 2), "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(worker_states(), std::string(50, 'S')) << "the resized pool spins";
+  for (const char* value : {"-1", "abc", "1000001", "", "5 "})
+    EXPECT_EQ(CodeOf(SetOption(self_, "spin_us", value)), HETRT_STATUS_INVALID_ARGUMENT) << "\"" << value << "\"";
+  ASSERT_EQ(Consume(SetOption(self_, "spin_us", "200")), "");
 }
 
 // A launch of num_task tasks (0: one per thread) on `threads` threads runs

@@ -66,12 +66,45 @@ int RelaxInterpreter::IndexOf(DLDevice device) const {
   return -1;
 }
 
+RelaxInterpreter::~RelaxInterpreter() {
+  for (size_t i = 0; i < copy_done_events.size(); ++i)
+    if (copy_done_events[i] != nullptr) (void)devices[i].device.DestroyEvent(copy_done_events[i]);
+}
+
+Status RelaxInterpreter::CopyBetweenDevices(const Tensor& tensor, int source, Tensor& out, int target) {
+  const Device& from = devices[static_cast<size_t>(source)].device;
+  const Device& to = devices[static_cast<size_t>(target)].device;
+  HETRT_ASSIGN_OR_RETURN(hetrt_stream_t * from_stream, from.CurrentStream());
+  HETRT_ASSIGN_OR_RETURN(hetrt_stream_t * to_stream, to.CurrentStream());
+  HETRT_RETURN_IF_ERROR(from.Copy(tensor.data(), tensor.dl()->byte_offset, from.device(), out.data(),
+                                  out.dl()->byte_offset, to.device(), tensor.nbytes(), from_stream, /*flags=*/0));
+  if (copy_done_events.size() < devices.size()) copy_done_events.resize(devices.size(), nullptr);
+  hetrt_event_t*& done = copy_done_events[static_cast<size_t>(source)];
+  if (done == nullptr) {
+    HETRT_ASSIGN_OR_RETURN(done, from.NewEvent());
+  }
+  HETRT_RETURN_IF_ERROR(from.Record(done, from_stream));
+  HETRT_RETURN_IF_ERROR(to.WaitEvent(to_stream, done));
+  in_flight_sources.push_back(tensor);
+  if (in_flight_sources.size() > 256) HETRT_RETURN_IF_ERROR(SynchronizeDevices());
+  return OkStatus();
+}
+
 Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index, bool may_alias) {
   const RelaxVmDevice& target = devices[static_cast<size_t>(device_index)];
   const DLDevice to = target.device.device();
   if (tensor.device().device_type != kDLCPU) {
-    // Work queued on the source device must finish before its bytes are read.
     const int source = IndexOf(tensor.device());
+    if (source >= 0 && to.device_type != kDLCPU) {
+      const Device& from = devices[static_cast<size_t>(source)].device;
+      if (from.plugin() == target.device.plugin() && from.plugin()->CanCopy(from.device(), to) &&
+          from.HasStreams() && from.HasEvents()) {
+        HETRT_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(tensor.shape(), tensor.dtype(), *target.allocator));
+        HETRT_RETURN_IF_ERROR(CopyBetweenDevices(tensor, source, out, device_index));
+        return out;
+      }
+    }
+    // Work queued on the source device must finish before its bytes are read.
     if (source >= 0) {
       const RelaxVmDevice& from = devices[static_cast<size_t>(source)];
       if (from.device.api()->stream_synchronize != nullptr) HETRT_RETURN_IF_ERROR(from.device.Synchronize(nullptr));

@@ -104,9 +104,13 @@ struct RelaxInterpreter {
   std::vector<int32_t> kernel_codes;
   RelaxCallStats stats;
   RelaxProfile* profile = nullptr;  // set for one InvokeProfiled
-  // Sources of asynchronous host-to-device copies, kept until the devices
-  // are synchronized (the copies read them until then).
+  // Sources of asynchronous copies (host to device, device to device), kept
+  // until the devices are synchronized (the copies read them until then).
   std::vector<Tensor> in_flight_sources;
+  // Per VM device: an event recorded after a device-to-device copy from it,
+  // which the target's stream waits for (made on first use).
+  std::vector<hetrt_event_t*> copy_done_events;
+  ~RelaxInterpreter();
   RelaxKernelObserver kernel_observer;
 
   Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
@@ -128,6 +132,10 @@ struct RelaxInterpreter {
   // a host tensor that owns its memory goes to a device asynchronously.
   Result<Tensor> CopyTo(const Tensor& tensor, int device_index, bool may_alias = false);
   Status SynchronizeDevices();
+  // A copy between two devices of one plugin that copies between them, queued
+  // behind the source's work; the target's later work waits for it on the
+  // device (an event), the host does not.
+  Status CopyBetweenDevices(const Tensor& tensor, int source, Tensor& out, int target);
   // At creation, for a to_device call whose operands are all fixed: a
   // constant source is copied to the target now (once per constant and
   // device) and the operand points at the copy.

@@ -3,9 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "hetrt/base/last_error.h"
@@ -37,23 +35,6 @@ int LookupFromEnvironment(void* library_ctx, const char* name, void** out) noexc
     Raise("RuntimeError", std::string("function lookup: ") + e.what());
     return -1;
   }
-}
-
-// __TVMFFIHandleInitOnce (v0.26): fills `*slot` once, with what `init` makes.
-std::mutex g_init_once_mutex;
-int HandleInitOnce(void** slot, int (*init)(void** out)) noexcept {
-  std::atomic_ref<void*> handle(*slot);
-  if (handle.load(std::memory_order_acquire) != nullptr) return 0;
-  std::lock_guard<std::mutex> lock(g_init_once_mutex);
-  if (handle.load(std::memory_order_relaxed) != nullptr) return 0;
-  void* made = nullptr;
-  if (init(&made) != 0) return -1;  // init raised its error
-  if (made == nullptr) {
-    Raise("RuntimeError", "__TVMFFIHandleInitOnce: the initializer returned NULL");
-    return -1;
-  }
-  handle.store(made, std::memory_order_release);
-  return 0;
 }
 
 // Workspace and parallel launch as v0.18's, with failures raised in the
@@ -242,7 +223,7 @@ int InstallTvmFfiPointers(void* dl_handle) {
       {"__TVMFFIErrorSetRaisedFromCStr", reinterpret_cast<void*>(Shim().set_raised)},
       {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&LookupFromEnvironment)},
       {"__TVMFFIEnvModLookupFromImports", reinterpret_cast<void*>(&LookupFromEnvironment)},
-      {"__TVMFFIHandleInitOnce", reinterpret_cast<void*>(&HandleInitOnce)},
+      {"__TVMFFIHandleInitOnce", reinterpret_cast<void*>(Shim().handle_init_once)},
   };
   int filled = 0;
   for (const Slot& slot : slots)

@@ -11,6 +11,7 @@
 // It links nothing of hetrt; the core reaches it through dlsym
 // (tvm_ffi_runtime.cc) and hands it an allocator.
 #include <atomic>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -224,6 +225,26 @@ int TVMFFIFunctionCall(void* function, hetrt_ffi_any_t* args, int32_t num_args, 
     return -1;
   }
   return object->safe_call(object, args, num_args, result);
+}
+
+int TVMFFIHandleInitOnce(void** handle_addr, int (*init_func)(void** result)) {
+  if (handle_addr == nullptr || init_func == nullptr) {
+    TVMFFIErrorSetRaisedFromCStr("ValueError", "TVMFFIHandleInitOnce: NULL handle address or initializer");
+    return -1;
+  }
+  std::atomic_ref<void*> handle(*handle_addr);
+  if (handle.load(std::memory_order_acquire) != nullptr) return 0;
+  static std::mutex init_mutex;
+  std::lock_guard<std::mutex> lock(init_mutex);
+  if (handle.load(std::memory_order_relaxed) != nullptr) return 0;
+  void* made = nullptr;
+  if (init_func(&made) != 0) return -1;  // the initializer raised its error
+  if (made == nullptr) {
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "TVMFFIHandleInitOnce: the initializer returned NULL");
+    return -1;
+  }
+  handle.store(made, std::memory_order_release);
+  return 0;
 }
 
 void* TVMFFIEnvGetStream(int32_t device_type, int32_t device_id) {

@@ -13,6 +13,7 @@ struct TvmFfiShim {
   void (*move_from_raised)(void**) = nullptr;
   void (*set_raised)(const char* kind, const char* message) = nullptr;
   int (*function_call)(void*, hetrt_ffi_any_t*, int32_t, hetrt_ffi_any_t*) = nullptr;
+  int (*handle_init_once)(void**, int (*)(void**)) = nullptr;
   void (*set_tensor_allocator)(hetrt_ffi_tensor_allocator_t) = nullptr;
   void (*set_stream_provider)(hetrt_ffi_stream_provider_t) = nullptr;
 };

@@ -368,6 +368,7 @@ Status LoadTvmFfiShim() {
     resolve(g_shim.move_from_raised, "TVMFFIErrorMoveFromRaised");
     resolve(g_shim.set_raised, "TVMFFIErrorSetRaisedFromCStr");
     resolve(g_shim.function_call, "TVMFFIFunctionCall");
+    resolve(g_shim.handle_init_once, "TVMFFIHandleInitOnce");
     resolve(g_shim.set_tensor_allocator, "hetrt_ffi_set_tensor_allocator");
     resolve(g_shim.set_stream_provider, "hetrt_ffi_set_stream_provider");
     if (loaded.ok()) {

@@ -33,6 +33,9 @@ struct hetrt_instance {
   std::atomic<int32_t> launches_in_flight[2] = {0, 0};
   // The pool's size, readable without touching a pool that may be deleted.
   std::atomic<int32_t> num_threads{0};
+  // The pools' spin before sleeping (option spin_us, HETRT_CPU_SPIN_US), kept
+  // here so that a resized pool gets it too.
+  std::atomic<int64_t> spin_us{hetrt::cpu::kSpinBudget.count()};
   std::mutex resize_mutex;  // one resize at a time keeps pool, size and name in step
 
   // memory_stats: bytes as requested by allocate (its own cache line inside).

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,14 +42,33 @@ bool ParseThreadCount(const char* text, int32_t* count) {
   return true;
 }
 
+// The whole of `text` must be a decimal count of microseconds in [0, 1 s].
+bool ParseSpin(const char* text, std::chrono::microseconds* spin) {
+  const char* end = text + std::strlen(text);
+  int64_t value = -1;
+  const auto [parsed_end, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || parsed_end != end || value < 0 || value > 1000000) return false;
+  *spin = std::chrono::microseconds(value);
+  return true;
+}
+
 hetrt_error_t* ApplyOption(hetrt_instance_t* self, const char* key, const char* value) {
   if (key == nullptr || value == nullptr) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: set_option with a null key or value");
   }
+  if (std::strcmp(key, "spin_us") == 0) {
+    std::chrono::microseconds spin{};
+    if (!ParseSpin(value, &spin))
+      return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
+                        "cpu plugin: spin_us=\"%s\" is not a count of microseconds in [0, 1000000]", value);
+    SetPoolSpin(self, spin);
+    return nullptr;
+  }
   if (std::strcmp(key, "num_threads") != 0) {
     // NOT_FOUND lets a caller that offers an option to every plugin tell
     // "not mine" from "bad value".
-    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads)", key);
+    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads, spin_us)",
+                      key);
   }
   int32_t num_threads = 0;
   if (!ParseThreadCount(value, &num_threads)) {
@@ -97,6 +117,14 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
   self->id = g_next_instance_id.fetch_add(1);
   self->host = host;
   self->cpu_model = CpuModelName();
+  if (const char* spin_text = std::getenv("HETRT_CPU_SPIN_US")) {
+    std::chrono::microseconds spin{};
+    if (!ParseSpin(spin_text, &spin))
+      return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
+                        "cpu plugin: HETRT_CPU_SPIN_US=\"%s\" is not a count of microseconds in [0, 1000000]",
+                        spin_text);
+    self->spin_us.store(spin.count());
+  }
   if (hetrt_error_t* error = StartThreadPool(self.get(), num_threads)) return error;
   for (size_t i = 0; i < args->num_options; ++i) {
     const hetrt_option_t& option = args->options[i];

@@ -88,6 +88,12 @@ constexpr hetrt_parallel_api_t kParallelApi{
 
 }  // namespace
 
+void SetPoolSpin(hetrt_instance_t* self, std::chrono::microseconds spin) {
+  std::lock_guard<std::mutex> resize(self->resize_mutex);  // no pool swap meanwhile
+  self->spin_us.store(spin.count());
+  if (ThreadPool* pool = self->pool.load()) pool->set_spin(spin);
+}
+
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
   if (num_threads < 1 || num_threads > kMaxThreads) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
@@ -107,6 +113,7 @@ hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
     return MakeErrorf(HETRT_STATUS_RESOURCE_EXHAUSTED, "cpu plugin: out of memory starting %d threads",
                       static_cast<int>(num_threads));
   }
+  pool->set_spin(std::chrono::microseconds(self->spin_us.load()));
   SwapPool(self, pool);
   self->num_threads.store(num_threads);
   std::lock_guard<std::mutex> name_lock(self->name_mutex);

@@ -1,6 +1,7 @@
 // The per-instance thread pool and the parallel table that exposes it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "cpu_instance.h"
@@ -13,6 +14,8 @@ namespace hetrt::cpu {
 // one stays. Waits for launches that still use the old pool, so it must not be
 // called from inside a task of this instance.
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads);
+// The spin of the running pool and of every later one.
+void SetPoolSpin(hetrt_instance_t* self, std::chrono::microseconds spin);
 // Stops the pool; later launches of the instance fail.
 void StopThreadPool(hetrt_instance_t* self);
 

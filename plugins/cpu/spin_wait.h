@@ -24,10 +24,11 @@ inline void CpuRelax() {
 #endif
 }
 
-// Returns the first value of `word` (loaded with acquire) for which `done` holds.
-// Whoever changes `word` towards `done` must call notify_one/notify_all on it.
+// Returns the first value of `word` (loaded with acquire) for which `done` holds,
+// spinning for up to `budget` first (0: sleep at once). Whoever changes `word`
+// towards `done` must call notify_one/notify_all on it.
 template <typename T, typename Predicate>
-T SpinThenWait(const std::atomic<T>& word, Predicate done) {
+T SpinThenWait(const std::atomic<T>& word, Predicate done, std::chrono::microseconds budget = kSpinBudget) {
   // Pausing alone catches a hand-off between running threads fastest. After a
   // few pauses, yield instead: when threads outnumber free cores, the thread
   // being waited for may be one that needs this core (measured on 2 cores with 3
@@ -38,7 +39,7 @@ T SpinThenWait(const std::atomic<T>& word, Predicate done) {
   constexpr unsigned kSpinsPerClockCheck = 64;
   std::chrono::steady_clock::time_point deadline{};
   T value = word.load(std::memory_order_acquire);
-  for (unsigned spins = 1; !done(value); ++spins) {
+  for (unsigned spins = 1; budget.count() > 0 && !done(value); ++spins) {
     if (spins < kPausesBeforeYielding) {
       CpuRelax();
     } else {
@@ -47,7 +48,7 @@ T SpinThenWait(const std::atomic<T>& word, Predicate done) {
     if (spins % kSpinsPerClockCheck == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (spins == kSpinsPerClockCheck) {
-        deadline = now + kSpinBudget;
+        deadline = now + budget;
       } else if (now > deadline) {
         break;
       }

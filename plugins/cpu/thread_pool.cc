@@ -61,7 +61,7 @@ int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t 
   generation_.notify_all();  // no system call while every worker is still spinning
 
   RunShareOfTasks(0);
-  SpinThenWait(workers_running_, [](int32_t running) { return running == 0; });
+  SpinThenWait(workers_running_, [](int32_t running) { return running == 0; }, spin());
 
   const int32_t failed_task = failed_task_.load(std::memory_order_relaxed);
   launch_in_progress_.store(false, std::memory_order_release);
@@ -72,7 +72,7 @@ void ThreadPool::WorkerLoop(int32_t thread_index) {
   uint32_t seen_generation = 0;  // the value generation_ starts with
   for (;;) {
     seen_generation =
-        SpinThenWait(generation_, [seen_generation](uint32_t current) { return current != seen_generation; });
+        SpinThenWait(generation_, [seen_generation](uint32_t current) { return current != seen_generation; }, spin());
     if (stopping_) return;
     RunShareOfTasks(thread_index);
     if (workers_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
+#include "spin_wait.h"
 #include "task_barrier.h"
 
 namespace hetrt::cpu {
@@ -28,6 +30,15 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int32_t num_threads() const { return num_threads_; }
+
+  // How long an idle worker (and a launch waiting for its workers) spins
+  // before it sleeps: the cost of a wake-up saved per back-to-back launch,
+  // against CPU burnt after the last one. 0 sleeps at once (a server whose
+  // cores are busy with requests between runs wants that).
+  void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count(), std::memory_order_relaxed); }
+  std::chrono::microseconds spin() const {
+    return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+  }
 
   // Runs lambda(task_id, env, cdata) for every task_id in [0, num_task); 0 means
   // one task per thread; num_task must not be negative. Thread t runs task ids
@@ -68,6 +79,7 @@ class ThreadPool {
 
   // Written by workers as they finish.
   alignas(64) std::atomic<int32_t> workers_running_{0};
+  std::atomic<int64_t> spin_us_{kSpinBudget.count()};
   std::atomic<int32_t> failed_task_{-1};
 
   TaskBarrier barrier_;

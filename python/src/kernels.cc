@@ -93,7 +93,7 @@ class PyKernel {
     if (auto* array = std::get_if<FfiArray>(&value)) {
       py::list items;
       for (FfiValue& item : array->items) items.append(ToPython(std::move(item)));
-      return std::move(items);
+      return items;
     }
     Tensor& t = std::get<Tensor>(value);
     if (t.device().device_type == kDLCPU) return py::cast(PyTensor{std::move(t), nullptr});

@@ -4,7 +4,9 @@
 // their event, the clock's anchor renewal and its high-priority stream,
 // running out of device memory, and a kernel fault that surfaces later.
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "cuda_test_support.h"
 #include "device_client.h"
 #include "hetrt/sdk/clock.h"
+#include "relax_test_support.h"
 
 namespace hetrt::cuda_testing {
 namespace {
@@ -206,6 +209,51 @@ TEST_F(CudaPaths, EventsAreNotReadyUntilTheirStreamReachesThem) {
   EXPECT_TRUE(Complete(cu, after));
   for (hetrt_event_t* e : {reached, after}) HETRT_ASSERT_OK(cu.DestroyEvent(e));
   HETRT_ASSERT_OK(cu.DestroyStream(other));
+}
+
+// A Relax to_device between two GPUs is queued behind the source's work and
+// ordered before the target's by an event: the VM call returns while the
+// source's stream is held at a gate (the host does not wait for the device).
+TEST_F(CudaPaths, RelaxToDeviceBetweenGpusIsQueuedNotWaitedFor) {
+  HETRT_ASSERT_OK_AND_ASSIGN(auto count, Cu()->CountDevices(kDLCUDA));
+  if (count.count < 2) GTEST_SKIP() << "one CUDA device";
+  const Device cu(Cu(), kCu);
+  const DLDevice second{kDLCUDA, 1};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::Empty({4}, kF32, Cu()->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK(LaunchStore(*m, y.data(), 0, 0.0));  // loads the kernels (lazy loading synchronizes)
+  HETRT_ASSERT_OK(cu.Synchronize(nullptr));
+  testing::RelaxProgram p;
+  const auto [to_device] = p.Builtins("to_device");
+  p.Function("main", {"x"}, 2);
+  p.Call(to_device, 1, {p.Reg(0), p.Imm(kDLCUDA), p.Imm(1)});
+  p.Ret(1);
+  p.End();
+  RelaxVirtualMachine::Options options;
+  options.devices = {kCu, second, {kDLCPU, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build(options));
+  const Tensor host = testing::Random({1000}, 5);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Empty({1000}, kF32, Cu()->DeviceAllocator(kCu)));
+  HETRT_ASSERT_OK(PluginRegistry::Global().CopyTensor(host, x));
+  const std::vector<RelaxValue> args{RelaxValue::FromTensor(x)};
+  Gate gate(cu);
+  HETRT_ASSERT_OK(LaunchGate(*m, gate.gate(), gate.passed()));  // cuda:0's default stream waits at the gate
+  std::atomic<bool> returned{false}, opened_by_watchdog{false};
+  std::thread watchdog([&] {  // a VM that waits for the device would wait for ever
+    for (int i = 0; i < 1000 && !returned; ++i) std::this_thread::sleep_for(10ms);
+    if (!returned) opened_by_watchdog = true, gate.Open();
+  });
+  auto moved = vm->Invoke("main", args);
+  returned = true;
+  watchdog.join();
+  EXPECT_FALSE(opened_by_watchdog) << "the VM waited for cuda:0 before copying to cuda:1";
+  gate.Open();
+  HETRT_ASSERT_OK(moved.status());
+  HETRT_ASSERT_OK(vm->Synchronize());
+  const Tensor& out = moved->tensor();
+  EXPECT_EQ(out.device().device_id, 1);
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor back, PluginRegistry::Global().ToHost(out));
+  EXPECT_EQ(std::memcmp(back.data(), host.data(), host.nbytes()), 0);
 }
 
 // A stream waiting for an event waits for the work before it only: the work

@@ -173,6 +173,10 @@ HETRT_FFI_EXPORT int TVMFFIErrorCreate(const hetrt_ffi_byte_array_t* kind, const
 HETRT_FFI_EXPORT int TVMFFIStringFromByteArray(const hetrt_ffi_byte_array_t* input, hetrt_ffi_any_t* out);
 HETRT_FFI_EXPORT int TVMFFIBytesFromByteArray(const hetrt_ffi_byte_array_t* input, hetrt_ffi_any_t* out);
 
+/* Fills *handle_addr once (thread-safe) with what init_func makes: how
+ * generated code caches a looked-up function (v0.26). */
+HETRT_FFI_EXPORT int TVMFFIHandleInitOnce(void** handle_addr, int (*init_func)(void** result));
+
 /* Calls a Function object. */
 HETRT_FFI_EXPORT int TVMFFIFunctionCall(void* function, hetrt_ffi_any_t* args, int32_t num_args,
                                         hetrt_ffi_any_t* result);

@@ -18,6 +18,11 @@ struct ServerOptions {
   std::vector<std::string> initial_models = {};
   // Largest request a frontend accepts, in bytes (HTTP body, gRPC message).
   size_t max_request_bytes = size_t{256} << 20;
+  // Connections each HTTP listener serves at once, idle keep-alive ones
+  // included (a thread each: httplib serves a connection on one thread);
+  // below it a new connection never waits behind others, above it it waits
+  // for one to close (idle ones close after 5 s, stalled ones after 10 s).
+  size_t max_connections = 1024;
 };
 
 class InferenceServer final {
