@@ -6,10 +6,15 @@
 namespace hetrt::serve {
 
 ConnectionPool::ConnectionPool(size_t max_connections) : max_workers_(std::max(max_connections, kFloor)) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t i = 0; i < kFloor; ++i) {
-    ++live_;
-    std::thread([this] { Work(); }).detach();
+  try {
+    for (size_t i = 0; i < kFloor; ++i) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::thread([this] { Work(); }).detach();
+      ++live_;
+    }
+  } catch (...) {
+    shutdown();  // the workers started use this object: gone before it is
+    throw;
   }
 }
 

@@ -33,7 +33,7 @@ void RaiseOpenFileLimit(size_t connections) {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
   limit.rlim_cur = std::min(wanted, limit.rlim_max);
-  setrlimit(RLIMIT_NOFILE, &limit);
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) getrlimit(RLIMIT_NOFILE, &limit);
   if (limit.rlim_cur < wanted)
     std::fprintf(stderr, "hetrt serve: warning: open files limited to %llu (ulimit -n); --max-connections %zu "
                  "wants %llu\n", static_cast<unsigned long long>(limit.rlim_cur), connections,

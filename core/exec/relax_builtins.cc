@@ -422,9 +422,10 @@ Status ToDevice(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* res
   const int index = vm.IndexOf(target);
   if (index < 0)
     return InvalidArgument("to_device " + DeviceToString(target) + ", which is not one of the VM's devices");
-  // A constant (fixed) already there: moved at creation (MoveConstantOnce).
+  // A constant moved to this device at creation (MoveConstantOnce): passed on,
+  // as vm.builtin.copy passes a constant on.
   const DLDevice at = args[0].tensor().device();
-  if (args.fixed(0) && at.device_type == target.device_type && at.device_id == target.device_id) {
+  if (vm.IsMovedConstant(args.fixed(0)) && at.device_type == target.device_type && at.device_id == target.device_id) {
     *result = args[0];
     return OkStatus();
   }

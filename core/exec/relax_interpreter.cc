@@ -71,20 +71,38 @@ RelaxInterpreter::~RelaxInterpreter() {
     if (copy_done_events[i] != nullptr) (void)devices[i].device.DestroyEvent(copy_done_events[i]);
 }
 
+// `waiter`'s stream waits on the device for what `signaler`'s stream has
+// queued so far (an event of the signaler's); where the plugin cannot order
+// the two that way (OpenCL devices of two platforms), the host waits instead.
+Status RelaxInterpreter::OrderAfter(int waiter, hetrt_stream_t* waiter_stream, int signaler,
+                                    hetrt_stream_t* signaler_stream) {
+  const Device& from = devices[static_cast<size_t>(signaler)].device;
+  const Device& to = devices[static_cast<size_t>(waiter)].device;
+  if (copy_done_events.size() < devices.size()) copy_done_events.resize(devices.size(), nullptr);
+  hetrt_event_t*& event = copy_done_events[static_cast<size_t>(signaler)];
+  Status ordered = OkStatus();
+  if (event == nullptr) {
+    Result<hetrt_event_t*> made = from.NewEvent();
+    if (made.ok()) event = *made;
+    ordered = made.status();
+  }
+  if (ordered.ok()) ordered = from.Record(event, signaler_stream);
+  if (ordered.ok()) ordered = to.WaitEvent(waiter_stream, event);
+  return ordered.ok() ? ordered : from.Synchronize(signaler_stream);
+}
+
 Status RelaxInterpreter::CopyBetweenDevices(const Tensor& tensor, int source, Tensor& out, int target) {
   const Device& from = devices[static_cast<size_t>(source)].device;
   const Device& to = devices[static_cast<size_t>(target)].device;
   HETRT_ASSIGN_OR_RETURN(hetrt_stream_t * from_stream, from.CurrentStream());
   HETRT_ASSIGN_OR_RETURN(hetrt_stream_t * to_stream, to.CurrentStream());
+  // The copy goes on the source's stream (the ABI's rule for a plugin's own
+  // two devices). `out` may be a pool block the target's queued kernels still
+  // read: the copy waits for them, and the target's later work for the copy.
+  if (source != target) HETRT_RETURN_IF_ERROR(OrderAfter(source, from_stream, target, to_stream));
   HETRT_RETURN_IF_ERROR(from.Copy(tensor.data(), tensor.dl()->byte_offset, from.device(), out.data(),
                                   out.dl()->byte_offset, to.device(), tensor.nbytes(), from_stream, /*flags=*/0));
-  if (copy_done_events.size() < devices.size()) copy_done_events.resize(devices.size(), nullptr);
-  hetrt_event_t*& done = copy_done_events[static_cast<size_t>(source)];
-  if (done == nullptr) {
-    HETRT_ASSIGN_OR_RETURN(done, from.NewEvent());
-  }
-  HETRT_RETURN_IF_ERROR(from.Record(done, from_stream));
-  HETRT_RETURN_IF_ERROR(to.WaitEvent(to_stream, done));
+  if (source != target) HETRT_RETURN_IF_ERROR(OrderAfter(target, to_stream, source, from_stream));
   in_flight_sources.push_back(tensor);
   if (in_flight_sources.size() > 256) HETRT_RETURN_IF_ERROR(SynchronizeDevices());
   return OkStatus();
@@ -202,7 +220,8 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
         codes[i] = HETRT_TYPE_STR;
         break;
       default:
-        if (hetrt_ffi_safe_call_t ffi = FfiSafeCallOf(kernel)) return CallFfi(ffi, args, extra_ints, result);
+        if (v.is(RelaxValue::Kind::kShape) || v.is(RelaxValue::Kind::kTuple))
+          if (hetrt_ffi_safe_call_t ffi = FfiSafeCallOf(kernel)) return CallFfi(kernel, ffi, args, extra_ints, result);
         return InvalidArgument("argument " + std::to_string(i) + " is a " + RelaxValue::KindName(v.kind()) +
                                ", which a compiled function cannot take");
     }
@@ -229,10 +248,18 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
   return OkStatus();
 }
 
-Status RelaxInterpreter::CallFfi(hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
+Status RelaxInterpreter::CallFfi(const PackedFunc& packed, hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
                                  const std::vector<int64_t>* extra_ints, RelaxValue* result) {
   std::vector<FfiValue> values;
   values.reserve(args.size() + (extra_ints ? extra_ints->size() : 0));
+  // A dtype has no FfiValue: such a call goes the packed way (a DataType POD),
+  // where a result can be no object, unless it also passes a shape or a tuple.
+  bool dtype = false, objects = false;
+  for (uint32_t i = 0; i < args.size(); ++i) {
+    dtype |= args[i].is(RelaxValue::Kind::kDataType);
+    objects |= args[i].is(RelaxValue::Kind::kShape) || args[i].is(RelaxValue::Kind::kTuple);
+  }
+  if (dtype && !objects) return CallKernel(packed, args, extra_ints, result);
   for (uint32_t i = 0; i < args.size(); ++i) {
     HETRT_ASSIGN_OR_RETURN(FfiValue value, ToFfiValue(args[i], 0), "argument " + std::to_string(i));
     values.push_back(std::move(value));
@@ -261,7 +288,7 @@ Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::ve
   switch (c.kind) {
     case Callee::Kind::kVmFunction: return Run(function, call_args);
     case Callee::Kind::kKernel:
-      HETRT_RETURN_IF_ERROR(c.ffi != nullptr ? CallFfi(c.ffi, call_args, nullptr, &result)
+      HETRT_RETURN_IF_ERROR(c.ffi != nullptr ? CallFfi(*c.kernel, c.ffi, call_args, nullptr, &result)
                                              : CallKernel(*c.kernel, call_args, nullptr, &result));
       break;
     case Callee::Kind::kBuiltin: HETRT_RETURN_IF_ERROR(c.builtin(*this, call_args, &result)); break;
@@ -279,7 +306,7 @@ Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, 
       // Compiled kernels write their outputs and return nothing (%void): the
       // packed path. A used result may be an object.
       if (callee.ffi != nullptr && in.reg < kRelaxVoidRegister) [[unlikely]]
-        return CallFfi(callee.ffi, args, nullptr, result);
+        return CallFfi(*callee.kernel, callee.ffi, args, nullptr, result);
       return CallKernel(*callee.kernel, args, nullptr, result);
     case Callee::Kind::kVmFunction: {
       ++stats.vm_calls;

@@ -34,8 +34,9 @@ class RelaxCallArgs {
   // For calls made by builtins (closures): plain values.
   RelaxCallArgs(const RelaxValue* values, uint32_t size) : values_(values), size_(size) {}
   uint32_t size() const { return size_; }
-  // Whether argument i is fixed at creation (an immediate, a constant).
-  bool fixed(uint32_t i) const { return values_ == nullptr && operands_[i].fixed != nullptr; }
+  // The value argument i was fixed to at creation (an immediate, a constant);
+  // NULL for a register or a value a builtin passed.
+  const RelaxValue* fixed(uint32_t i) const { return values_ == nullptr ? operands_[i].fixed : nullptr; }
   const RelaxValue& operator[](uint32_t i) const {
     if (values_ != nullptr) return values_[i];
     const RelaxOperand& o = operands_[i];
@@ -98,6 +99,10 @@ struct RelaxInterpreter {
   // weights for the other devices on every call.
   std::vector<RelaxValue> moved_constants;
   std::vector<const RelaxValue*> moved_sources;  // the constant each was copied from
+  bool IsMovedConstant(const RelaxValue* v) const {
+    return v != nullptr && !moved_constants.empty() && v >= moved_constants.data() &&
+           v < moved_constants.data() + moved_constants.size();
+  }
   std::vector<std::vector<RelaxValue>> frames;  // register files, reused by call depth
   size_t depth = 0;
   std::vector<hetrt_value_t> kernel_values;  // kernel call arguments, reused
@@ -107,8 +112,8 @@ struct RelaxInterpreter {
   // Sources of asynchronous copies (host to device, device to device), kept
   // until the devices are synchronized (the copies read them until then).
   std::vector<Tensor> in_flight_sources;
-  // Per VM device: an event recorded after a device-to-device copy from it,
-  // which the target's stream waits for (made on first use).
+  // Per VM device: the event its stream records for another device's stream
+  // to wait for, around device-to-device copies (made on first use).
   std::vector<hetrt_event_t*> copy_done_events;
   ~RelaxInterpreter();
   RelaxKernelObserver kernel_observer;
@@ -123,8 +128,9 @@ struct RelaxInterpreter {
                     RelaxValue* result);
   // A tvm-ffi function with any values: Shape and Array objects for shapes
   // and tuples, results of every kind the VM holds.
-  Status CallFfi(hetrt_ffi_safe_call_t function, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,
-                 RelaxValue* result);
+  // (`packed` is the same function as a packed one: the path for dtypes.)
+  Status CallFfi(const PackedFunc& packed, hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
+                 const std::vector<int64_t>* extra_ints, RelaxValue* result);
   // The VM device index of (type, id), or -1.
   int IndexOf(DLDevice device) const;
   // A copy on the VM device `device_index`. With `may_alias`, a tensor in
@@ -136,6 +142,7 @@ struct RelaxInterpreter {
   // behind the source's work; the target's later work waits for it on the
   // device (an event), the host does not.
   Status CopyBetweenDevices(const Tensor& tensor, int source, Tensor& out, int target);
+  Status OrderAfter(int waiter, hetrt_stream_t* waiter_stream, int signaler, hetrt_stream_t* signaler_stream);
   // At creation, for a to_device call whose operands are all fixed: a
   // constant source is copied to the target now (once per constant and
   // device) and the operand points at the copy.

@@ -235,6 +235,9 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
   }
   impl->kernel_values.resize(max_args + 64);
   impl->kernel_codes.resize(max_args + 64);
+  // Constants copied above may still be in flight on this thread's streams; a
+  // call from another thread (another current stream) must find them there.
+  HETRT_RETURN_IF_ERROR(impl->SynchronizeDevices(), "moving the constants to their devices");
   return std::unique_ptr<RelaxVirtualMachine>(new RelaxVirtualMachine(std::move(impl)));
 }
 

@@ -124,16 +124,15 @@ Result<hetrt_ffi_object_t*> KernelLibrary::LookupFfiFunction(std::string_view na
 }
 
 Status KernelLibrary::RegisterGlobalFunctions(const std::string& prefix) {
-  GlobalFunctionRegistry& globals = GlobalFunctionRegistry::Get();
-  for (const std::string& name : names_)
-    if (globals.Find(prefix + name) != nullptr)
-      return FailedPrecondition("cannot register kernel '" + name + "' of " + path_ + " as global function '" + prefix +
-                           name + "': the name is taken (choose a prefix)");
+  std::vector<std::pair<std::string, PackedFunc>> functions;
   for (const std::string& name : names_) {
     HETRT_ASSIGN_OR_RETURN(Kernel kernel, Find(name));
-    HETRT_RETURN_IF_ERROR(globals.Register(prefix + name, MakePackedFromFfiFunction(kernel.function_),
-                                           std::const_pointer_cast<KernelLibrary>(kernel.library_)));
+    functions.emplace_back(prefix + name, MakePackedFromFfiFunction(kernel.function_));
   }
+  Status registered = GlobalFunctionRegistry::Get().RegisterAll(functions, shared_from_this());
+  if (!registered.ok())
+    return FailedPrecondition("cannot register the kernels of " + path_ + " with prefix '" + prefix +
+                              "': " + registered.message() + " (the name is taken; choose another prefix)");
   return OkStatus();
 }
 

@@ -18,6 +18,15 @@ Status GlobalFunctionRegistry::Register(const std::string& name, PackedFunc func
   return OkStatus();
 }
 
+Status GlobalFunctionRegistry::RegisterAll(const std::vector<std::pair<std::string, PackedFunc>>& functions,
+                                           const std::shared_ptr<void>& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, func] : functions)
+    if (functions_.count(name) != 0) return FailedPrecondition("global function '" + name + "' is already registered");
+  for (const auto& [name, func] : functions) functions_[name] = std::make_unique<Entry>(Entry{func, owner});
+  return OkStatus();
+}
+
 const PackedFunc* GlobalFunctionRegistry::Find(std::string_view name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = functions_.find(std::string(name));

@@ -248,8 +248,11 @@ int TVMFFIHandleInitOnce(void** handle_addr, int (*init_func)(void** result)) {
 }
 
 void* TVMFFIEnvGetStream(int32_t device_type, int32_t device_id) {
+  // NULL set means "the default": hetrt's current stream, as when nothing was
+  // set (a caller restoring the NULL it got back must not pin CUDA's legacy
+  // stream, which is not ordered with hetrt's).
   for (const StreamEntry& e : streams)
-    if (e.device_type == device_type && e.device_id == device_id) return e.stream;
+    if (e.device_type == device_type && e.device_id == device_id && e.stream != nullptr) return e.stream;
   hetrt_ffi_stream_provider_t provider = stream_provider.load(std::memory_order_acquire);
   return provider != nullptr ? provider(device_type, device_id) : nullptr;
 }

@@ -592,8 +592,6 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
     list.SetUnavailable(failures.empty() ? "OpenCL platform(s) " + empty_platforms + " report no devices" : failures);
 }
 
-// Reclaims what the core left (pinned memory, workspace buffers), then the
-// queues and contexts; root devices and platforms need no release.
 hetrt_error_t* hetrt_instance::NativeStream(DLDevice device, hetrt_stream* current, void** out) {
   hetrt::opencl::Device* d = nullptr;
   if (hetrt_error_t* e = devices.Find(device, &d)) return e;
@@ -603,6 +601,8 @@ hetrt_error_t* hetrt_instance::NativeStream(DLDevice device, hetrt_stream* curre
   return nullptr;
 }
 
+// Reclaims what the core left (pinned memory, workspace buffers), then the
+// queues and contexts; root devices and platforms need no release.
 hetrt_instance::~hetrt_instance() {
   for (auto& [host_ptr, p] : pinned) {
     clEnqueueUnmapMemObject(devices.at(p.device_id)->queue, p.buffer, host_ptr, 0, nullptr, nullptr);

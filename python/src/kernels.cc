@@ -59,7 +59,7 @@ class PyKernel {
   }
 
  private:
-  FfiValue ToValue(py::handle value, size_t index, std::vector<std::shared_ptr<void>>& keep) {
+  FfiValue ToValue(py::handle value, size_t index, std::vector<std::shared_ptr<void>>& keep, int depth = 0) {
     if (value.is_none()) return FfiValue{};
     if (py::isinstance<py::bool_>(value)) return FfiValue{value.cast<bool>()};
     if (py::isinstance<py::int_>(value)) return FfiValue{value.cast<int64_t>()};
@@ -67,8 +67,11 @@ class PyKernel {
     if (py::isinstance<py::str>(value)) return FfiValue{value.cast<std::string>()};
     // A tuple or list is an Array, as tvm-ffi's Python package passes it.
     if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
+      if (depth >= 64)  // a list that holds itself would recurse for ever
+        throw StatusError(InvalidArgument("argument " + std::to_string(index) + " of kernel '" + kernel_.name() +
+                                          "': lists or tuples nested deeper than 64"));
       FfiArray array;
-      for (py::handle item : value) array.items.push_back(ToValue(item, index, keep));
+      for (py::handle item : value) array.items.push_back(ToValue(item, index, keep, depth + 1));
       return FfiValue{std::move(array)};
     }
     bool private_copy = false;

@@ -36,6 +36,10 @@ def test_a_list_or_tuple_goes_as_an_array(kernels):
         kernels["describe"]([x, (3,), 7])
     with pytest.raises(TypeError, match=r"describe\(items: Array\)"):
         kernels["describe"](x)
+    cycle = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="nested deeper than 64"):
+        kernels["describe"](cycle)
 
 
 def test_kernels_become_global_functions_once_per_name(kernels):

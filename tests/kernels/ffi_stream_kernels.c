@@ -2,6 +2,7 @@
  * TVMFFIEnvGetStream gives (as Triton's or TileLang's launchers do): it must
  * be where hetrt queued the work before the call, or the two race.
  * stream_of(device_type, device_id) returns that stream as an Int;
+ * set_stream(device_type, device_id, stream) sets one as a framework would;
  * fill_on_stream(out, value) fills an OpenCL tensor there without waiting. */
 #include <stdint.h>
 
@@ -25,6 +26,22 @@ EXPORT int __tvm_ffi_stream_of(void* handle, const hetrt_ffi_any_t* args, int32_
     return Raise("TypeError", "stream_of(device_type: int, device_id: int)");
   result->type_index = HETRT_FFI_INT;
   result->v_int64 = (int64_t)(intptr_t)TVMFFIEnvGetStream((int32_t)args[0].v_int64, (int32_t)args[1].v_int64);
+  return 0;
+}
+
+/* set_stream(device_type, device_id, stream: int) -> the stream it replaced,
+ * as a framework sets its own stream around a call and restores it after. */
+EXPORT int __tvm_ffi_set_stream(void* handle, const hetrt_ffi_any_t* args, int32_t num_args, hetrt_ffi_any_t* result) {
+  (void)handle;
+  if (num_args != 3 || args[0].type_index != HETRT_FFI_INT || args[1].type_index != HETRT_FFI_INT ||
+      args[2].type_index != HETRT_FFI_INT)
+    return Raise("TypeError", "set_stream(device_type: int, device_id: int, stream: int)");
+  void* original = NULL;
+  if (TVMFFIEnvSetStream((int32_t)args[0].v_int64, (int32_t)args[1].v_int64, (void*)(intptr_t)args[2].v_int64,
+                         &original) != 0)
+    return -1;
+  result->type_index = HETRT_FFI_INT;
+  result->v_int64 = (int64_t)(intptr_t)original;
   return 0;
 }
 

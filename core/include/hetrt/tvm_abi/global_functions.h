@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hetrt/base/status.h"
@@ -25,6 +26,9 @@ class GlobalFunctionRegistry {
   // function belongs to) is kept alive for as long as the name is registered:
   // compiled code and module caches hold the function forever.
   Status Register(const std::string& name, PackedFunc func, std::shared_ptr<void> owner = nullptr);
+  // Every (name, function), or none when a name is taken (FAILED_PRECONDITION naming it).
+  Status RegisterAll(const std::vector<std::pair<std::string, PackedFunc>>& functions,
+                     const std::shared_ptr<void>& owner);
   const PackedFunc* Find(std::string_view name);
   std::vector<std::string> Names();
 

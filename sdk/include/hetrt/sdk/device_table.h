@@ -168,9 +168,13 @@ struct CommonDeviceEntries {
     args->stream = Current::Get(self->serial, args->device.device_id);
     // 2.4: the native queue behind it, from an instance that has one:
     //   hetrt_error_t* NativeStream(DLDevice device, Stream* current, void** out);
+    // Best effort: where it cannot be had, it stays NULL and the query stands.
     if constexpr (requires(Instance* i, DLDevice d, Stream* s, void** out) { i->NativeStream(d, s, out); })
       if (HETRT_ARGS_HAS(args, hetrt_stream_current_args_t, native_stream))
-        return self->NativeStream(args->device, args->stream, &args->native_stream);
+        if (hetrt_error_t* e = self->NativeStream(args->device, args->stream, &args->native_stream)) {
+          DiscardError(e);
+          args->native_stream = nullptr;
+        }
     return nullptr;
   }
   // DeviceTable's free calls this when free returned an error: the device the

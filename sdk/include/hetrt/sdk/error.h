@@ -87,4 +87,9 @@ inline hetrt_error_t* ErrorDestroy(hetrt_error_destroy_args_t* args) noexcept {
   return nullptr;
 }
 
+// Drops an error the plugin made and will not return (a best-effort part of a call).
+inline void DiscardError(hetrt_error_t* error) noexcept {
+  if (error != &g_out_of_memory) delete error;
+}
+
 }  // namespace hetrt::sdk
