@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}
 rm -rf .gpu && mkdir -p .gpu/build/bin .gpu/build/tests .gpu/build/test-kernels .gpu/sysroot .gpu/fixtures/tvm-0.18 .gpu/include
-bins=(cuda_test device_suite_test cuda_bench hetrt)
+bins=(cuda_test hetrt-conformance cuda_bench hetrt)
 for b in "${bins[@]}"; do cp "build/bin/$b" .gpu/build/bin/; done
 cp -r build/lib .gpu/build/
 cp build/tests/cuda_test_kernels* .gpu/build/tests/

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine over the bundle of scripts/gpu_bundle.sh: the CUDA
-# tests on the real driver, the device suite's CUDA cases, the CUDA fixtures
+# tests on the real driver, the conformance kit on the CUDA plugin, the CUDA fixtures
 # through the CLI, and the CUDA benchmarks. Logs go to $OUT (or ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +30,9 @@ step plugins "$bin/hetrt" plugins 2>&1 | tee "$out/plugins.txt"
 step cuda_test timeout 300 "$bin/cuda_test" --gtest_filter='-CudaPersonality.*:FakeCudaDriver.*:CudaFakeDriver.*:CudaNoDevice.*' \
   --gtest_output=xml:"$out/cuda_test.xml" > "$out/cuda_test.log" 2>&1
 tail -5 "$out/cuda_test.log"; grep -E '^\[  (FAILED|SKIPPED) ' "$out/cuda_test.log" | head -20
-step device_suite timeout 120 "$bin/device_suite_test" --gtest_filter='*cuda*' > "$out/device_suite.log" 2>&1
-tail -3 "$out/device_suite.log"
+step conformance timeout 120 "$bin/hetrt-conformance" /work/main/build/lib/hetrt-plugins/libhetrt_plugin_cuda.so \
+  --profile /work/main/sdk/conformance/profiles/cuda.profile > "$out/conformance.log" 2>&1
+tail -3 "$out/conformance.log"
 for m in mlp_cuda hetero_cuda_seed; do
   d=/work/shared/fixtures/tvm-0.18/$m
   step "run $m" "$bin/hetrt" run "$d/deploy.so" --inputs "$d/inputs.params" --device cpu --device cuda --repeat 200 \

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DHETRT_SANITIZE=thread \
   -DHETRT_BUILD_BENCH=OFF >/dev/null
-targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test device_suite_test serve_test hetrt hetrt_plugin_cpu)
+targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test hetrt-conformance serve_test hetrt hetrt_plugin_cpu)
 known=$(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/:.*//')
 has_target() { grep -qx "$1" <<<"$known"; }
 has_target hetrt_plugin_opencl && targets+=(hetrt_plugin_opencl)
@@ -21,14 +21,15 @@ for t in async_executor_test graph_executor_test cpu_plugin_test stress_test ser
   echo "tsan: $t"
   ./build-tsan/bin/$t --gtest_brief=1
 done
-# The CPU's streams, events and current stream per thread live in the shared device suite.
-echo "tsan: device_suite_test (cpu)"
-./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cpu'
+# The CPU's streams, events and current stream per thread are checked by the conformance kit.
+profiles=sdk/conformance/profiles
+echo "tsan: hetrt-conformance (cpu)"
+./build-tsan/bin/hetrt-conformance build-tsan/lib/hetrt-plugins/libhetrt_plugin_cpu.so --profile $profiles/cpu.profile --gtest_brief=1
 
 if has_target cuda_test; then
   export HETRT_CUDA_DRIVER="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"
-  echo "tsan: cuda_test, device_suite_test (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"
+  echo "tsan: cuda_test, hetrt-conformance (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"
   ./build-tsan/bin/cuda_test --gtest_brief=1
-  ./build-tsan/bin/device_suite_test --gtest_brief=1 --gtest_filter='*/cuda'
+  ./build-tsan/bin/hetrt-conformance build-tsan/lib/hetrt-plugins/libhetrt_plugin_cuda.so --profile $profiles/cuda.profile --gtest_brief=1
   ./build-tsan/bin/stress_test --gtest_brief=1 --gtest_filter='*Cuda*'
 fi

@@ -35,7 +35,8 @@ export HETRT_PLUGIN_PATH="$work/build"
 "$prefix/bin/hetrt" run "$work/model/deploy.so" --device cpu --device ext_dev \
   --inputs "$work/model/inputs.params" --save-outputs "$work/model/cli.params"
 "$work/build/sim_model" compare "$work/model/cli.params" "$work/model/expected.params"
-"$prefix/bin/hetrt-conformance" "$work/build/libhetrt_plugin_sim.so"
+"$prefix/bin/hetrt-conformance" "$work/build/libhetrt_plugin_sim.so" \
+  --profile "$prefix/share/hetrt/conformance-profiles/template_sim.profile"
 
 # The installed micro plugin builds a Model Library Format model from the C
 # runtime it finds in the prefix (share/hetrt/micro), not from the source tree.

@@ -3,7 +3,7 @@
 // CPU's own: instances and options, the thread pool and parallel launch, the
 // workspace stack, host clocks, and the stricter checks only it makes (bad
 // alignments, foreign memory, streams and events, double frees). What every
-// backend does (memory, copies, streams, events) is tests/device_suite/,
+// backend does (memory, copies, streams, events) is the conformance kit (sdk/conformance/),
 // which runs on the CPU too.
 #include <dlfcn.h>
 #include <sched.h>
@@ -612,7 +612,7 @@ TEST_F(CpuPluginTest, AnImpossibleAllocationIsResourceExhausted) {
   EXPECT_EQ(CodeOf(Device().allocate(&args)), HETRT_STATUS_RESOURCE_EXHAUSTED);
 }
 
-// (Statistics rising and falling per instance: tests/device_suite/.)
+// (Statistics rising and falling per instance: the conformance kit (sdk/conformance/).)
 TEST_F(CpuPluginTest, MemoryStatsCountPinnedMemoryAndKnowNoLimit) {
   const hetrt_memory_stats_args_t before = MemoryStats(self_);
   void* pinned = Allocate(self_, 1000, 4096, HETRT_MEMORY_HOST_PINNED);
@@ -761,7 +761,7 @@ TEST_F(CpuPluginTest, DeviceClockIsTheHostMonotonicClock) {
   EXPECT_EQ(Consume(EventCall(Device().event_destroy, self_, event)), "");
 }
 
-// (The current stream per thread and instance: tests/device_suite/.)
+// (The current stream per thread and instance: the conformance kit (sdk/conformance/).)
 TEST_F(CpuPluginTest, DestroyingTheCurrentStreamPutsTheThreadBackOnTheDefault) {
   hetrt_stream_t* stream = CreateStream(self_);
   ASSERT_NE(stream, nullptr);

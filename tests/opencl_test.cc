@@ -1,6 +1,6 @@
 // The OpenCL plugin on a real OpenCL device (PoCL in CI): TVM's heterogeneous
 // fixtures, program builds, caches and failure paths. What every backend does
-// (memory, copies, streams, events, instances) is tests/device_suite/.
+// (memory, copies, streams, events, instances) is the conformance kit (sdk/conformance/).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -227,7 +227,7 @@ TEST(OpenClAbi, HostVisibleMemoryIsSharedWithKernelsAtEventBoundaries) {
 // Device memory of another instance (another registry) is refused, not
 // released, and counted in failed_frees by the instance that refused it; so
 // is device memory freed as if it were pinned. (Bytes no instance allocated:
-// tests/device_suite/, Memory.RefusedFreesAreCountedAndLogged.)
+// the conformance kit (sdk/conformance/), Memory.RefusedFreesAreCountedAndLogged.)
 TEST(OpenClAbi, FreesOfMemoryThisInstanceDidNotAllocateAreRefusedAndCounted) {
   HETRT_REQUIRE_OPENCL();
   Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();
@@ -261,7 +261,7 @@ TEST(OpenClAbi, FreesOfMemoryThisInstanceDidNotAllocateAreRefusedAndCounted) {
 }
 
 // (Memory, copies, streams, events, clocks, the current stream, attributes
-// and two registries: tests/device_suite/, which runs on OpenCL too.)
+// and two registries: the conformance kit (sdk/conformance/), which runs on OpenCL too.)
 TEST(OpenClAbi, OptionsAreChecked) {
   HETRT_REQUIRE_OPENCL();
   Plugin* cl = PluginRegistry::Global().ForDevice(kCl).value();

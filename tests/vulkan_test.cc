@@ -3,7 +3,7 @@
 // both executors, TVM's blob format read and written byte for byte, scalar
 // packing (push constants and uniform buffers), malformed input, and what is
 // Vulkan's own in streams, events and clocks. What every backend does (copies,
-// memory, streams, events, instances) is tests/device_suite/, which runs on
+// memory, streams, events, instances) is the conformance kit (sdk/conformance/), which runs on
 // Vulkan too.
 // ctest runs the suite with HETRT_VULKAN_VALIDATION=1: every test then fails
 // on any message VK_LAYER_KHRONOS_validation reports.
@@ -622,7 +622,7 @@ TEST_F(VulkanTest, EventsCompleteWithoutAnExplicitFlushAndNeverRecordedOnesAreCo
   DestroyStream(stream);
 }
 
-// The suite's timestamp check (device_suite/device_checks.h) with the sampled
+// The kit's timestamp check (sdk/conformance/device_checks.h) with the sampled
 // clock fallback, for devices without VK_EXT_calibrated_timestamps, on memory
 // copied through the queue.
 TEST_F(VulkanTest, EventTimestampsMapOntoTheHostClockWithTheSampledClock) {
@@ -632,11 +632,11 @@ TEST_F(VulkanTest, EventTimestampsMapOntoTheHostClockWithTheSampledClock) {
   HETRT_ASSERT_OK(Vk()->SetOption("direct_mapping", "1"));
   ASSERT_TRUE(dev.ok()) << dev.status().message();
   HETRT_ASSERT_OK(Vk()->SetOption("calibrated_clock", "0"));
-  device_suite::CheckTimestampsOnTheHostClock(VkClient(), dev->data(), kBytes);
+  conformance::CheckTimestampsOnTheHostClock(VkClient(), dev->data(), kBytes);
   HETRT_ASSERT_OK(Vk()->SetOption("calibrated_clock", "1"));
 }
 
-// (The current stream per thread: device_suite/streams_test.cc.)
+// (The current stream per thread: sdk/conformance/checks_events.cc.)
 TEST_F(VulkanTest, KernelsGoToTheCurrentStream) {
   Plugin* vk = Vk();
   hetrt_stream_t* mine = NewStream();
@@ -658,7 +658,7 @@ TEST_F(VulkanTest, KernelsGoToTheCurrentStream) {
   DestroyStream(mine);
 }
 
-// (Statistics, unknown attributes and copy routes: device_suite/.)
+// (Statistics, unknown attributes and copy routes: sdk/conformance/.)
 TEST_F(VulkanTest, OptionsAndAttributes) {
   Plugin* vk = Vk();
   EXPECT_TRUE(vk->SetOption("wait_poll_us", "20").ok());

@@ -82,9 +82,8 @@ Command AddPluginsCommand(CLI::App& app) {
     std::printf("plugins:\n");
     if (registry.plugins().empty()) std::printf("  (none)\n");
     for (const auto& plugin : registry.plugins()) {
-      const auto* api = plugin->api();
-      std::printf("  %s %s (ABI %u.%u) %s\n", plugin->name().c_str(), plugin->version().c_str(), api->abi_major,
-                  api->abi_minor, plugin->path().c_str());
+      std::printf("  %s %s (ABI %s) %s\n", plugin->name().c_str(), plugin->version().c_str(),
+                  plugin->abi_version().c_str(), plugin->path().c_str());
       for (int32_t type : plugin->device_types()) {
         auto count = plugin->CountDevices(type);
         if (!count.ok()) {

@@ -20,7 +20,7 @@ Status GraphExecutor::BuildLanes() {
     HETRT_ASSIGN_OR_RETURN(lane.device, plugins_->DeviceFor(planned.device));
     const Device& device = lane.device;
     const std::string plugin = "plugin '" + device.plugin()->name() + "'";
-    if (device.api()->stream_synchronize == nullptr)
+    if (!device.CanSynchronize())
       return Unimplemented(plugin + " cannot synchronize " + DeviceToString(planned.device));
     if (!options_.sequential && !device.HasStreams())
       return Unimplemented(plugin +

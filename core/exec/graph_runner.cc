@@ -36,7 +36,7 @@ class CurrentStreams {
  private:
   template <typename Lane>
   static bool Switches(const Lane& lane) {
-    return !lane.is_host() && !lane.copy && lane.device.api()->stream_set_current != nullptr;
+    return !lane.is_host() && !lane.copy && lane.device.CanSetCurrentStream();
   }
   const Lanes& lanes_;
   std::vector<hetrt_stream_t*>& saved_;
@@ -204,7 +204,7 @@ Status GraphExecutor::Synchronize() {
   for (const DLDevice& d : options_.devices) {
     if (d.device_type == kDLCPU) continue;
     Plugin* plugin = plugins_->PluginOfDeviceType(d.device_type);
-    if (plugin == nullptr || plugin->device_api()->stream_synchronize == nullptr) continue;
+    if (plugin == nullptr || !plugin->CanSynchronize()) continue;
     HETRT_RETURN_IF_ERROR(Device(plugin, d).Synchronize(nullptr));
   }
   return OkStatus();

@@ -125,7 +125,7 @@ Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index, 
     // Work queued on the source device must finish before its bytes are read.
     if (source >= 0) {
       const RelaxVmDevice& from = devices[static_cast<size_t>(source)];
-      if (from.device.api()->stream_synchronize != nullptr) HETRT_RETURN_IF_ERROR(from.device.Synchronize(nullptr));
+      if (from.device.CanSynchronize()) HETRT_RETURN_IF_ERROR(from.device.Synchronize(nullptr));
       // Host-visible memory read on the host: the same bytes, no copy.
       if (may_alias && to.device_type == kDLCPU)
         if (void* host = from.allocator->HostPointer(tensor.data())) return tensor.AliasAt(host, to);
@@ -176,7 +176,7 @@ Status RelaxInterpreter::MoveConstantOnce(RelaxOperand* operands, uint32_t num_o
 
 Status RelaxInterpreter::SynchronizeDevices() {
   for (const RelaxVmDevice& d : devices) {
-    if (d.device.device().device_type == kDLCPU || d.device.api()->stream_synchronize == nullptr) continue;
+    if (d.device.device().device_type == kDLCPU || !d.device.CanSynchronize()) continue;
     HETRT_RETURN_IF_ERROR(d.device.Synchronize(nullptr));
   }
   in_flight_sources.clear();
@@ -338,7 +338,7 @@ Status RelaxInterpreter::CallProfiled(const Instruction& in, const RelaxCallArgs
   Status s = Call(in, args, result);
   if (s.ok() && event.device.device_type != kDLCPU) {  // the kernel's time, not its launch
     const int index = IndexOf(event.device);
-    if (index >= 0 && devices[static_cast<size_t>(index)].device.api()->stream_synchronize != nullptr)
+    if (index >= 0 && devices[static_cast<size_t>(index)].device.CanSynchronize())
       s = devices[static_cast<size_t>(index)].device.Synchronize(nullptr);
   }
   profile->events[slot].start_ns = start;

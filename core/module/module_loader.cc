@@ -386,7 +386,7 @@ std::vector<std::string> PluginModule::ListFunctionNames() const {
 std::string PluginModule::Describe() const { return "from plugin '" + plugin()->name() + "'"; }
 
 Result<std::vector<uint8_t>> PluginModule::SaveToBinary() const {
-  if (plugin()->module_api()->save == nullptr)
+  if (!plugin()->CanSaveModules())
     return Unimplemented("plugin '" + plugin()->name() + "' cannot save modules of type '" + type_key() + "'");
   return module_.Save();
 }

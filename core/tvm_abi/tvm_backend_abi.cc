@@ -153,7 +153,7 @@ HETRT_C_EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_nam
 HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int /*dtype_code_hint*/,
                                               int /*dtype_bits_hint*/) noexcept try {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
-  if (plugin == nullptr || plugin->device_api()->workspace_alloc == nullptr) [[unlikely]] {
+  if (plugin == nullptr || !plugin->HasWorkspace()) [[unlikely]] {
     hetrt::Fail("TVMBackendAllocWorkspace: no plugin provides workspace memory for " +
                 hetrt::DeviceTypeName(device_type));
     return nullptr;
@@ -166,7 +166,7 @@ HETRT_C_EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, ui
 
 HETRT_C_EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) noexcept try {
   hetrt::Plugin* plugin = hetrt::DeviceProvider(device_type);
-  if (plugin == nullptr || plugin->device_api()->workspace_free == nullptr) [[unlikely]]
+  if (plugin == nullptr || !plugin->HasWorkspace()) [[unlikely]]
     return hetrt::Fail("TVMBackendFreeWorkspace: no workspace provider for " + hetrt::DeviceTypeName(device_type));
   return hetrt::Device(plugin, hetrt::MakeDevice(device_type, device_id)).WorkspaceFreeOrSetLastError(ptr);
 } catch (...) {

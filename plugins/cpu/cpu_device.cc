@@ -105,6 +105,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
     }
     case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = AvailableCoreCount(); return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 0; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 4096; return nullptr;
     default: break;
   }
   return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: device attribute %d is not known",

@@ -10,10 +10,7 @@
 
 namespace hetrt::cuda {
 
-inline constexpr char kLabel[] = "CUDA plugin";
 // Every entry point is wrapped: args checked, no exception crosses the ABI.
-template <auto F>
-using Entry = sdk::Entry<F, kLabel>;
-using sdk::MakeError;
+HETRT_SDK_PLUGIN_LABEL("CUDA plugin");
 
 }  // namespace hetrt::cuda

@@ -59,6 +59,7 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
     case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->multiprocessors; return nullptr;
     case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = d->clock_khz; return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->async_engines > 0; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 256; return nullptr;  // cuMemAlloc's, and pinned pages
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the CUDA plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -161,31 +162,22 @@ struct Side {
   Device* device = nullptr;  // NULL: host memory
 };
 
-hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice label, const void* ptr, uint64_t offset, uint64_t nbytes,
-                           const char* which, Side* out) {
-  if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
-  out->address = reinterpret_cast<uintptr_t>(ptr) + offset;
-  if (label.device_type == kDLCPU) return nullptr;
-  if (label.device_type != kDLCUDA)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("copy ") + which + " is neither a CUDA nor a CPU device");
-  if (hetrt_error_t* e = inst->devices.Find(label, &out->device)) return e;
+hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side* out) {
+  const uintptr_t ptr = reinterpret_cast<uintptr_t>(side.ptr);
+  out->address = ptr + side.offset;
+  if (side.device.device_type == kDLCPU) return nullptr;
+  if (hetrt_error_t* e = side.CheckDeviceType(kDLCUDA, "a CUDA")) return e;
+  if (hetrt_error_t* e = inst->devices.Find(side.device, &out->device)) return e;
   std::lock_guard<std::mutex> lock(inst->allocations_mutex);
-  auto it = inst->allocations.upper_bound(reinterpret_cast<uintptr_t>(ptr));
+  auto it = inst->allocations.upper_bound(ptr);
   if (it == inst->allocations.begin()) return nullptr;  // not ours (workspace, another allocator): the driver checks
   --it;
-  const uintptr_t base = it->first;
   const Allocation& a = it->second;
-  const uint64_t start = reinterpret_cast<uintptr_t>(ptr) - base;
+  const uint64_t start = ptr - it->first;
   if (start > a.nbytes) return nullptr;  // past that allocation: not ours
-  if (offset > a.nbytes - start || nbytes > a.nbytes - start - offset)
-    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" +
-                                                    std::to_string(start + offset) + ", +" + std::to_string(nbytes) +
-                                                    ") exceeds the " + std::to_string(a.nbytes) + "-byte buffer");
-  if (a.kind == HETRT_MEMORY_HOST_PINNED)
-    out->device = nullptr;
-  else
-    out->device = inst->devices.at(a.device_id);
+  if (side.Exceeds(a.nbytes - start))
+    return side.RangeError(a.nbytes - start, start == 0 ? "buffer" : "rest of its buffer");
+  out->device = a.kind == HETRT_MEMORY_HOST_PINNED ? nullptr : inst->devices.at(a.device_id);
   return nullptr;
 }
 
@@ -211,9 +203,8 @@ hetrt_error_t* EnablePeers(hetrt_instance* inst, Device* a, Device* b) {
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
-    return e;
+  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
   Device* d = src.device ? src.device : dst.device;
   if (d == nullptr) {
     if (a->src_device.device_type != kDLCUDA && a->dst_device.device_type != kDLCUDA)
@@ -327,7 +318,8 @@ hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
   if (e == nullptr) return nullptr;
   CUresult r = CUDA_SUCCESS;
   if (e->event) {
-    if (hetrt_error_t* err = args->self->Activate(e->device)) delete err;  // destroying needs no context, but be safe
+    if (hetrt_error_t* err = args->self->Activate(e->device))
+      hetrt::sdk::DiscardError(err);  // destroying needs no context, but be safe
     r = args->self->driver()->cuEventDestroy(e->event);
   }
   Device* d = e->device;
@@ -647,7 +639,7 @@ hetrt_instance::~hetrt_instance() {
   const Driver* cu = driver_;
   for (auto& [address, a] : allocations) {
     if (hetrt_error_t* e = Activate(devices.at(a.device_id))) {
-      delete e;  // leaks the memory rather than touch a context that is gone
+      hetrt::sdk::DiscardError(e);  // leaks the memory rather than touch a context that is gone
       continue;
     }
     if (a.kind == HETRT_MEMORY_DEVICE)
@@ -658,7 +650,7 @@ hetrt_instance::~hetrt_instance() {
   for (auto& d : devices.discovered()) {
     if (!d->context_ready.load()) continue;
     if (hetrt_error_t* e = Activate(d.get())) {
-      delete e;
+      hetrt::sdk::DiscardError(e);
       continue;
     }
     cu->cuStreamSynchronize(d->stream);

@@ -48,7 +48,7 @@ struct hetrt_plugin_module {
     for (size_t id = 0; id < loaded_.size(); ++id) {
       if (loaded_[id] == nullptr) continue;
       if (hetrt_error_t* e = inst->Activate(inst->devices.at(static_cast<int>(id)))) {
-        delete e;
+        hetrt::sdk::DiscardError(e);
         continue;
       }
       inst->driver()->cuModuleUnload(loaded_[id]);
@@ -117,21 +117,16 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
   }
   const int device_id = CurrentDevice(inst);
   Device* d = nullptr;
+  auto fail = [inst](hetrt_error_t* e) { return sdk::FailCall(inst->host, e); };
   if (hetrt_error_t* e = inst->devices.Find(DLDevice{kDLCUDA, device_id}, &d)) {
-    inst->ReportError("CUDA kernel '" + k->name + "': " + e->message);
-    delete e;
-    return -1;
+    e->message = "CUDA kernel '" + k->name + "': " + e->message;
+    return fail(e);
   }
   LaunchGeometry g;
   if (std::string why = ComputeGeometry(k->tags, args + num_params, &g); !why.empty()) {
     inst->ReportError("CUDA kernel '" + k->name + "': " + why);
     return -1;
   }
-  auto fail = [&](hetrt_error_t* e) {
-    inst->ReportError(e->message);
-    delete e;
-    return -1;
-  };
   if (hetrt_error_t* e = inst->Activate(d)) return fail(e);
   CUfunction f = k->functions[device_id].load(std::memory_order_acquire);
   if (f == nullptr)

@@ -14,11 +14,8 @@
 
 namespace hetrt::opencl {
 
-inline constexpr char kLabel[] = "OpenCL plugin";
 // Every entry point is wrapped: args checked, no exception crosses the ABI.
-template <auto F>
-using Entry = sdk::Entry<F, kLabel>;
-using sdk::MakeError;
+HETRT_SDK_PLUGIN_LABEL("OpenCL plugin");
 
 // "clCreateBuffer failed: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)"
 hetrt_error_t* ClError(const char* call, cl_int status);

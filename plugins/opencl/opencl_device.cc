@@ -61,6 +61,13 @@ hetrt_error_t* QueueOf(Device* d, hetrt_stream* stream, cl_command_queue* out) {
   return nullptr;
 }
 
+// The device named by a stream entry's arguments and the queue its stream stands for.
+template <class Args>
+hetrt_error_t* FindQueue(const Args* args, Device** device, cl_command_queue* queue) {
+  if (hetrt_error_t* e = args->self->devices.Find(args->device, device)) return e;
+  return QueueOf(*device, args->stream, queue);
+}
+
 // A CL_MEM_ALLOC_HOST_PTR buffer mapped once for the life of the allocation.
 hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* mem, void** host) {
   cl_int status = CL_SUCCESS;
@@ -101,6 +108,8 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000;
       return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
+    // Pinned memory is where the driver maps it (PoCL: 64-byte boundaries).
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 64; return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -207,30 +216,23 @@ struct Side {
   uint8_t* host = nullptr;
 };
 
-hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* ptr, uint64_t offset, uint64_t nbytes,
-                           const char* which, Side* out) {
-  if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
-  if (device.device_type == kDLCPU) {
-    out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(ptr)) + offset;
+hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side* out) {
+  uint8_t* const host = const_cast<uint8_t*>(static_cast<const uint8_t*>(side.ptr)) + side.offset;
+  if (side.device.device_type == kDLCPU) {
+    out->host = host;
     return nullptr;
   }
-  if (device.device_type != kDLOpenCL)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("copy ") + which + " is neither an OpenCL nor a CPU device");
+  if (hetrt_error_t* e = side.CheckDeviceType(kDLOpenCL, "an OpenCL")) return e;
   {
     std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    if (auto it = inst->pinned.find(const_cast<void*>(ptr)); it != inst->pinned.end()) {
-      if (offset > it->second.nbytes || nbytes > it->second.nbytes - offset)
-        return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range exceeds the pinned buffer");
-      out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(ptr)) + offset;
+    if (auto it = inst->pinned.find(const_cast<void*>(side.ptr)); it != inst->pinned.end()) {
+      if (side.Exceeds(it->second.nbytes)) return side.RangeError(it->second.nbytes, "pinned buffer");
+      out->host = host;
       return nullptr;
     }
   }
-  auto* desc = const_cast<BufferDescriptor*>(static_cast<const BufferDescriptor*>(ptr));
-  if (offset > desc->size || nbytes > desc->size - offset)
-    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(offset) +
-                                                    ", +" + std::to_string(nbytes) + ") exceeds the " +
-                                                    std::to_string(desc->size) + "-byte buffer");
+  auto* desc = const_cast<BufferDescriptor*>(static_cast<const BufferDescriptor*>(side.ptr));
+  if (side.Exceeds(desc->size)) return side.RangeError(desc->size);
   out->buffer = desc;
   return nullptr;
 }
@@ -238,9 +240,8 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* pt
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
-    return e;
+  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
   if (!src.buffer && !dst.buffer)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL buffer");
   Device* d = nullptr;
@@ -313,18 +314,16 @@ hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
 
 hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
-  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
   const cl_int status = clFinish(q);
   return status == CL_SUCCESS ? nullptr : ClError("clFinish", status);
 }
 
 hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
-  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
   hetrt_event* event = args->event;
   if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   if (event->marker == nullptr) return nullptr;  // never recorded: complete
@@ -340,9 +339,8 @@ hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* ar
 hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args) {
   const hetrt_instance* inst = args->self;
   Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   cl_command_queue q = nullptr;
-  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
   if (!Current::Set(inst->serial, args->device.device_id, args->stream, &args->previous))
     return Current::TableFull("OpenCL");
   return nullptr;
@@ -396,11 +394,10 @@ hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
 }
 
 hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
-  Device* d = nullptr;
-  if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+  Device* d = nullptr;
   cl_command_queue q = nullptr;
-  if (hetrt_error_t* e = QueueOf(d, args->stream, &q)) return e;
+  if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
   cl_event marker = nullptr;
   const cl_int status = clEnqueueMarkerWithWaitList(q, 0, nullptr, &marker);
   if (status != CL_SUCCESS) return ClError("clEnqueueMarkerWithWaitList", status);

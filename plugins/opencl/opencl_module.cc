@@ -187,11 +187,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     kernel = it->second;
   } else {
     cl_program program = nullptr;
-    if (hetrt_error_t* e = k->module->Program(device_id, k->name, &program)) {
-      ReportError(e->message);
-      delete e;
-      return -1;
-    }
+    if (hetrt_error_t* e = k->module->Program(device_id, k->name, &program)) return sdk::FailCall(inst->host, e);
     cl_int status = CL_SUCCESS;
     kernel = clCreateKernel(program, k->name.c_str(), &status);
     if (status != CL_SUCCESS) {

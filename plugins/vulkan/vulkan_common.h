@@ -12,11 +12,8 @@
 
 namespace hetrt::vulkan {
 
-inline constexpr char kLabel[] = "Vulkan plugin";
 // Every entry point is wrapped: args checked, no exception crosses the ABI.
-template <auto F>
-using Entry = sdk::Entry<F, kLabel>;
-using sdk::MakeError;
+HETRT_SDK_PLUGIN_LABEL("Vulkan plugin");
 
 // A Vulkan info struct with its sType set and every other member zero, the
 // state the Vulkan spec expects before the caller fills what matters.

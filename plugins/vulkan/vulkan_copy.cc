@@ -19,38 +19,29 @@ struct Side {
   bool pinned = false;
 };
 
-hetrt_error_t* ResolveSide(hetrt_instance* inst, DLDevice device, const void* ptr, uint64_t offset, uint64_t nbytes,
-                           const char* which, Side* out) {
-  if (ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + which);
-  if (device.device_type != kDLCPU && device.device_type != kDLVulkan)
-    return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("copy ") + which + " is neither a Vulkan nor a CPU device");
-  auto range_error = [&](uint64_t size, const char* what) {
-    return MakeError(HETRT_STATUS_OUT_OF_RANGE, std::string("copy ") + which + " range [" + std::to_string(offset) +
-                                                    ", +" + std::to_string(nbytes) + ") exceeds the " +
-                                                    std::to_string(size) + "-byte " + what);
-  };
+hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side* out) {
+  if (hetrt_error_t* e = side.CheckDeviceType(kDLVulkan, "a Vulkan")) return e;
   {
     std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    if (auto it = inst->pinned.find(const_cast<void*>(ptr)); it != inst->pinned.end()) {
+    if (auto it = inst->pinned.find(const_cast<void*>(side.ptr)); it != inst->pinned.end()) {
       Buffer* b = it->second;
-      if (offset > b->size || nbytes > b->size - offset) return range_error(b->size, "pinned buffer");
-      *out = Side{b, offset, static_cast<uint8_t*>(b->mapped) + offset, true};
+      if (side.Exceeds(b->size)) return side.RangeError(b->size, "pinned buffer");
+      *out = Side{b, side.offset, static_cast<uint8_t*>(b->mapped) + side.offset, true};
       return nullptr;
     }
   }
-  if (device.device_type == kDLCPU) {
-    out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(ptr)) + offset;
+  if (side.device.device_type == kDLCPU) {
+    out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(side.ptr)) + side.offset;
     return nullptr;
   }
-  auto* b = const_cast<Buffer*>(static_cast<const Buffer*>(ptr));
+  auto* b = const_cast<Buffer*>(static_cast<const Buffer*>(side.ptr));
   if (b->magic != kBufferMagic)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT,
-                     std::string("copy ") + which + " is not a Vulkan buffer of this plugin");
-  if (offset > b->size || nbytes > b->size - offset) return range_error(b->size, "buffer");
+                     std::string("copy ") + side.which + " is not a Vulkan buffer of this plugin");
+  if (side.Exceeds(b->size)) return side.RangeError(b->size);
   out->buffer = b;
-  out->offset = offset;
-  out->host = b->mapped ? static_cast<uint8_t*>(b->mapped) + offset : nullptr;
+  out->offset = side.offset;
+  out->host = b->mapped ? static_cast<uint8_t*>(b->mapped) + side.offset : nullptr;
   return nullptr;
 }
 
@@ -132,9 +123,8 @@ hetrt_error_t* CopyToHost(hetrt_instance* inst, StreamCore* s, const Side& src, 
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  if (hetrt_error_t* e = ResolveSide(inst, a->src_device, a->src, a->src_offset, a->nbytes, "source", &src)) return e;
-  if (hetrt_error_t* e = ResolveSide(inst, a->dst_device, a->dst, a->dst_offset, a->nbytes, "destination", &dst))
-    return e;
+  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
   const bool src_device = src.buffer && !src.pinned, dst_device = dst.buffer && !dst.pinned;
   if (!src_device && !dst_device)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is Vulkan device memory");

@@ -33,6 +33,7 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
     case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = limits.maxComputeSharedMemorySize; return nullptr;
     case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->subgroup_size; return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->num_queues > 1; return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 4096; return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_MESSAGES:
       args->value = static_cast<int64_t>(args->self->validation_messages.load());
       return nullptr;
@@ -228,7 +229,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
   using namespace hetrt::vulkan;
   if (hetrt_error_t* e = CreateInstance()) {
     list.SetUnavailable(e->message);
-    delete e;
+    hetrt::sdk::DiscardError(e);
     return;
   }
   uint32_t n = 0;
@@ -411,7 +412,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     d->id = static_cast<int>(list.discovered().size());
     if (hetrt_error_t* e = NewStreamCore(d.get(), &d->queues[0], &d->default_stream)) {
       skip(d->name + ": " + e->message);
-      delete e;
+      hetrt::sdk::DiscardError(e);
       d->default_stream.reset();
       vkDestroyPipelineCache(d->handle, d->pipeline_cache, nullptr);
       vkDestroyDevice(d->handle, nullptr);

@@ -245,11 +245,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
     inst->ReportError("Vulkan kernel '" + f->name + "': " + why);
     return -1;
   };
-  auto fail_with = [&](hetrt_error_t* e) {
-    inst->ReportError(e->message);
-    delete e;
-    return -1;
-  };
+  auto fail_with = [inst](hetrt_error_t* e) { return sdk::FailCall(inst->host, e); };
   const auto num_params = static_cast<int32_t>(f->arg_types.size());
   const auto num_tags = static_cast<int32_t>(f->launch.slots.size());
   const int32_t expected = num_params + f->launch.num_launch_args();

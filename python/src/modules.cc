@@ -108,7 +108,7 @@ py::list PluginsInfo() {
     py::dict p;
     p["name"] = plugin->name();
     p["version"] = plugin->version();
-    p["abi"] = std::to_string(plugin->api()->abi_major) + "." + std::to_string(plugin->api()->abi_minor);
+    p["abi"] = plugin->abi_version();
     p["path"] = plugin->path();
     p["devices"] = std::move(devices);
     p["type_keys"] = plugin->type_keys();

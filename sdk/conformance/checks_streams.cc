@@ -1,7 +1,6 @@
 // Streams and events: ordering across streams with waits, synchronize, event
 // queries, elapsed time, the current stream per thread.
 #include <initializer_list>
-#include <thread>
 #include <vector>
 
 #include "conformance.h"
@@ -90,43 +89,6 @@ TEST(Streams, EventsCompleteSynchronizeAndTime) {
   HETRT_CHECK_OK(c.Synchronize(s));
   HETRT_CHECK_OK(c.Synchronize(nullptr));  // the default stream
   ExpectDestroyed(c, {start, end}, {s}, dev.data);
-}
-
-TEST(Streams, CurrentStreamIsPerThread) {
-  HETRT_REQUIRE_DEVICE();
-  HETRT_REQUIRE_CALL(stream_set_current);
-  HETRT_REQUIRE_CALL(stream_get_current);
-  HETRT_REQUIRE_CALL(stream_create);
-  DeviceClient c = Client();
-  HETRT_CHECK_OK_AND_ASSIGN(hetrt_stream_t * mine, c.NewStream());
-  HETRT_CHECK_OK_AND_ASSIGN(hetrt_stream_t * theirs, c.NewStream());
-  HETRT_CHECK_OK_AND_ASSIGN(hetrt_stream_t * initial, c.CurrentStream());
-  EXPECT_EQ(initial, nullptr) << "the current stream starts as the default stream";
-  hetrt_stream_t* previous = reinterpret_cast<hetrt_stream_t*>(1);
-  HETRT_CHECK_OK(c.SetCurrentStream(mine, &previous));
-  EXPECT_EQ(previous, nullptr);
-  Status other_thread;
-  hetrt_stream_t* seen_there = reinterpret_cast<hetrt_stream_t*>(1);
-  hetrt_stream_t* seen_there_after = nullptr;
-  std::thread([&] {
-    auto seen = c.CurrentStream();
-    other_thread = seen.status();
-    if (seen.ok()) seen_there = seen.value();
-    hetrt_stream_t* ignored = nullptr;
-    if (other_thread.ok()) other_thread = c.SetCurrentStream(theirs, &ignored);
-    auto after = c.CurrentStream();
-    if (after.ok()) seen_there_after = after.value();
-    if (other_thread.ok()) other_thread = c.SetCurrentStream(nullptr, &ignored);
-  }).join();
-  HETRT_EXPECT_OK(other_thread);
-  EXPECT_EQ(seen_there, nullptr) << "another thread saw this thread's current stream";
-  EXPECT_EQ(seen_there_after, theirs);
-  HETRT_CHECK_OK_AND_ASSIGN(hetrt_stream_t * still, c.CurrentStream());
-  EXPECT_EQ(still, mine) << "another thread's stream_set_current changed this thread's";
-  HETRT_CHECK_OK(c.SetCurrentStream(nullptr, &previous));
-  EXPECT_EQ(previous, mine);
-  HETRT_EXPECT_OK(c.DestroyStream(mine));
-  HETRT_EXPECT_OK(c.DestroyStream(theirs));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "device_client.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "profile.h"
 
 namespace hetrt::conformance {
 
@@ -20,12 +21,24 @@ struct Context {
   DLDevice device{kDLCPU, 0};
   bool has_device = false;
   std::string no_device_reason;  // why device checks are skipped
+  Profile profile;
 };
 
 Context& Ctx();
 
 // The client of the device under test.
 inline DeviceClient Client() { return DeviceClient(Ctx().plugin, Ctx().device); }
+// Memory of one kind on the device under test, through the core's allocator.
+inline Allocator& Memory(hetrt_memory_kind_t kind = HETRT_MEMORY_DEVICE) {
+  return Ctx().plugin->DeviceAllocator(Ctx().device, kind);
+}
+// A registry of its own holding a second instance of the plugin under test.
+std::unique_ptr<PluginRegistry> AnotherRegistry();
+// Sets `options` on the plugin under test; a refused one fails the check.
+void Apply(const Profile::Options& options);
+// The largest alignment every memory kind honours: the device's
+// HETRT_DEVICE_ATTR_MAX_ALIGNMENT (ABI 2.5), else the 256 the ABI guarantees.
+uint64_t GuaranteedAlignment();
 
 }  // namespace hetrt::conformance
 
@@ -34,6 +47,14 @@ inline DeviceClient Client() { return DeviceClient(Ctx().plugin, Ctx().device); 
 #define HETRT_REQUIRE_DEVICE()                                                                                 \
   do {                                                                                                         \
     if (!::hetrt::conformance::Ctx().has_device) GTEST_SKIP() << ::hetrt::conformance::Ctx().no_device_reason; \
+  } while (0)
+
+// Skips, with the profile's reason, a feature the backend does not support.
+#define HETRT_REQUIRE_FEATURE(name)                                                              \
+  do {                                                                                           \
+    if (auto reason_ = ::hetrt::conformance::Ctx().profile.Unsupported(name))                    \
+      GTEST_SKIP() << "unsupported " << (name) << " (" << ::hetrt::conformance::Ctx().profile.path \
+                   << "): " << *reason_;                                                         \
   } while (0)
 
 // Skips when the plugin leaves an optional device call NULL.

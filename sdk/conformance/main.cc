@@ -1,15 +1,22 @@
-// hetrt-conformance PLUGIN.so [--device TYPE:INDEX] [gtest flags]
+// hetrt-conformance PLUGIN.so [--device TYPE:INDEX] [--profile FILE] [gtest flags]
 //
 // Loads one plugin with the core's loader and runs the conformance checks
 // (GoogleTest) against it: ABI negotiation, devices, memory, copies, streams
-// and events, modules, threads and errors. A check the plugin does not declare
-// the feature for is skipped with the reason. Ends with a table of every check;
-// exits non-zero when one failed or the plugin could not be loaded.
+// and events, instances, modules, threads and errors. A check the plugin does
+// not declare the feature for is skipped with the reason, and so is one its
+// profile (profile.h) says it does not support. Ends with a table of every
+// check; exits non-zero when one failed or the plugin could not be loaded.
+//
+// A device the plugin cannot find skips the device checks with the reason,
+// unless HETRT_REQUIRE names its type ("opencl,vulkan"; "all": every type but
+// cuda, which a machine without a GPU lacks): then the run fails, naming it.
 #include <limits.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +30,50 @@ Context& Ctx() {
   return context;
 }
 
+std::unique_ptr<PluginRegistry> AnotherRegistry() {
+  PluginRegistry::Options options;
+  options.search_paths = {Ctx().plugin_path};
+  auto registry = PluginRegistry::Discover(options);
+  for (const auto& [key, value] : Ctx().profile.options) {
+    for (const auto& plugin : registry->plugins()) {
+      const Status set = plugin->SetOption(key, value);
+      EXPECT_TRUE(set.ok()) << key << "=" << value << ": " << set.message();
+    }
+  }
+  return registry;
+}
+
+void Apply(const Profile::Options& options) {
+  for (const auto& [key, value] : options) {
+    const Status set = Ctx().plugin->SetOption(key, value);
+    EXPECT_TRUE(set.ok()) << key << "=" << value << ": " << set.message();
+  }
+}
+
+uint64_t GuaranteedAlignment() {
+  auto reported = Ctx().plugin->AttributeInt(Ctx().device, HETRT_DEVICE_ATTR_MAX_ALIGNMENT);
+  return reported.ok() && *reported > 0 ? static_cast<uint64_t>(*reported) : 256;
+}
+
 namespace {
+
+// HETRT_REQUIRE's rule for the device under test (see the top of this file).
+bool DeviceRequired(const std::string& type) {
+  const char* env = std::getenv("HETRT_REQUIRE");
+  const std::string list = "," + std::string(env ? env : "") + ",";
+  if (list.find(",-" + type + ",") != std::string::npos) return false;
+  return list.find("," + type + ",") != std::string::npos ||
+         (type != "cuda" && list.find(",all,") != std::string::npos);
+}
+
+// The problems a backend's driver reported (the profile's problems-attribute):
+// a check during which they rose fails.
+int64_t DriverProblems() {
+  const Context& ctx = Ctx();
+  if (!ctx.profile.problems_attribute || !ctx.has_device) return 0;
+  auto n = ctx.plugin->AttributeInt(ctx.device, *ctx.profile.problems_attribute);
+  return n.ok() ? *n : 0;
+}
 
 // Records each check's outcome and the reason for a skip or the first failure.
 class TableListener : public ::testing::EmptyTestEventListener {
@@ -38,13 +88,24 @@ class TableListener : public ::testing::EmptyTestEventListener {
       text = std::string(Basename(result.file_name())) + ":" + std::to_string(result.line_number()) + ": " + text;
     detail_ = OneLine(text);
   }
+  void OnTestStart(const ::testing::TestInfo&) override { problems_before_ = DriverProblems(); }
   void OnTestEnd(const ::testing::TestInfo& info) override {
     const ::testing::TestResult* r = info.result();
     const char* outcome = r->Failed() ? "FAILED" : r->Skipped() ? "skipped" : "passed";
+    if (const int64_t problems = DriverProblems() - problems_before_; problems > 0) {
+      outcome = "FAILED";
+      detail_ = "the driver reported " + std::to_string(problems) + " problem(s) during the check (see stderr)";
+      driver_problems_ = true;
+    }
     rows_.push_back({std::string(info.test_suite_name()) + "." + info.name(), outcome,
-                     r->Passed() && !r->Skipped() ? "" : detail_});
+                     r->Passed() && !r->Skipped() && detail_.empty() ? "" : detail_});
     detail_.clear();
   }
+  // A check the profile leaves out, with its reason.
+  void Unsupported(const std::string& check, const std::string& reason) {
+    rows_.push_back({check, "skipped", "unsupported: " + reason});
+  }
+  bool driver_problems() const { return driver_problems_; }
   void Print(const std::string& plugin) const {
     size_t width = 5;
     for (const Row& row : rows_) width = std::max(width, row.check.size());
@@ -73,7 +134,29 @@ class TableListener : public ::testing::EmptyTestEventListener {
   }
   std::string detail_;
   std::vector<Row> rows_;
+  int64_t problems_before_ = 0;
+  bool driver_problems_ = false;
 };
+
+// Leaves out the checks the profile says the backend does not support: a
+// negative gtest filter, and a row with the reason for each.
+void LeaveOutUnsupported(TableListener& table) {
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  std::string excluded;
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j) {
+      const std::string name = std::string(suite.name()) + "." + suite.GetTestInfo(j)->name();
+      if (auto reason = Ctx().profile.Unsupported(name)) {
+        table.Unsupported(name, *reason);
+        excluded += ":" + name;
+      }
+    }
+  }
+  if (excluded.empty()) return;
+  std::string& filter = ::testing::GTEST_FLAG(filter);  // "POSITIVE[-NEGATIVE]"
+  filter += filter.find('-') == std::string::npos ? "-" + excluded.substr(1) : excluded;
+}
 
 std::string ExecutableDir() {
   char path[PATH_MAX];
@@ -87,16 +170,25 @@ std::string ExecutableDir() {
 int Usage(const char* why) {
   std::fprintf(stderr,
                "hetrt-conformance: %s\n"
-               "usage: hetrt-conformance PLUGIN.so [--device TYPE:INDEX] [gtest flags, e.g. --gtest_filter=Copies.*]\n",
+               "usage: hetrt-conformance PLUGIN.so [--device TYPE:INDEX] [--profile FILE]\n"
+               "                         [gtest flags, e.g. --gtest_filter=Copies.*]\n",
                why);
   return 2;
 }
 
 // Loads the plugin and picks the device under test: --device, else device 0
 // of the first device type the plugin declares.
-int Setup(const std::string& path, const std::string& device_text) {
+int Setup(const std::string& path, const std::string& device_text, const std::string& profile_path) {
   Context& ctx = Ctx();
   ctx.plugin_path = path;
+  if (!profile_path.empty()) {
+    auto profile = ReadProfile(profile_path);
+    if (!profile.ok()) {
+      std::fprintf(stderr, "hetrt-conformance: %s\n", profile.status().message().c_str());
+      return 2;
+    }
+    ctx.profile = std::move(profile).value();
+  }
   const char* shim = std::getenv("HETRT_CONFORMANCE_SHIM");
   ctx.shim_path = shim ? shim : ExecutableDir() + "/" HETRT_CONFORMANCE_SHIM_FROM_BIN;
   PluginRegistry::Options options;
@@ -110,6 +202,13 @@ int Setup(const std::string& path, const std::string& device_text) {
     return 1;
   }
   ctx.plugin = ctx.registry->plugins()[0].get();
+  for (const auto& [key, value] : ctx.profile.options) {
+    if (const Status set = ctx.plugin->SetOption(key, value); !set.ok()) {
+      std::fprintf(stderr, "hetrt-conformance: the profile's option %s=%s: %s\n", key.c_str(), value.c_str(),
+                   set.message().c_str());
+      return 1;
+    }
+  }
   const std::vector<int32_t> types = ctx.plugin->device_types();
   if (!device_text.empty()) {
     auto parsed = ParseDevice(device_text);
@@ -131,9 +230,17 @@ int Setup(const std::string& path, const std::string& device_text) {
   } else {
     ctx.has_device = true;
   }
-  std::printf("plugin %s %s (%s), ABI %d.%d; device under test: %s\n", ctx.plugin->name().c_str(),
-              ctx.plugin->version().c_str(), path.c_str(), ctx.plugin->api()->abi_major, ctx.plugin->api()->abi_minor,
-              ctx.has_device ? DeviceToString(ctx.device).c_str() : ("none (" + ctx.no_device_reason + ")").c_str());
+  std::printf("plugin %s %s (%s), ABI %s; device under test: %s%s%s\n", ctx.plugin->name().c_str(),
+              ctx.plugin->version().c_str(), path.c_str(), ctx.plugin->abi_version().c_str(),
+              ctx.has_device ? DeviceToString(ctx.device).c_str() : ("none (" + ctx.no_device_reason + ")").c_str(),
+              ctx.profile.path.empty() ? "" : "; profile ", ctx.profile.path.c_str());
+  const std::string type = types.empty() ? "" : DeviceTypeName(ctx.device.device_type);
+  if (!ctx.has_device && !types.empty() && DeviceRequired(type)) {
+    const char* required = std::getenv("HETRT_REQUIRE");
+    std::fprintf(stderr, "hetrt-conformance: %s is required (HETRT_REQUIRE=%s) but missing: %s\n", type.c_str(),
+                 required ? required : "", ctx.no_device_reason.c_str());
+    return 1;
+  }
   return 0;
 }
 
@@ -143,13 +250,17 @@ int Setup(const std::string& path, const std::string& device_text) {
 int main(int argc, char** argv) {
   using namespace hetrt::conformance;
   ::testing::InitGoogleTest(&argc, argv);  // takes the gtest flags out of argv
-  std::string plugin, device;
+  std::string plugin, device, profile;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--device" && i + 1 < argc) {
       device = argv[++i];
     } else if (arg.rfind("--device=", 0) == 0) {
       device = arg.substr(9);
+    } else if (arg == "--profile" && i + 1 < argc) {
+      profile = argv[++i];
+    } else if (arg.rfind("--profile=", 0) == 0) {
+      profile = arg.substr(10);
     } else if (arg == "-h" || arg == "--help") {
       Usage("checks a hetrt plugin");
       return 0;
@@ -162,11 +273,19 @@ int main(int argc, char** argv) {
     }
   }
   if (plugin.empty()) return Usage("no plugin given");
-  if (int rc = Setup(plugin, device); rc != 0) return rc;
+  if (int rc = Setup(plugin, device, profile); rc != 0) return rc;
   auto* table = new TableListener;  // owned by gtest's listener list
   ::testing::UnitTest::GetInstance()->listeners().Append(table);
-  const int rc = RUN_ALL_TESTS();
+  LeaveOutUnsupported(*table);
+  int rc = RUN_ALL_TESTS();
+  if (table->driver_problems()) rc = 1;
   table->Print(Ctx().plugin->name() + " " + Ctx().plugin->version() + " (" + plugin + ")");
-  Ctx().registry.reset();
+  // The plugin stays loaded until the process ends, never destroyed by exit
+  // handlers: a driver half torn down by then (lavapipe) crashes, and one
+  // unloaded before exit leaves its own one-time allocations to LeakSanitizer
+  // with no module to name. Every other instance the checks made is gone.
+  static hetrt::PluginRegistry* kept = nullptr;
+  kept = Ctx().registry.release();
+  (void)kept;
   return rc;
 }

@@ -1,7 +1,7 @@
 // On a device (a GPU, or the fake driver tests/cuda/fake_*.cc that ctest
 // also runs this suite on): fixtures, the kernel set, launches, streams and
 // events as CUDA has them. What every backend does (memory, copies, streams,
-// events, instances) is tests/device_suite/, which runs on CUDA too.
+// events, instances) is the conformance kit (sdk/conformance/), which runs on CUDA too.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -190,7 +190,7 @@ TEST_F(CudaDevice, TwoDevicesCopyToEachOtherDirectly) {
   }
 }
 
-// (Memory kinds and statistics, copies: tests/device_suite/, which runs on
+// (Memory kinds and statistics, copies: the conformance kit (sdk/conformance/), which runs on
 // CUDA too.)
 TEST_F(CudaDevice, Attributes) {
   Plugin* cu = Cu();
@@ -343,7 +343,7 @@ TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
 
 // Elapsed time agrees with the timestamps, and timing an event created
 // without HETRT_EVENT_TIMING is refused with the reason. (Ordering, events
-// never recorded, timestamps on the host clock: tests/device_suite/.)
+// never recorded, timestamps on the host clock: the conformance kit (sdk/conformance/).)
 TEST_F(CudaDevice, ElapsedTimeAgreesWithTimestampsOfTimingEventsOnly) {
   const conformance::DeviceClient c(Cu(), kCu);
   HETRT_ASSERT_OK_AND_ASSIGN(hetrt_event_t * start, c.NewEvent(HETRT_EVENT_TIMING));

@@ -33,6 +33,17 @@ PluginRegistry& NoPlugins() {
   return *registry;
 }
 
+// A module tree loader, as the loader refuses it and as `inspect` keeps what it cannot load.
+template <class Loader>
+void LoadBothWays(Loader load, const uint8_t* data, size_t size) {
+  LoadOptions options;
+  options.plugins = &NoPlugins();
+  for (bool keep_unloadable : {false, true}) {
+    options.keep_unloadable = keep_unloadable;
+    (void)load({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
+  }
+}
+
 }  // namespace
 
 void ParamDict(const uint8_t* data, size_t size) {
@@ -40,13 +51,7 @@ void ParamDict(const uint8_t* data, size_t size) {
   if (params.ok()) (void)WriteParamDict(*params);
 }
 
-void ModuleBlob(const uint8_t* data, size_t size) {
-  LoadOptions options;
-  options.plugins = &NoPlugins();
-  (void)LoadModuleTreeFromBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
-  options.keep_unloadable = true;
-  (void)LoadModuleTreeFromBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
-}
+void ModuleBlob(const uint8_t* data, size_t size) { LoadBothWays(LoadModuleTreeFromBlob, data, size); }
 
 void GraphJson(const uint8_t* data, size_t size) {
   auto graph = ParseGraphJson(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
@@ -77,13 +82,7 @@ void RelaxExecutable(const uint8_t* data, size_t size) {
   if (image.ok() && !ParseRelaxExecutable(*image, "fuzz re-encoded").ok()) __builtin_trap();
 }
 
-void FfiModuleBlob(const uint8_t* data, size_t size) {
-  LoadOptions options;
-  options.plugins = &NoPlugins();
-  (void)LoadModuleTreeFromFfiBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
-  options.keep_unloadable = true;
-  (void)LoadModuleTreeFromFfiBlob({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
-}
+void FfiModuleBlob(const uint8_t* data, size_t size) { LoadBothWays(LoadModuleTreeFromFfiBlob, data, size); }
 
 void DevicePayload(const uint8_t* data, size_t size) {
   if (size == 0) return;

@@ -89,11 +89,16 @@ Tensor Expected(const std::string& dir) {
   return t.ok() ? *t : Tensor();
 }
 
+// Version 1 of `model` from the deploy.so in `dir`, then the server.
+std::unique_ptr<InferenceServer> StartServing(Repository& repo, const std::string& model, const std::string& dir) {
+  repo.Link(model, 1, dir, {"deploy.so"});
+  return Start(repo);
+}
+
 TEST(InferenceServer, ServesADeployLibraryWithMetadataAndMatchesTvm) {
   HETRT_REQUIRE_FIXTURE(dir, "mlp");
   Repository repo;
-  repo.Link("mlp", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "mlp", dir);
   ASSERT_TRUE(server);
   EXPECT_TRUE(server->Live());
   EXPECT_TRUE(server->Ready());
@@ -280,8 +285,7 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
 TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
   HETRT_REQUIRE_FIXTURE(dir, "add3");
   Repository repo;
-  repo.Link("add3", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "add3", dir);
   ASSERT_TRUE(server);
   const InferRequest good = RequestFromParams("add3", dir + "/inputs.params");
   auto expect_error = [&](InferRequest request, StatusCode code, const std::string& words) {
@@ -328,8 +332,7 @@ TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
   repo.Link("add3", 1, dir, {"deploy.so"});
   std::ofstream(repo.VersionDir("broken", 1) + "/deploy.so") << "not an ELF file";
   repo.Config("typo", R"({"max_batch_sise": 4})");
-  repo.Link("typo", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "typo", dir);
   ASSERT_TRUE(server);
   EXPECT_FALSE(server->Ready());  // strict readiness: a model asked for is not ready
   HETRT_ASSERT_OK_AND_ASSIGN(bool ready, server->ModelReady("broken", ""));
@@ -351,8 +354,7 @@ TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
 TEST(InferenceServer, LoadRollsInANewVersionAndUnloadStopsServing) {
   HETRT_REQUIRE_FIXTURE(dir, "add3");
   Repository repo;
-  repo.Link("add3", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "add3", dir);
   ASSERT_TRUE(server);
   repo.Link("add3", 2, dir, {"graph.json", "lib.so", "params.params"});
   HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata before, server->Metadata("add3", ""));
@@ -402,8 +404,7 @@ TEST(InferenceServer, AFullQueueAnswersUnavailableAndNothingHangs) {
 TEST(InferenceServer, DrainLetsRequestsInFlightFinishAndRefusesNewOnes) {
   HETRT_REQUIRE_FIXTURE(dir, "resnet18");
   Repository repo;
-  repo.Link("resnet", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "resnet", dir);
   ASSERT_TRUE(server);
   const InferRequest request = RequestFromParams("resnet", dir + "/inputs.params");
   const Tensor expected = Expected(dir);
@@ -437,8 +438,7 @@ TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {
   std::vector<bool> seen;  // Ready() as each call left it
   std::mutex seen_mutex;
   Repository repo;
-  repo.Link("mlp", 1, dir, {"deploy.so"});
-  auto server = Start(repo);
+  auto server = StartServing(repo, "mlp", dir);
   ASSERT_TRUE(server);
   const int id = server->AddReadinessObserver([&] {
     ++calls;

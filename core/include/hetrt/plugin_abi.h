@@ -1,5 +1,6 @@
 /* hetrt plugin ABI, version 2 (2.1: module.sample, whole_model; 2.2: whole_model.sample;
- * 2.3: memory_stats.failed_frees; 2.4: stream_get_current.native_stream).
+ * 2.3: memory_stats.failed_frees; 2.4: stream_get_current.native_stream;
+ * 2.5: HETRT_DEVICE_ATTR_MAX_ALIGNMENT).
  *
  * The only contract between the hetrt core and a device backend. A plugin is a
  * shared object that exports one symbol, HETRT_PLUGIN_ENTRY_SYMBOL, returning a
@@ -37,7 +38,7 @@ extern "C" {
 #endif
 
 #define HETRT_PLUGIN_ABI_MAJOR 2
-#define HETRT_PLUGIN_ABI_MINOR 4
+#define HETRT_PLUGIN_ABI_MINOR 5
 /* Stable across ABI majors so that a mismatch can be detected and reported:
  * every major starts its table with struct_size, abi_major, abi_minor. */
 #define HETRT_PLUGIN_ENTRY_SYMBOL "hetrt_plugin_get_api"
@@ -268,6 +269,9 @@ typedef enum hetrt_device_attribute {
   HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT = 8,
   HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ = 9,
   HETRT_DEVICE_ATTR_COPY_STREAMS = 10, /* 1: separate copy streams overlap compute */
+  /* 2.5, bytes: the largest alignment that `allocate` honours for every
+   * memory kind of the device (a larger one may be refused). */
+  HETRT_DEVICE_ATTR_MAX_ALIGNMENT = 11,
 } hetrt_device_attribute_t;
 
 typedef struct hetrt_device_attribute_args {

@@ -57,6 +57,7 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
     case HETRT_DEVICE_ATTR_TOTAL_MEMORY:
       args->value = static_cast<int64_t>(args->self->memory.capacity());
       return nullptr;
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 4096; return nullptr;  // ABI 2.5
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND,
                        "the simulated device has no attribute " + std::to_string(args->attribute));
@@ -122,17 +123,16 @@ hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) {
 }
 
 // The host bytes of one side of a copy: host memory as is, device memory resolved.
-hetrt_error_t* CopySide(const hetrt_instance* self, const void* base, uint64_t offset, DLDevice device, uint64_t nbytes,
-                        const char* side, std::byte** out) {
-  if (IsHost(device)) {
-    *out = static_cast<std::byte*>(const_cast<void*>(base)) + offset;
+hetrt_error_t* ResolveSide(const hetrt_instance* self, const hetrt::sdk::CopySide& side, std::byte** out) {
+  if (IsHost(side.device)) {
+    *out = static_cast<std::byte*>(const_cast<void*>(side.ptr)) + side.offset;
     return nullptr;
   }
-  if (hetrt_error_t* e = CheckDevice(device)) return e;
+  if (hetrt_error_t* e = CheckDevice(side.device)) return e;
   std::string why;
-  const void* at_offset = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base) + offset);
-  std::byte* at = self->memory.Resolve(at_offset, nbytes, &why);
-  if (at == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + side + " " + why);
+  const void* at_offset = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(side.ptr) + side.offset);
+  std::byte* at = self->memory.Resolve(at_offset, side.nbytes, &why);
+  if (at == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("copy ") + side.which + " " + why);
   *out = at;
   return nullptr;
 }
@@ -141,12 +141,10 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* args) {
   if (IsHost(args->src_device) && IsHost(args->dst_device))
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "host to host copies are the CPU plugin's");
   std::byte *src = nullptr, *dst = nullptr;
-  if (hetrt_error_t* e =
-          CopySide(args->self, args->src, args->src_offset, args->src_device, args->nbytes, "source", &src))
-    return e;
-  if (hetrt_error_t* e =
-          CopySide(args->self, args->dst, args->dst_offset, args->dst_device, args->nbytes, "destination", &dst))
-    return e;
+  auto resolve = [self = args->self](const hetrt::sdk::CopySide& side, std::byte** out) {
+    return ResolveSide(self, side, out);
+  };
+  if (hetrt_error_t* e = hetrt::sdk::ResolveCopySides(*args, resolve, &src, &dst)) return e;
   if (args->nbytes > 0) std::memmove(dst, src, args->nbytes);
   return nullptr;
 }

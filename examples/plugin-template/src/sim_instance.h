@@ -28,13 +28,9 @@ struct hetrt_instance {
 
 namespace sim {
 
-inline constexpr char kLabel[] = "sim plugin";
+HETRT_SDK_PLUGIN_LABEL("sim plugin");  // kLabel, Entry<F> (the entry guard) and MakeError
 inline constexpr int32_t kDeviceType = kDLExtDev;
 inline constexpr int kNumDevices = 1;
-
-template <auto F>
-using Entry = hetrt::sdk::Entry<F, kLabel>;
-using hetrt::sdk::MakeError;
 using Current = hetrt::sdk::ThreadCurrent<hetrt_stream>;
 
 // NULL when `device` is this plugin's (ext_dev:0), else the error to return.

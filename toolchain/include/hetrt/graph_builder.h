@@ -12,6 +12,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible (one thread builds a graph).
 class GraphBuilder {
  public:
   // A tensor in the graph: output `index` of node `node` (builder numbering).

@@ -15,6 +15,7 @@ namespace hetrt {
 
 // Stands for host code that an export will link in (object files or C sources):
 // the "_lib" slot of a tree that has not been built into a library yet.
+// Thread contract: thread-compatible (one export at a time uses it).
 class PendingHostLibrary final : public Module {
  public:
   PendingHostLibrary() : Module("library") {}

@@ -14,6 +14,7 @@
 
 namespace hetrt {
 
+// Thread contract (reader and writer): thread-compatible (one thread reads or writes a stream).
 class ByteReader {
  public:
   // `source` names the input in error messages ("deploy.so: __tvm_dev_mblob").

@@ -23,6 +23,7 @@ enum class StatusCode {
 
 const char* StatusCodeName(StatusCode code);
 
+// Thread contract (Status and Result): values; thread-compatible like std::string.
 class [[nodiscard]] Status {
  public:
   Status() = default;

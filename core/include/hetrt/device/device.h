@@ -52,6 +52,10 @@ class Device {
   // Whether the plugin gives copies streams of their own that overlap compute.
   bool HasCopyStreams() const;
   Result<DeviceMemoryStats> MemoryStats() const { return plugin_->MemoryStats(device_); }
+  // Whether Synchronize waits for its work (a plugin without it runs synchronously).
+  bool CanSynchronize() const { return plugin_->CanSynchronize(); }
+  // Whether a stream can be made the calling thread's current one.
+  bool CanSetCurrentStream() const { return api()->stream_set_current != nullptr; }
   // What an asynchronous run needs: own streams, made current per thread...
   bool HasStreams() const;
   // ...and events a stream can wait for.

@@ -13,6 +13,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe, as the plugin ABI makes module calls (lookups, saves) from any thread.
 class DeviceModule {
  public:
   // Loads a blob of `type_key` from the start of `data`; `consumed` receives

@@ -5,6 +5,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible; the event itself may be waited for from any thread.
 class Event : public OwnedHandle<hetrt_event_t, &Device::DestroyEvent> {
  public:
   using OwnedHandle::OwnedHandle;

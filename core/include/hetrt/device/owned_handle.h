@@ -8,6 +8,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible (a move-only owner, like std::unique_ptr).
 template <typename Handle, Status (Device::*kDestroy)(Handle*) const>
 class OwnedHandle {
  public:

@@ -36,6 +36,7 @@ struct DeviceMemoryStats {
 
 // Shared: tensors from its allocators, modules it loaded and executors that
 // use it keep it (and its instance) alive past its registry.
+// Thread contract: thread-safe (the ABI makes every entry callable from any thread).
 class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
   // dlopens `path`, checks the ABI version (a major mismatch is refused naming
@@ -52,6 +53,8 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   const std::string& path() const { return path_; }
   std::string name() const { return api_->name ? api_->name : "?"; }
   std::string version() const { return api_->version ? api_->version : "?"; }
+  // The ABI version its table was built against: "2.4".
+  std::string abi_version() const { return std::to_string(api_->abi_major) + "." + std::to_string(api_->abi_minor); }
   const hetrt_plugin_api_t* api() const { return api_; }
   hetrt_instance_t* instance() const { return instance_; }
   // The tables its plugin table holds (NULL where it has none); resolved once.
@@ -69,6 +72,10 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   std::vector<int32_t> device_types() const;
   std::vector<std::string> type_keys() const;
   bool ServesDeviceType(int32_t device_type) const;
+  // Optional calls it implements (NULL entries are allowed where the ABI says so).
+  bool CanSynchronize() const { return device_api_ && device_api_->stream_synchronize; }
+  bool HasWorkspace() const { return device_api_ && device_api_->workspace_alloc && device_api_->workspace_free; }
+  bool CanSaveModules() const { return module_api_ && module_api_->save; }
   bool LoadsTypeKey(std::string_view type_key) const;
 
   // Turns a plugin error into a Status naming the plugin, and frees the error.

@@ -7,6 +7,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible; Issue() is const and may run on several threads when their streams differ.
 class PreparedCopy {
  public:
   PreparedCopy() = default;

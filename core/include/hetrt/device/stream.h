@@ -6,6 +6,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible; work goes onto a stream from one thread at a time.
 class Stream : public OwnedHandle<hetrt_stream_t, &Device::DestroyStream> {
  public:
   using OwnedHandle::OwnedHandle;

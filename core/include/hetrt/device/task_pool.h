@@ -8,6 +8,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe (any thread may launch; the plugin's pool shares itself out).
 class TaskPool {
  public:
   explicit TaskPool(Plugin* plugin) : plugin_(plugin) {}

@@ -28,6 +28,7 @@ struct WholeModelReport {
   std::string text;
 };
 
+// Thread contract: thread-compatible: one thread at a time sets inputs, runs and reads outputs.
 class WholeModel {
  public:
   // Whether `plugin` runs the model file at `path` on `device`; when not,

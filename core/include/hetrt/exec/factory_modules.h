@@ -16,6 +16,7 @@ namespace hetrt {
 
 // type_key "GraphExecutorFactory": graph JSON + params + module name. Its first
 // import is the host library that holds the operator functions.
+// Thread contract (both factories): thread-safe, as Module; the graph is parsed once under a lock.
 class GraphExecutorFactoryModule final : public Module {
  public:
   GraphExecutorFactoryModule(std::string graph_json, std::vector<NamedTensor> params, std::string module_name)

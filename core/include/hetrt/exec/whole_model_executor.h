@@ -16,6 +16,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-compatible, as Executor.
 class WholeModelExecutor final : public Executor {
  public:
   using Report = WholeModelReport;

@@ -16,6 +16,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe, as Module (lookups cache under a lock).
 class LibraryModule final : public Module, public FfiFunctionEnvironment {
  public:
   // dlopen + fill the library's context pointers for its ABI (told by its

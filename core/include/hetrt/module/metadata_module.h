@@ -10,6 +10,7 @@
 namespace hetrt {
 
 // Serializes to zero bytes.
+// Thread contract: thread-safe, as Module (immutable once loaded).
 class MetadataModule final : public Module {
  public:
   MetadataModule() : Module("metadata_module") {}

@@ -64,6 +64,7 @@ using BlobLoader = std::function<Result<std::shared_ptr<Module>>(ByteReader& rea
 void RegisterCoreLoader(const std::string& type_key, BlobLoader loader, LibraryAbi abi = LibraryAbi::kPackedFunc);
 
 // A module living in a plugin (opencl, cuda, ...), seen through the module table.
+// Thread contract: thread-safe, as Module.
 class PluginModule final : public Module {
  public:
   // Loads from the start of `reader`'s remaining bytes and advances it.

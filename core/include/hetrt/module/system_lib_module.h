@@ -10,6 +10,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe, as Module (reads the process's system-lib registry).
 class SystemLibModule final : public Module {
  public:
   // `prefix`: TVM's system-lib prefix, which tells models linked into one

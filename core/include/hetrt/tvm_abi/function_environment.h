@@ -9,6 +9,7 @@
 
 namespace hetrt {
 
+// Thread contract: implementations are thread-safe: compiled code looks functions up from any thread.
 class FunctionEnvironment {
  public:
   virtual ~FunctionEnvironment() = default;

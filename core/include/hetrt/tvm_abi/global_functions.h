@@ -19,6 +19,7 @@ namespace hetrt {
 // A callable with the packed C signature; calling it is one indirect call.
 using PackedFunc = hetrt_packed_func_t;
 
+// Thread contract: thread-safe (one lock; lookups return plain function pointers).
 class GlobalFunctionRegistry {
  public:
   static GlobalFunctionRegistry& Get();

@@ -16,6 +16,7 @@
 
 namespace hetrt {
 
+// Thread contract: thread-safe (static constructors register while other threads may look up).
 class SystemLibRegistry {
  public:
   // Process-wide and never destroyed: registration runs in static

@@ -16,6 +16,7 @@ namespace hetrt {
 // code calls (__TVMBackendGetFuncFromEnv up to v0.25,
 // __TVMFFIEnvModLookupFromImports from v0.26) for device kernels,
 // __tvm_set_device and extern functions.
+// Thread contract: implementations are thread-safe: tvm-ffi code looks functions up from any thread.
 class FfiFunctionEnvironment {
  public:
   virtual ~FfiFunctionEnvironment() = default;

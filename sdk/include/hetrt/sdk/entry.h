@@ -10,9 +10,8 @@
 // copied back. struct_size stays the caller's, so HETRT_ARGS_HAS still tells a
 // missing field from a zero one.
 //
-//   inline constexpr char kLabel[] = "OpenCL plugin";
-//   template <auto F> using Entry = hetrt::sdk::Entry<F, kLabel>;
-//   ... Entry<Allocate>::Call ...   // in the device table
+//   HETRT_SDK_PLUGIN_LABEL("OpenCL plugin");  // in the plugin's namespace
+//   ... Entry<Allocate>::Call ...            // in the device table
 #pragma once
 
 #include <cstring>
@@ -73,3 +72,11 @@ struct Entry<F, Label> {
 };
 
 }  // namespace hetrt::sdk
+
+// In a plugin's namespace: kLabel, the name its errors start with; Entry<F>,
+// the guard above with that label; and MakeError.
+#define HETRT_SDK_PLUGIN_LABEL(text)           \
+  inline constexpr char kLabel[] = text;        \
+  template <auto F>                             \
+  using Entry = ::hetrt::sdk::Entry<F, kLabel>; \
+  using ::hetrt::sdk::MakeError

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/error.h"
 
 namespace hetrt::sdk {
 
@@ -87,6 +88,14 @@ hetrt_error_t* DestroyInstance(hetrt_instance_destroy_args_t* args) {
 // The host's callbacks, for a plugin's packed functions and diagnostics.
 inline void ReportError(const hetrt_host_api_t* host, const char* message) noexcept {
   if (HETRT_STRUCT_HAS(host, hetrt_host_api_t, set_last_error) && host->set_last_error) host->set_last_error(message);
+}
+
+// A packed function's failure: the error's message becomes the caller's last
+// error (TVMGetLastError), the error is released, and -1 is what to return.
+inline int32_t FailCall(const hetrt_host_api_t* host, hetrt_error_t* error) noexcept {
+  ReportError(host, error->message.c_str());
+  DiscardError(error);
+  return -1;
 }
 
 inline void Log(const hetrt_host_api_t* host, hetrt_log_level_t level, const char* plugin_name,

@@ -5,6 +5,7 @@
 
 #include "hetrt/plugin_abi.h"
 #include "hetrt/sdk/clock.h"
+#include "hetrt/sdk/copy_sides.h"
 #include "hetrt/sdk/device_table.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"

@@ -1,4 +1,4 @@
-// Device checks the suite (device_suite.h) runs on every backend and a
+// Device checks the kit runs (checks_memory.cc, checks_streams.cc) and a
 // backend's own test file runs again under its own options (vulkan_test.cc:
 // staged copies, the sampled clock).
 #pragma once
@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "conformance.h"
 #include "device_client.h"
 #include "hetrt/plugin_host/plugin_registry.h"
-#include "test_support.h"
 
-namespace hetrt::device_suite {
+namespace hetrt::conformance {
 
 inline constexpr DLDevice kHost{kDLCPU, 0};
 inline constexpr DLDataType kU8{kDLUInt, 8, 1};
@@ -38,4 +38,4 @@ void CheckCopiesRoundTrip(PluginRegistry& reg, Plugin* plugin, DLDevice device, 
 // `nbytes` of device memory at `device_buffer`.
 void CheckTimestampsOnTheHostClock(const conformance::DeviceClient& client, void* device_buffer, size_t nbytes);
 
-}  // namespace hetrt::device_suite
+}  // namespace hetrt::conformance
