@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <random>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/module_export.h"
 
 namespace hetrt {

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/relax_vm.h"

@@ -14,7 +14,7 @@ mkdir -p /work/main /work/shared
 [ "$repo" != /work/main ] || ln -sfn .gpu/build build
 ln -sfn "$repo/.gpu/fixtures" /work/shared/fixtures
 # ... and the sources the tests compile model libraries from, with DLPack.
-[ "$repo" = /work/main ] || for d in core tests; do ln -sfn "$repo/$d" /work/main/$d; done
+[ "$repo" = /work/main ] || for d in core tests sdk; do ln -sfn "$repo/$d" /work/main/$d; done
 [ -f /usr/include/dlpack/dlpack.h ] || cp -r .gpu/include/dlpack /usr/include/
 command -v cc || echo "no C compiler: the tests that export model libraries will fail"
 # Tests start the CLI with an LD_LIBRARY_PATH of their own: the bundled

@@ -12,7 +12,10 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FL
 targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test hetrt-conformance serve_test hetrt hetrt_plugin_cpu)
 known=$(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/:.*//')
 has_target() { grep -qx "$1" <<<"$known"; }
-has_target hetrt_plugin_opencl && targets+=(hetrt_plugin_opencl)
+# The suites above run fixtures on every plugin built here.
+for plugin in hetrt_plugin_opencl hetrt_plugin_vulkan; do
+  if has_target $plugin; then targets+=($plugin); fi
+done
 has_target cuda_test && targets+=(cuda_test)
 cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/graph.h"
 #include "test_support.h"
 

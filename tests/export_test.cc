@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/library_module.h"

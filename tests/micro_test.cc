@@ -12,7 +12,7 @@
 
 #include "firmware_build.h"
 #include "graph_io.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/graph.h"
 #include "hetrt/mlf.h"
 #include "in_process_model.h"

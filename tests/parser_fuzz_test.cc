@@ -9,7 +9,7 @@
 #include <random>
 
 #include "fuzz/fuzz_targets.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/module/module_loader.h"
 #include "test_support.h"

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "hetrt/formats/params.h"
+#include "hetrt/sdk/ndarray_format.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module_loader.h"
 #include <nlohmann/json.hpp>
@@ -135,7 +136,7 @@ TEST(RelaxParser, ConstantsAreChecked) {
   });
   // A tensor constant saved as if on a GPU.
   HETRT_ASSERT_OK_AND_ASSIGN(auto image, WriteRelaxExecutable(SmallExecutable()));
-  const uint64_t magic = kNDArrayMagic;
+  const uint64_t magic = sdk::kNDArrayMagic;
   auto at = std::search(image.begin(), image.end(), reinterpret_cast<const uint8_t*>(&magic),
                         reinterpret_cast<const uint8_t*>(&magic) + 8);
   ASSERT_NE(at, image.end());

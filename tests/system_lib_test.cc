@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"

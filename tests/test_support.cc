@@ -10,7 +10,7 @@
 #include <set>
 #include <string_view>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/module_export.h"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/params.h"

@@ -20,7 +20,7 @@
 
 #include "device_checks.h"
 #include "device_client.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/graph_builder.h"
 #include "hetrt/module/module_loader.h"

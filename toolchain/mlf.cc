@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/install_layout.h"
 #include "hetrt/exec/factory_modules.h"

@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/device_payloads.h"
 
 namespace hetrt {

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module/module_loader.h"

@@ -1,6 +1,7 @@
 #include "hetrt/exec/factory_modules.h"
 
 #include "hetrt/module/module_loader.h"
+#include "hetrt/sdk/ndarray_format.h"
 
 namespace hetrt {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 // u64 count, names, then count NDArrays: the factories' param section.
 Result<std::vector<NamedTensor>> ReadFactoryParams(ByteReader& r) {
   uint64_t count = 0, names_count = 0;
-  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, kMinParamBytes, "factory param count"));
-  HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, kMinParamBytes, "factory param names count"));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&count, sdk::kLeastParamBytes, "factory param count"));
+  HETRT_RETURN_IF_ERROR(r.ReadCount(&names_count, sdk::kLeastParamBytes, "factory param names count"));
   if (names_count != count)
     return r.Error("factory param names",
                    std::to_string(names_count) + " names for " + std::to_string(count) + " params");

@@ -1,6 +1,6 @@
 #include "hetrt/exec/graph_model.h"
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/aot_executor.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/relax_executor.h"

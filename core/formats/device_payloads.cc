@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 
 namespace hetrt {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
 
 namespace hetrt {

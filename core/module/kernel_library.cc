@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/device/plugin.h"
 #include "hetrt/formats/elf_symbols.h"
 #include "hetrt/plugin_host/plugin_registry.h"

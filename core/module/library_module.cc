@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/elf_symbols.h"
 #include "hetrt/tvm_abi/tvm_ffi_values.h"
 #include "tvm_abi/tvm_backend_abi.h"

@@ -140,7 +140,7 @@ std::vector<uint8_t> SerializeModuleBlob(const ModuleBlob& blob) {
   w.Str(blob.fmt);
   sdk::WriteFunctionMap(w, blob.functions);
   w.Str(blob.data);
-  return std::move(w.bytes);
+  return w.Take();
 }
 
 std::string ComputeGeometry(const LaunchTags& tags, const hetrt_value_t* launch_args, LaunchGeometry* out) {

@@ -52,7 +52,7 @@ struct hetrt_plugin_module {
     w.Str("cl");
     hetrt::sdk::WriteFunctionMap(w, fmap);
     w.Str(source);
-    return std::move(w.bytes);
+    return w.Take();
   }
 
   ~hetrt_plugin_module() {
@@ -299,7 +299,7 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
           "  const int i = get_global_id(0);\n"
           "  if (i < n) c[i] = a[i] + b[i];\n"
           "}\n");
-      return std::move(w.bytes);
+      return w.Take();
     }();
   } sample;
   sample.Set(args, "opencl", sample.blob);

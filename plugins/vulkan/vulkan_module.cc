@@ -135,7 +135,7 @@ struct hetrt_plugin_module {
       w.Pod<uint64_t>(s->words.size());
       w.Words(s->words);
     }
-    return std::move(w.bytes);
+    return w.Take();
   }
 
   ~hetrt_plugin_module() {
@@ -462,7 +462,7 @@ hetrt_error_t* Sample(hetrt_module_sample_args_t* args) {
       w.Pod<uint32_t>(0);
       w.Pod<uint64_t>(std::size(kSampleAddSpirv));
       w.Words(kSampleAddSpirv);
-      return std::move(w.bytes);
+      return w.Take();
     }();
   } sample;
   sample.Set(args, "vulkan", sample.blob);

@@ -4,7 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/formats/graph.h"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 
 #ifdef HETRT_HAVE_CUDA_TEST_KERNELS
 #include "cuda_test_kernels_ptx.h"  // tests/cuda/test_kernels.cu as PTX

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "cuda_test_support.h"
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 
 namespace hetrt::cuda_testing {
 namespace {

@@ -4,7 +4,7 @@
 // with DevcOptions::system_lib, so that its blob registers itself before main().
 #include <cstdio>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "test_support.h"
 
 int main(int argc, char** argv) {

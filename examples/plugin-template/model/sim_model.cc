@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/formats/params.h"

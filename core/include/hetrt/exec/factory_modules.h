@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/module/module.h"

@@ -1,20 +1,16 @@
-// TVM's NDArray stream and param-dict (.params) formats, byte-compatible both ways.
+// TVM's NDArray stream and param-dict (.params) formats, byte-compatible both
+// ways, as host Tensors (the reader itself: hetrt/sdk/ndarray_format.h).
 #pragma once
 
 #include <span>
 #include <string>
 #include <vector>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/tensor.h"
 
 namespace hetrt {
 
-inline constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
-inline constexpr uint64_t kParamDictMagic = 0xF7E58D4F05049CB7ULL;
-// Bytes one named param takes at least: its name's length + an empty NDArray
-// header. Bounds counts read from files before anything is allocated.
-inline constexpr uint64_t kMinParamBytes = 8 + 40;
 
 struct NamedTensor {
   std::string name;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/library_abi.h"
 #include "hetrt/base/tensor.h"
 

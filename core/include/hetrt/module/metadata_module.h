@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/module/module.h"
 
 namespace hetrt {

@@ -1,6 +1,7 @@
 // TVM's param-dict (.params) files read into plain host bytes, for code that
 // does not link the core (a plugin reading inputs a user hands it). Read-only;
-// the core's formats/params.h reads the same files into its Tensors.
+// the reader is hetrt/sdk/ndarray_format.h's, as the core's (formats/params.h,
+// into Tensors) is.
 #pragma once
 
 #include <dlpack/dlpack.h>

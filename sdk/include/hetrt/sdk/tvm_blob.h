@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/byte_stream.h"
 
 namespace hetrt::sdk {
 
@@ -53,22 +54,18 @@ class BlobReader {
   uint64_t pos_ = 0;
 };
 
-class BlobWriter {
+// The one byte writer (hetrt/sdk/byte_stream.h, header-only there) under the
+// names module savers use; Take() hands the bytes over.
+class BlobWriter : public ByteWriter {
  public:
   template <class T>
   void Pod(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof(T));
+    WritePod(v);
   }
-  void Str(std::string_view s) {
-    Pod<uint64_t>(s.size());
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
+  void Str(std::string_view s) { WriteString(s); }
   void Words(std::span<const uint32_t> words) {
-    const auto* p = reinterpret_cast<const uint8_t*>(words.data());
-    bytes.insert(bytes.end(), p, p + words.size_bytes());
+    WriteBytes({reinterpret_cast<const uint8_t*>(words.data()), words.size_bytes()});
   }
-  std::vector<uint8_t> bytes;
 };
 
 // TVM's FunctionInfo.

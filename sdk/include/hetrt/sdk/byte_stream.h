@@ -1,6 +1,7 @@
 // Bounded little-endian readers and writers for TVM's dmlc-style binary streams
 // (u64 lengths, no padding). Every read is checked against what is left, so a
-// corrupt count can never cause an over-read or a huge allocation.
+// corrupt count can never cause an over-read or a huge allocation. In the leaf
+// library hetrt::formats (sdk/formats/), which the core and plugins both link.
 #pragma once
 
 #include <cstdint>

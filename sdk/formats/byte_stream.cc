@@ -1,4 +1,4 @@
-#include "hetrt/base/byte_stream.h"
+#include "hetrt/sdk/byte_stream.h"
 
 #include <cerrno>
 #include <cstdio>
