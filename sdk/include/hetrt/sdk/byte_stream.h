@@ -1,7 +1,9 @@
 // Bounded little-endian readers and writers for TVM's dmlc-style binary streams
 // (u64 lengths, no padding). Every read is checked against what is left, so a
-// corrupt count can never cause an over-read or a huge allocation. In the leaf
-// library hetrt::formats (sdk/formats/), which the core and plugins both link.
+// corrupt count can never cause an over-read or a huge allocation. The reads
+// are inline, so plugins read their blobs with them (sdk::BlobReader) without
+// linking anything; the file helpers and ExpectMagic are in the leaf library
+// hetrt::formats (sdk/formats/), which the core and the model-reading plugins link.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,14 @@ class ByteReader {
   Status ReadF64(double* out, std::string_view field) { return ReadPod(out, field); }
 
   // `n` raw bytes, borrowed from the input.
-  Status ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field);
+  Status ReadBytes(uint64_t n, std::span<const uint8_t>* out, std::string_view field) {
+    if (n > remaining())
+      return Error(field,
+                   "length " + std::to_string(n) + " exceeds the " + std::to_string(remaining()) + " bytes left");
+    *out = data_.subspan(pos_, static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return OkStatus();
+  }
   // What is left, without consuming it.
   std::span<const uint8_t> Rest() const { return data_.subspan(pos_); }
   Status Skip(uint64_t n, std::string_view field) {
@@ -42,9 +51,23 @@ class ByteReader {
     return ReadBytes(n, &unused, field);
   }
   // u64 length + bytes.
-  Status ReadString(std::string* out, std::string_view field);
+  Status ReadString(std::string* out, std::string_view field) {
+    uint64_t n = 0;
+    HETRT_RETURN_IF_ERROR(ReadU64(&n, field));
+    std::span<const uint8_t> bytes;
+    HETRT_RETURN_IF_ERROR(ReadBytes(n, &bytes, field));
+    out->assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return OkStatus();
+  }
   // A u64 element count, refused when count * min_element_bytes exceeds what is left.
-  Status ReadCount(uint64_t* out, uint64_t min_element_bytes, std::string_view field);
+  Status ReadCount(uint64_t* out, uint64_t min_element_bytes, std::string_view field) {
+    HETRT_RETURN_IF_ERROR(ReadU64(out, field));
+    const uint64_t per = min_element_bytes == 0 ? 1 : min_element_bytes;
+    if (*out > remaining() / per)
+      return Error(field, "count " + std::to_string(*out) + " cannot fit in the " + std::to_string(remaining()) +
+                              " bytes left");
+    return OkStatus();
+  }
 
   // For input that is a read-only file mapping (a blob inside a dlopen'ed
   // library): lets ReleaseConsumedPages() drop pages already read, so a large
@@ -54,12 +77,15 @@ class ByteReader {
   void ReleaseConsumedPages();
 
   // DATA_LOSS "<source> at byte <offset>: <field>: <detail>".
-  Status Error(std::string_view field, std::string_view detail) const;
+  Status Error(std::string_view field, std::string_view detail) const {
+    return DataLoss(source_ + " at byte " + std::to_string(pos_) + ": " + std::string(field) + ": " +
+                    std::string(detail));
+  }
   // Reads a u64 magic number; a different one is an error showing both in hex,
   // followed by `hint` ("not a Relax VM executable").
   Status ExpectMagic(uint64_t expected, std::string_view field, std::string_view hint = {});
 
- private:
+  // Any trivially copyable value, little-endian as the host is.
   template <typename T>
   Status ReadPod(T* out, std::string_view field) {
     if (remaining() < sizeof(T))
@@ -71,6 +97,7 @@ class ByteReader {
     return OkStatus();
   }
 
+ private:
   std::span<const uint8_t> data_;
   std::string source_;
   size_t pos_ = 0;

@@ -19,39 +19,32 @@
 
 namespace hetrt::sdk {
 
+// The one bounded reader (ByteReader, hetrt/sdk/byte_stream.h, whose reads are
+// header-only) with bool results, as the plugins' blob loaders use it: they
+// say in their own words what was truncated.
 class BlobReader {
  public:
-  explicit BlobReader(std::span<const uint8_t> data) : data_(data) {}
-  uint64_t offset() const { return pos_; }
-  uint64_t left() const { return data_.size() - pos_; }
+  explicit BlobReader(std::span<const uint8_t> data) : reader_(data, "blob") {}
+  uint64_t offset() const { return reader_.offset(); }
+  uint64_t left() const { return reader_.remaining(); }
   template <class T>
   bool Pod(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
+    return reader_.ReadPod(v, "value").ok();
   }
-  bool Str(std::string* s) {
-    uint64_t n = 0;
-    if (!Pod(&n) || n > left()) return false;
-    s->assign(reinterpret_cast<const char*>(data_.data() + pos_), n);
-    pos_ += n;
-    return true;
-  }
+  bool Str(std::string* s) { return reader_.ReadString(s, "string").ok(); }
   // A count of elements of at least `min_bytes` each that can still fit.
-  bool Count(uint64_t* n, uint64_t min_bytes) { return Pod(n) && *n <= left() / min_bytes; }
+  bool Count(uint64_t* n, uint64_t min_bytes) { return reader_.ReadCount(n, min_bytes, "count").ok(); }
   // `n` 32-bit words (SPIR-V).
   bool Words(uint64_t n, std::vector<uint32_t>* out) {
-    if (n > left() / 4) return false;
+    std::span<const uint8_t> bytes;
+    if (n > left() / 4 || !reader_.ReadBytes(n * 4, &bytes, "words").ok()) return false;
     out->resize(n);
-    std::memcpy(out->data(), data_.data() + pos_, n * 4);
-    pos_ += n * 4;
+    std::memcpy(out->data(), bytes.data(), bytes.size());
     return true;
   }
 
  private:
-  std::span<const uint8_t> data_;
-  uint64_t pos_ = 0;
+  ByteReader reader_;
 };
 
 // The one byte writer (hetrt/sdk/byte_stream.h, header-only there) under the
