@@ -35,25 +35,24 @@ Context& Ctx() {
   return context;
 }
 
+namespace {
+void ApplyTo(Plugin& plugin, const Profile::Options& options) {
+  for (const auto& [key, value] : options) {
+    const Status set = plugin.SetOption(key, value);
+    EXPECT_TRUE(set.ok()) << key << "=" << value << ": " << set.message();
+  }
+}
+}  // namespace
+
 std::unique_ptr<PluginRegistry> AnotherRegistry() {
   PluginRegistry::Options options;
   options.search_paths = {Ctx().plugin_path};
   auto registry = PluginRegistry::Discover(options);
-  for (const auto& [key, value] : Ctx().profile.options) {
-    for (const auto& plugin : registry->plugins()) {
-      const Status set = plugin->SetOption(key, value);
-      EXPECT_TRUE(set.ok()) << key << "=" << value << ": " << set.message();
-    }
-  }
+  for (const auto& plugin : registry->plugins()) ApplyTo(*plugin, Ctx().profile.options);
   return registry;
 }
 
-void Apply(const Profile::Options& options) {
-  for (const auto& [key, value] : options) {
-    const Status set = Ctx().plugin->SetOption(key, value);
-    EXPECT_TRUE(set.ok()) << key << "=" << value << ": " << set.message();
-  }
-}
+void Apply(const Profile::Options& options) { ApplyTo(*Ctx().plugin, options); }
 
 uint64_t GuaranteedAlignment() {
   auto reported = Ctx().plugin->AttributeInt(Ctx().device, HETRT_DEVICE_ATTR_MAX_ALIGNMENT);
