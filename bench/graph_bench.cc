@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <fcntl.h>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "hetrt/exec/factory_modules.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"
+#include "interleaved.h"
 
 namespace hetrt {
 namespace {
@@ -127,27 +127,16 @@ void BM_Chain200_DirectCallFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_Chain200_DirectCallFloor);
 
-// Both loops interleaved in one run, so the ratio is immune to drift in machine speed.
+// Both loops interleaved in one run (TimeInterleaved).
 void BM_Chain200_RatioToFloor(benchmark::State& state) {
   GraphModel m;
   DirectCalls direct;
   if (!OpenChain200WithFloor(state, &m, &direct)) return;
-  using clock = std::chrono::steady_clock;
-  double executor_ns = 0, floor_ns = 0;
-  constexpr int kReps = 200;
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    for (int i = 0; i < kReps; ++i) (void)m.executor->Run();
-    auto t1 = clock::now();
-    for (int i = 0; i < kReps; ++i) direct.Run();
-    auto t2 = clock::now();
-    executor_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
-    floor_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
-  }
-  const double runs = static_cast<double>(state.iterations()) * kReps;
-  state.counters["executor_us"] = executor_ns / runs / 1000.0;
-  state.counters["floor_us"] = floor_ns / runs / 1000.0;
-  state.counters["ratio"] = executor_ns / floor_ns;
+  const InterleavedNs ns = TimeInterleaved(
+      state, /*reps=*/200, [&] { (void)m.executor->Run(); }, [&] { direct.Run(); });
+  state.counters["executor_us"] = ns.measured / 1000.0;
+  state.counters["floor_us"] = ns.floor / 1000.0;
+  state.counters["ratio"] = ns.measured / ns.floor;
 }
 BENCHMARK(BM_Chain200_RatioToFloor)->Unit(benchmark::kMillisecond);
 

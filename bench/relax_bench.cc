@@ -2,7 +2,6 @@
 // (pooled allocator, steady state) and the same kernels called directly in
 // order on preallocated buffers, interleaved in one run; per-instruction
 // overhead; a symbolic batch model whose batch grows and shrinks.
-#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -11,6 +10,7 @@
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/module/module_loader.h"
+#include "interleaved.h"
 
 namespace hetrt {
 namespace {
@@ -113,41 +113,40 @@ void BM_RelaxMlp_Vm(benchmark::State& state) {
 }
 BENCHMARK(BM_RelaxMlp_Vm);
 
+// relax_mlp and its floor, kept together: the floor calls the VM's kernels.
+struct MlpAndFloor {
+  OpenVm vm;
+  KernelFloor floor;
+};
+
+Result<MlpAndFloor> OpenMlpAndFloor() {
+  HETRT_ASSIGN_OR_RETURN(OpenVm o, Open("relax_mlp"));
+  HETRT_ASSIGN_OR_RETURN(KernelFloor floor, KernelFloor::Record(o));
+  return MlpAndFloor{std::move(o), std::move(floor)};
+}
+
 void BM_RelaxMlp_DirectCallFloor(benchmark::State& state) {
-  auto o = Open("relax_mlp");
-  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
-  auto floor = KernelFloor::Record(*o);
-  if (!floor.ok()) return state.SkipWithError(floor.status().ToString().c_str());
-  for (auto _ : state) floor->Run();
+  auto opened = OpenMlpAndFloor();
+  if (!opened.ok()) return state.SkipWithError(opened.status().ToString().c_str());
+  for (auto _ : state) opened->floor.Run();
 }
 BENCHMARK(BM_RelaxMlp_DirectCallFloor);
 
-// Both interleaved in one run, so the ratio is immune to drift in machine speed.
+// Both interleaved in one run (TimeInterleaved).
 void BM_RelaxMlp_RatioToFloor(benchmark::State& state) {
-  auto o = Open("relax_mlp");
-  if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
-  auto floor = KernelFloor::Record(*o);
-  if (!floor.ok()) return state.SkipWithError(floor.status().ToString().c_str());
-  using clock = std::chrono::steady_clock;
-  double vm_ns = 0, floor_ns = 0;
-  constexpr int kReps = 50;
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    for (int i = 0; i < kReps; ++i) benchmark::DoNotOptimize(o->vm->Invoke(o->main, o->args));
-    auto t1 = clock::now();
-    for (int i = 0; i < kReps; ++i) floor->Run();
-    auto t2 = clock::now();
-    vm_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
-    floor_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
-  }
-  const double runs = static_cast<double>(state.iterations()) * kReps;
-  const double instructions = static_cast<double>(o->vm->last_call_stats().instructions);
-  state.counters["vm_us"] = vm_ns / runs / 1000.0;
-  state.counters["floor_us"] = floor_ns / runs / 1000.0;
-  state.counters["ratio"] = vm_ns / floor_ns;
+  auto opened = OpenMlpAndFloor();
+  if (!opened.ok()) return state.SkipWithError(opened.status().ToString().c_str());
+  OpenVm& o = opened->vm;
+  KernelFloor& floor = opened->floor;
+  const InterleavedNs ns = TimeInterleaved(
+      state, /*reps=*/50, [&] { benchmark::DoNotOptimize(o.vm->Invoke(o.main, o.args)); }, [&] { floor.Run(); });
+  const double instructions = static_cast<double>(o.vm->last_call_stats().instructions);
+  state.counters["vm_us"] = ns.measured / 1000.0;
+  state.counters["floor_us"] = ns.floor / 1000.0;
+  state.counters["ratio"] = ns.measured / ns.floor;
   state.counters["instructions"] = instructions;
-  state.counters["ns_per_instruction"] = (vm_ns - floor_ns) / runs / instructions;
-  state.counters["plugin_allocations"] = static_cast<double>(o->vm->PluginAllocations());
+  state.counters["ns_per_instruction"] = (ns.measured - ns.floor) / instructions;
+  state.counters["plugin_allocations"] = static_cast<double>(o.vm->PluginAllocations());
 }
 BENCHMARK(BM_RelaxMlp_RatioToFloor)->Unit(benchmark::kMillisecond);
 

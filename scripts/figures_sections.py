@@ -34,6 +34,13 @@ def _load(section, raw, name):
     return _bench_or_none(section, raw, name) or _Absent(name)
 
 
+def _ratio_to_floor(result, measured):
+    """A measured call / its direct-call floor = their ratio, from the counters
+    of a benchmark that times the two interleaved (bench/interleaved.h)."""
+    return "%s / %s = **%s**" % (fmt_us(result.counter(measured)), fmt_us(result.counter("floor_us")),
+                                 fmt_ratio(result.counter("ratio")))
+
+
 def cpu(raw):
     s = Section("cpu", "CPU: graph executor, thread pool, Python (`graph_bench`, `launch_bench`, `python_bench.py`)")
     g = _load(s, raw, "graph_bench")
@@ -41,9 +48,7 @@ def cpu(raw):
     py = _load(s, raw, "python_bench")
 
     def chain_ratio():
-        r = g.get("BM_Chain200_RatioToFloor")
-        return "%s / %s = **%s**" % (fmt_us(r.counter("executor_us")), fmt_us(r.counter("floor_us")),
-                                     fmt_ratio(r.counter("ratio")))
+        return _ratio_to_floor(g.get("BM_Chain200_RatioToFloor"), "executor_us")
 
     def chain_separate():
         e, f = g.get("BM_Chain200_Executor").real_s, g.get("BM_Chain200_DirectCallFloor").real_s
@@ -89,9 +94,7 @@ def relax(raw):
     r = _load(s, raw, "relax_bench")
 
     def mlp_ratio():
-        b = r.get("BM_RelaxMlp_RatioToFloor")
-        return "%s / %s = **%s**" % (fmt_us(b.counter("vm_us")), fmt_us(b.counter("floor_us")),
-                                     fmt_ratio(b.counter("ratio")))
+        return _ratio_to_floor(r.get("BM_RelaxMlp_RatioToFloor"), "vm_us")
 
     def builtins_only():
         b = r.get("BM_RelaxBuiltinsOnly")

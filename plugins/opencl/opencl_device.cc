@@ -28,23 +28,21 @@ struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
 
 // ---- Helpers ----
 
-std::string DeviceString(cl_device_id d, cl_device_info what) {
+// A string property through a clGet*Info call (`get`): its size first, then
+// its bytes, without the terminating NULs; "" when it cannot be read.
+template <class Object, class Info, class GetInfo>
+std::string InfoString(GetInfo get, Object object, Info what) {
   size_t size = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  if (get(object, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
   std::string s(size, '\0');
-  clGetDeviceInfo(d, what, size, s.data(), nullptr);
+  get(object, what, size, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
 
-std::string PlatformString(cl_platform_id p, cl_platform_info what) {
-  size_t size = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
-  std::string s(size, '\0');
-  clGetPlatformInfo(p, what, size, s.data(), nullptr);
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
-}
+std::string DeviceString(cl_device_id d, cl_device_info what) { return InfoString(clGetDeviceInfo, d, what); }
+
+std::string PlatformString(cl_platform_id p, cl_platform_info what) { return InfoString(clGetPlatformInfo, p, what); }
 
 template <class T>
 T DeviceValue(cl_device_id d, cl_device_info what) {

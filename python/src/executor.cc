@@ -249,13 +249,11 @@ class PyExecutor {
                          {"wait_ns", py::cast(n.wait_ns)},
                          {"bytes", py::cast(n.bytes)},
                          {"waited_for", py::cast(n.waited_for)}}));
-    py::dict out;
-    out["lanes"] = profile.lanes;
-    out["nodes"] = std::move(nodes);
-    out["run_start_ns"] = profile.run_start_ns;
-    out["run_end_ns"] = profile.run_end_ns;
-    out["clock_uncertainty_ns"] = profile.clock_uncertainty_ns;
-    return out;
+    return Dict({{"lanes", py::cast(profile.lanes)},
+                 {"nodes", std::move(nodes)},
+                 {"run_start_ns", py::cast(profile.run_start_ns)},
+                 {"run_end_ns", py::cast(profile.run_end_ns)},
+                 {"clock_uncertainty_ns", py::cast(profile.clock_uncertainty_ns)}});
   }
 
   // The graph's nodes and entries, to name what a profile measured.

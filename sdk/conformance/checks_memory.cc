@@ -210,10 +210,14 @@ struct Workspace {
   }
 };
 
+// The workspace checks need a device and both workspace calls.
+#define HETRT_REQUIRE_WORKSPACE()      \
+  HETRT_REQUIRE_DEVICE();              \
+  HETRT_REQUIRE_CALL(workspace_alloc); \
+  HETRT_REQUIRE_CALL(workspace_free)
+
 TEST(Memory, WorkspaceHoldsItsBytesAndIsReusedOnceFreed) {
-  HETRT_REQUIRE_DEVICE();
-  HETRT_REQUIRE_CALL(workspace_alloc);
-  HETRT_REQUIRE_CALL(workspace_free);
+  HETRT_REQUIRE_WORKSPACE();
   const DeviceClient c = Client();
   const Workspace ws{c};
   std::vector<void*> blocks;
@@ -242,9 +246,7 @@ TEST(Memory, WorkspaceHoldsItsBytesAndIsReusedOnceFreed) {
 // (Double frees: refused on the CPU, cpu_plugin_test.cc; OpenCL and Vulkan
 // do not notice them.)
 TEST(Memory, WorkspaceRefusesForeignPointersAndImpossibleSizes) {
-  HETRT_REQUIRE_DEVICE();
-  HETRT_REQUIRE_CALL(workspace_alloc);
-  HETRT_REQUIRE_CALL(workspace_free);
+  HETRT_REQUIRE_WORKSPACE();
   const DeviceClient c = Client();
   const Workspace ws{c};
   int not_workspace = 0;

@@ -207,20 +207,27 @@ TEST_F(CudaDevice, Attributes) {
   EXPECT_EQ(cu->AttributeInt(kCu, 0x7777).status().code(), StatusCode::kNotFound);
 }
 
+// A launch of hetrt_test_args_kernel(out, i32, u32, i64, f32, f64) on one
+// thread (grid and block 1, the launch values last), each scalar passed as TVM
+// host code passes it: integers as INT, floats as FLOAT. A test may change an
+// argument before Run to pass it wrongly.
+struct ArgsKernelLaunch {
+  std::vector<hetrt_value_t> values;
+  std::vector<int32_t> codes;
+
+  ArgsKernelLaunch(void* out, int64_t i32, int64_t u32, int64_t i64, double f32, double f64)
+      : values{{.v_handle = out},  {.v_int64 = i32},   {.v_int64 = u32}, {.v_int64 = i64},
+               {.v_float64 = f32}, {.v_float64 = f64}, {.v_int64 = 1},   {.v_int64 = 1}},
+        codes{HETRT_TYPE_HANDLE, HETRT_TYPE_INT,   HETRT_TYPE_INT, HETRT_TYPE_INT,
+              HETRT_TYPE_FLOAT,  HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT} {}
+
+  Status Run(Module& m) const { return Launch(m, "hetrt_test_args_kernel", values, codes); }
+};
+
 TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, Tensor::Empty({5}, kF64, Cu()->DeviceAllocator(kCu)));
-  HETRT_ASSERT_OK(Launch(*m, "hetrt_test_args_kernel",
-                         {{.v_handle = out.data()},
-                          {.v_int64 = -7},
-                          {.v_int64 = 4000000000LL},
-                          {.v_int64 = int64_t{1} << 40},
-                          {.v_float64 = 1.25},
-                          {.v_float64 = -3.5},
-                          {.v_int64 = 1},
-                          {.v_int64 = 1}},
-                         {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT,
-                          HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT}));
+  HETRT_ASSERT_OK(ArgsKernelLaunch(out.data(), -7, 4000000000LL, int64_t{1} << 40, 1.25, -3.5).Run(*m));
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor host, PluginRegistry::Global().ToHost(out));
   const double* v = host.data_as<double>();
   EXPECT_EQ(v[0], -7);
@@ -234,17 +241,10 @@ TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
                              "values), got 1"),
             std::string::npos)
       << s.message();
-  s = Launch(*m, "hetrt_test_args_kernel",
-             {{.v_handle = out.data()},
-              {.v_float64 = 1},
-              {.v_int64 = 1},
-              {.v_int64 = 1},
-              {.v_float64 = 1},
-              {.v_float64 = 1},
-              {.v_int64 = 1},
-              {.v_int64 = 1}},
-             {HETRT_TYPE_HANDLE, HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT, HETRT_TYPE_FLOAT,
-              HETRT_TYPE_INT, HETRT_TYPE_INT});
+  ArgsKernelLaunch float_for_int(out.data(), 1, 1, 1, 1, 1);
+  float_for_int.values[1] = {.v_float64 = 1};
+  float_for_int.codes[1] = HETRT_TYPE_FLOAT;
+  s = float_for_int.Run(*m);
   EXPECT_NE(s.message().find("argument 1 has type code 2, which does not fit its parameter (a scalar)"),
             std::string::npos)
       << s.message();
@@ -292,18 +292,7 @@ TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
     auto set = CuArgs<hetrt_stream_current_args_t>();
     set.stream = streams[k];
     EXPECT_TRUE(cu->Consume(api->stream_set_current(&set)).ok());
-    EXPECT_TRUE(Launch(*m, "hetrt_test_args_kernel",
-                       {{.v_handle = out.data()},
-                        {.v_int64 = k},
-                        {.v_int64 = 0},
-                        {.v_int64 = 0},
-                        {.v_float64 = 0},
-                        {.v_float64 = 0},
-                        {.v_int64 = 1},
-                        {.v_int64 = 1}},
-                       {HETRT_TYPE_HANDLE, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_INT, HETRT_TYPE_FLOAT,
-                        HETRT_TYPE_FLOAT, HETRT_TYPE_INT, HETRT_TYPE_INT})
-                    .ok());
+    EXPECT_TRUE(ArgsKernelLaunch(out.data(), k, 0, 0, 0, 0).Run(*m).ok());
     auto sync = CuArgs<hetrt_stream_args_t>();
     sync.stream = streams[k];
     EXPECT_TRUE(cu->Consume(api->stream_synchronize(&sync)).ok());
