@@ -1,11 +1,11 @@
 # `cmake --install build --prefix P`: the runtime, the SDK and the CLI, laid out
-# as the build tree is (core/include/hetrt/install_layout.h), so that an
+# as the build tree is (core/internal/hetrt/base/install_layout.h), so that an
 # installed hetrt finds its plugins, kernels and headers relative to itself:
 #   P/bin/hetrt                       CLI (RPATH $ORIGIN/../lib)
 #   P/lib/libhetrt_core.so            runtime; libhetrt_toolchain.so beside it
 #   P/lib/hetrt-plugins/              in-tree plugins
 #   P/lib/hetrt/kernels/              kernel objects the exporter links
-#   P/include/hetrt/                  public headers (plugin ABI, C++ API, sdk/ helpers)
+#   P/include/hetrt/                  public headers (plugin ABI, C++ API, sdk/ helpers; never core/internal/)
 #   P/share/hetrt/include/            C headers TVM-generated code compiles against
 #   P/lib/cmake/hetrt/                find_package(hetrt CONFIG)
 #   P/lib/pkgconfig/hetrt.pc

@@ -3,14 +3,17 @@
 
 Core folders depend in one direction:
     base -> formats -> device -> tvm_abi -> plugin_host -> module -> exec
-A file in core/<layer>/ or core/include/hetrt/<layer>/ may include headers of
-its own layer or a lower one, never a higher one. `hetrt/plugin_abi.h` (the
+A file in core/<layer>/, core/include/hetrt/<layer>/ or core/internal/hetrt/<layer>/
+may include headers of its own layer or a lower one, never a higher one. A
+public header (core/include, installed) never includes an internal one
+(core/internal, never installed): an install would not compile. `hetrt/plugin_abi.h` (the
 ABI itself) is below everything. Plugins include only the ABI header and the
 SDK (hetrt/sdk/...), never the core's own headers -- except the header-only
 value types Status/Result (hetrt/base/status.h), which some plugins use inside
 themselves without linking the core (--no-undefined proves it).
 
-A "unit" is a source file and its header (x.cc + x.h); unit A depends on unit
+A "unit" is a source file and its headers (x.cc + x.h, and x_impl.h where x
+keeps its state out of its public header); unit A depends on unit
 B when a file of A includes B's header. Any cycle of units is reported.
 
 Exit status 1 with one line per problem; 0 and a summary otherwise.
@@ -29,14 +32,14 @@ def layer_of(path):
     parts = path.split("/")
     if parts[0] != "core":
         return None
-    if parts[1] == "include" and len(parts) > 3 and parts[2] == "hetrt":
+    if parts[1] in ("include", "internal") and len(parts) > 3 and parts[2] == "hetrt":
         return parts[3] if parts[3] in RANK else None
     return parts[1] if parts[1] in RANK else None
 
 
 def resolve(include, including_file, root):
     """The repo-relative path an include names, or None for a system/third-party one."""
-    for base in ("core/include", "core", "sdk/include", os.path.dirname(including_file)):
+    for base in ("core/include", "core/internal", "core", "sdk/include", os.path.dirname(including_file)):
         candidate = os.path.normpath(os.path.join(base, include))
         if os.path.isfile(os.path.join(root, candidate)):
             return candidate
@@ -45,6 +48,7 @@ def resolve(include, including_file, root):
 
 def unit_of(path):
     stem = os.path.splitext(os.path.basename(path))[0]
+    stem = stem.removesuffix("_impl")  # x_impl.h: the private half of x (a pimpl), the same unit
     return (layer_of(path) or path.split("/")[0], stem)
 
 
@@ -70,6 +74,8 @@ def main(root):
                 continue
             if target is None or include == "hetrt/plugin_abi.h":
                 continue
+            if path.startswith("core/include/") and target.startswith("core/internal/"):
+                problems.append(f"{path}: a public header includes the internal '{include}' (not installed)")
             theirs = layer_of(target)
             if own is None or theirs is None:
                 if own is not None and target.startswith("core/"):
@@ -121,6 +127,8 @@ def self_test():
         "core/include/hetrt/module/c.h": "",
         "core/module/d.cc": '#include "hetrt/module/c.h"\n',
         "core/include/hetrt/module/d.h": "",
+        "core/include/hetrt/exec/e.h": '#include "hetrt/exec/f.h"\n',  # public reaches into internal
+        "core/internal/hetrt/exec/f.h": "",
         "plugins/x/x.cc": '#include "hetrt/plugin_abi.h"\n#include "hetrt/exec/b.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
@@ -132,12 +140,13 @@ def self_test():
         with contextlib.redirect_stdout(out):
             status = main(root)
     lines = out.getvalue().splitlines()
-    expected = ["lower layer reaches up", "circle: module/c -> module/d -> module/c", "plugins/x/x.cc: a plugin includes"]
+    expected = ["lower layer reaches up", "circle: module/c -> module/d -> module/c", "plugins/x/x.cc: a plugin includes",
+                "a public header includes the internal"]
     missing = [e for e in expected if not any(e in line for line in lines)]
-    if status != 1 or missing or len(lines) != 3:
+    if status != 1 or missing or len(lines) != 4:
         print("self-test failed: status", status, "missing", missing, "output", lines)
         return 1
-    print("self-test: the upward include, the circle and the plugin include were all reported")
+    print("self-test: the upward include, the circle, the plugin include and the public header reaching into internal/ were all reported")
     return 0
 
 

@@ -69,7 +69,7 @@ Status ExportFfiModel(const RelaxExecutable& exe, const std::string& path,
   const std::string devc = path + ".devc.c";
   std::ofstream(devc) << EmitDevcC(blob, {.abi = LibraryAbi::kTvmFfi});
   LinkOptions link;
-  link.flags = {"-I" HETRT_CORE_INCLUDE_DIR, "-I" HETRT_DLPACK_INCLUDE_DIR};
+  link.flags = {"-I" HETRT_FFI_C_ABI_INCLUDE_DIR, "-I" HETRT_DLPACK_INCLUDE_DIR};
   Status linked = LinkSharedLibrary({HETRT_FFI_MODEL_HOST_C, devc}, path, link);
   std::remove(devc.c_str());
   return linked;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "hetrt/device/abi_args.h"
+
 namespace hetrt {
 
 Result<DeviceModule> DeviceModule::Load(Plugin& plugin, const std::string& type_key, std::span<const uint8_t> data,

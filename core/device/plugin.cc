@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hetrt/base/dtype.h"
+#include "hetrt/device/abi_args.h"
 
 namespace hetrt {
 namespace {

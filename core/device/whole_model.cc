@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "hetrt/device/abi_args.h"
+
 namespace hetrt {
 namespace {
 

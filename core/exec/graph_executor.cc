@@ -1,7 +1,7 @@
 // The graph executor's face: create (plan, storage, bindings, call frames),
 // inputs, outputs and parameters. The run loop is graph_runner.cc, the lanes
 // and steps it issues graph_lanes.cc, profiled runs graph_profiler.cc.
-#include "hetrt/exec/graph_executor.h"
+#include "exec/graph_executor_impl.h"
 
 #include <cstring>
 
@@ -42,7 +42,7 @@ PlanDeviceFacts FactsOf(const PluginRegistry& plugins) {
 
 }  // namespace
 
-GraphExecutor::~GraphExecutor() {
+GraphExecutor::Impl::~Impl() {
   // Device work of the last run may have failed after Run returned; nobody is
   // left to return it to, so it is logged rather than dropped.
   if (Status s = FinishPendingRun(); !s.ok())
@@ -57,29 +57,61 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::string_view gr
 
 Result<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(std::shared_ptr<const Graph> graph,
                                                              std::shared_ptr<Module> lib, Options options) {
-  std::unique_ptr<GraphExecutor> ex(new GraphExecutor());
-  ex->graph_ = std::move(graph);
-  ex->lib_ = std::move(lib);
-  ex->plugins_ = options.plugins ? options.plugins : &PluginRegistry::Global();
-  ex->options_ = std::move(options);
-  // Every device the graph uses must exist before anything is planned on it.
-  HETRT_ASSIGN_OR_RETURN(std::vector<DLDevice> placed, PlaceEntries(*ex->graph_, ex->options_.devices));
-  for (const DLDevice& d : ex->options_.devices)
-    for (const DLDevice& e : placed)
-      if (e.device_type == d.device_type && e.device_id == d.device_id) {
-        HETRT_RETURN_IF_ERROR(ex->plugins_->ForDevice(d).status());
-        break;
-      }
-  GraphPlanOptions plan_options{ex->options_.devices, ex->options_.sequential, ex->options_.staged_copies};
-  HETRT_ASSIGN_OR_RETURN(ex->plan_, PlanGraph(*ex->graph_, plan_options, FactsOf(*ex->plugins_)));
-  HETRT_RETURN_IF_ERROR(ex->AllocateStorage());
-  if (ex->options_.params) HETRT_RETURN_IF_ERROR(ex->BindParams(*ex->options_.params, /*allow_in_place=*/true));
-  HETRT_RETURN_IF_ERROR(ex->PrepareCalls());
-  HETRT_RETURN_IF_ERROR(ex->BuildSteps());
-  return ex;
+  auto impl = std::make_unique<Impl>();
+  HETRT_RETURN_IF_ERROR(impl->Init(std::move(graph), std::move(lib), std::move(options)));
+  return std::unique_ptr<GraphExecutor>(new GraphExecutor(std::move(impl)));
 }
 
-Status GraphExecutor::AllocateStorage() {
+GraphExecutor::GraphExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphExecutor::~GraphExecutor() = default;
+
+// The face: every call goes to the Impl (the run loop's forwarders are in
+// graph_runner.cc and graph_profiler.cc, beside the code they call).
+int GraphExecutor::NumInputs() const { return impl_->NumInputs(); }
+int GraphExecutor::NumOutputs() const { return impl_->NumOutputs(); }
+const std::string& GraphExecutor::InputName(int index) const { return impl_->InputName(index); }
+std::string GraphExecutor::OutputName(int index) const { return impl_->OutputName(index); }
+std::vector<int> GraphExecutor::UnboundInputs() const { return impl_->UnboundInputs(); }
+const Tensor& GraphExecutor::InputTensor(int index) const { return impl_->InputTensor(index); }
+const Tensor& GraphExecutor::OutputTensor(int index) const { return impl_->OutputTensor(index); }
+Status GraphExecutor::SetInput(int index, const Tensor& value) { return impl_->SetInput(index, value); }
+Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
+  return impl_->SetInputZeroCopy(index, value);
+}
+Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
+  return impl_->SetOutputZeroCopy(index, value);
+}
+Status GraphExecutor::LoadParams(std::span<const uint8_t> bytes) { return impl_->LoadParams(bytes); }
+Result<Tensor> GraphExecutor::GetOutput(int index) const { return impl_->GetOutput(index); }
+Status GraphExecutor::CopyOutputTo(int index, Tensor& out) const { return impl_->CopyOutputTo(index, out); }
+DLDevice GraphExecutor::EntryDevice(uint32_t eid) const { return impl_->plan_.entry_devices[eid]; }
+const Graph& GraphExecutor::graph() const { return *impl_->graph_; }
+std::vector<std::pair<DLDevice, uint64_t>> GraphExecutor::StorageBytesPerDevice() const {
+  return impl_->StorageBytesPerDevice();
+}
+
+Status GraphExecutor::Impl::Init(std::shared_ptr<const Graph> graph, std::shared_ptr<Module> lib, Options options) {
+  graph_ = std::move(graph);
+  lib_ = std::move(lib);
+  plugins_ = options.plugins ? options.plugins : &PluginRegistry::Global();
+  options_ = std::move(options);
+  // Every device the graph uses must exist before anything is planned on it.
+  HETRT_ASSIGN_OR_RETURN(std::vector<DLDevice> placed, PlaceEntries(*graph_, options_.devices));
+  for (const DLDevice& d : options_.devices)
+    for (const DLDevice& e : placed)
+      if (e.device_type == d.device_type && e.device_id == d.device_id) {
+        HETRT_RETURN_IF_ERROR(plugins_->ForDevice(d).status());
+        break;
+      }
+  GraphPlanOptions plan_options{options_.devices, options_.sequential, options_.staged_copies};
+  HETRT_ASSIGN_OR_RETURN(plan_, PlanGraph(*graph_, plan_options, FactsOf(*plugins_)));
+  HETRT_RETURN_IF_ERROR(AllocateStorage());
+  if (options_.params) HETRT_RETURN_IF_ERROR(BindParams(*options_.params, /*allow_in_place=*/true));
+  HETRT_RETURN_IF_ERROR(PrepareCalls());
+  return BuildSteps();
+}
+
+Status GraphExecutor::Impl::AllocateStorage() {
   const Graph& g = *graph_;
   const uint32_t num_sids = static_cast<uint32_t>(plan_.storage.size());
   // Storage of params that can be used in place is never allocated.
@@ -129,7 +161,7 @@ Status GraphExecutor::AllocateStorage() {
   return OkStatus();
 }
 
-Status GraphExecutor::BindParams(const std::vector<NamedTensor>& params, bool allow_in_place) {
+Status GraphExecutor::Impl::BindParams(const std::vector<NamedTensor>& params, bool allow_in_place) {
   const Graph& g = *graph_;
   for (size_t i = 0; i < g.arg_nodes.size(); ++i) {
     const uint32_t nid = g.arg_nodes[i];
@@ -151,7 +183,7 @@ Status GraphExecutor::BindParams(const std::vector<NamedTensor>& params, bool al
   return OkStatus();
 }
 
-Status GraphExecutor::PrepareCalls() {
+Status GraphExecutor::Impl::PrepareCalls() {
   const Graph& g = *graph_;
   steps_.resize(plan_.steps.size());
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
@@ -193,31 +225,31 @@ Status GraphExecutor::PrepareCalls() {
   return OkStatus();
 }
 
-const std::string& GraphExecutor::InputName(int index) const {
+const std::string& GraphExecutor::Impl::InputName(int index) const {
   return graph_->nodes[graph_->arg_nodes[static_cast<size_t>(index)]].name;
 }
 
-std::string GraphExecutor::OutputName(int index) const {
+std::string GraphExecutor::Impl::OutputName(int index) const {
   const GraphEntryRef& h = graph_->heads[static_cast<size_t>(index)];
   return graph_->nodes[h.node_id].name + ":" + std::to_string(h.index);
 }
 
-std::vector<int> GraphExecutor::UnboundInputs() const {
+std::vector<int> GraphExecutor::Impl::UnboundInputs() const {
   std::vector<int> unbound;
   for (int i = 0; i < NumInputs(); ++i)
     if (!options_.params || FindParam(*options_.params, InputName(i)) == nullptr) unbound.push_back(i);
   return unbound;
 }
 
-const Tensor& GraphExecutor::InputTensor(int index) const {
+const Tensor& GraphExecutor::Impl::InputTensor(int index) const {
   return entries_[graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0)];
 }
 
-const Tensor& GraphExecutor::OutputTensor(int index) const {
+const Tensor& GraphExecutor::Impl::OutputTensor(int index) const {
   return entries_[graph_->entry_id(graph_->heads[static_cast<size_t>(index)])];
 }
 
-Status GraphExecutor::CheckInputValue(int index, const Tensor& value, const char* what) const {
+Status GraphExecutor::Impl::CheckInputValue(int index, const Tensor& value, const char* what) const {
   if (index < 0 || index >= NumInputs())
     return OutOfRange(std::string(what) + ": input index " + std::to_string(index) + " out of range (" +
                       std::to_string(NumInputs()) + " inputs)");
@@ -229,7 +261,7 @@ Status GraphExecutor::CheckInputValue(int index, const Tensor& value, const char
   return OkStatus();
 }
 
-Status GraphExecutor::SetInput(int index, const Tensor& value) {
+Status GraphExecutor::Impl::SetInput(int index, const Tensor& value) {
   HETRT_RETURN_IF_ERROR(CheckInputValue(index, value, "set_input"));
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
@@ -243,7 +275,7 @@ Status GraphExecutor::SetInput(int index, const Tensor& value) {
   return plugins_->CopyTensor(value, entries_[eid]);
 }
 
-Status GraphExecutor::DetachStorage(uint32_t sid) {
+Status GraphExecutor::Impl::DetachStorage(uint32_t sid) {
   if (!storage_borrowed_[sid]) return OkStatus();
   // Bound to memory someone else owns: take a private buffer, sized for every
   // entry of the storage id, rather than write into it.
@@ -257,16 +289,16 @@ Status GraphExecutor::DetachStorage(uint32_t sid) {
   return OkStatus();
 }
 
-void GraphExecutor::RebindStorage(uint32_t sid, void* data) {
+void GraphExecutor::Impl::RebindStorage(uint32_t sid, void* data) {
   for (uint32_t eid : plan_.storage[sid].entries) RebindEntry(eid, data);
 }
 
-void GraphExecutor::RebindEntry(uint32_t eid, void* data) {
+void GraphExecutor::Impl::RebindEntry(uint32_t eid, void* data) {
   entries_[eid].dl()->data = data;
   for (DLTensor* alias : entry_aliases_[eid]) alias->data = data;
 }
 
-Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
+Status GraphExecutor::Impl::SetInputZeroCopy(int index, const Tensor& value) {
   HETRT_RETURN_IF_ERROR(CheckInputValue(index, value, "set_input_zero_copy"));
   const uint32_t eid = graph_->entry_id(graph_->arg_nodes[static_cast<size_t>(index)], 0);
   const DLDevice want = plan_.entry_devices[eid];
@@ -283,7 +315,7 @@ Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
   return OkStatus();
 }
 
-Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
+Status GraphExecutor::Impl::SetOutputZeroCopy(int index, const Tensor& value) {
   if (index < 0 || index >= NumOutputs())
     return OutOfRange("set_output_zero_copy: output index " + std::to_string(index) + " out of range");
   const uint32_t eid = graph_->entry_id(graph_->heads[static_cast<size_t>(index)]);
@@ -314,13 +346,13 @@ Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   return OkStatus();
 }
 
-Status GraphExecutor::LoadParams(std::span<const uint8_t> bytes) {
+Status GraphExecutor::Impl::LoadParams(std::span<const uint8_t> bytes) {
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   HETRT_ASSIGN_OR_RETURN(auto params, ReadParamDict(bytes, "params"));
   return BindParams(params, /*allow_in_place=*/false);
 }
 
-Result<Tensor> GraphExecutor::GetOutput(int index) const {
+Result<Tensor> GraphExecutor::Impl::GetOutput(int index) const {
   if (index < 0 || index >= NumOutputs())
     return OutOfRange("get_output: index " + std::to_string(index) + " out of range (" + std::to_string(NumOutputs()) +
                       " outputs)");
@@ -335,13 +367,13 @@ Result<Tensor> GraphExecutor::GetOutput(int index) const {
   return plugins_->ToHost(out);
 }
 
-Status GraphExecutor::CopyOutputTo(int index, Tensor& out) const {
+Status GraphExecutor::Impl::CopyOutputTo(int index, Tensor& out) const {
   if (index < 0 || index >= NumOutputs()) return OutOfRange("output index out of range");
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   return plugins_->CopyTensor(OutputTensor(index), out);
 }
 
-std::vector<std::pair<DLDevice, uint64_t>> GraphExecutor::StorageBytesPerDevice() const {
+std::vector<std::pair<DLDevice, uint64_t>> GraphExecutor::Impl::StorageBytesPerDevice() const {
   std::vector<std::pair<DLDevice, uint64_t>> result;
   for (const Tensor& s : storage_) {
     if (!s.defined()) continue;

@@ -2,11 +2,11 @@
 // event per step another lane waits for, prepared copies, and the flat list of
 // calls the CPU-only loop runs.
 #include "hetrt/base/dtype.h"
-#include "hetrt/exec/graph_executor.h"
+#include "exec/graph_executor_impl.h"
 
 namespace hetrt {
 
-Status GraphExecutor::BuildLanes() {
+Status GraphExecutor::Impl::BuildLanes() {
   lanes_.clear();
   lanes_.reserve(plan_.lanes.size());
   for (const PlannedLane& planned : plan_.lanes) {
@@ -44,7 +44,7 @@ Status GraphExecutor::BuildLanes() {
   return OkStatus();
 }
 
-Status GraphExecutor::BuildCopy(uint32_t index, Step& step, const PlannedStep& planned) {
+Status GraphExecutor::Impl::BuildCopy(uint32_t index, Step& step, const PlannedStep& planned) {
   const Graph& g = *graph_;
   step.src = entries_[planned.src_eid].dl();
   step.dst = entries_[planned.dst_eid].dl();
@@ -92,7 +92,7 @@ Status GraphExecutor::BuildCopy(uint32_t index, Step& step, const PlannedStep& p
   return OkStatus();
 }
 
-Status GraphExecutor::BuildSteps() {
+Status GraphExecutor::Impl::BuildSteps() {
   HETRT_RETURN_IF_ERROR(BuildLanes());
   host_calls_.clear();
   for (uint32_t i = 0; i < plan_.steps.size(); ++i) {

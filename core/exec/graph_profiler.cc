@@ -5,12 +5,14 @@
 
 #include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
-#include "hetrt/exec/graph_executor.h"
+#include "exec/graph_executor_impl.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
 
-Status GraphExecutor::RunProfiled(RunProfile* profile) {
+Status GraphExecutor::RunProfiled(RunProfile* profile) { return impl_->RunProfiled(profile); }
+
+Status GraphExecutor::Impl::RunProfiled(RunProfile* profile) {
   *profile = RunProfile{};
   for (const Lane& lane : lanes_) profile->lanes.push_back(lane.name);
   if (lanes_.empty()) profile->lanes.push_back("host");

@@ -5,7 +5,7 @@
 
 #include "hetrt/base/host_clock.h"
 #include "hetrt/base/last_error.h"
-#include "hetrt/exec/graph_executor.h"
+#include "exec/graph_executor_impl.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -45,19 +45,22 @@ class CurrentStreams {
 
 }  // namespace
 
-Status GraphExecutor::KernelError() {
+Status GraphExecutor::Impl::KernelError() {
   std::string message = LastErrorMessage();
   if (message.empty()) message = "the kernel failed without reporting why";
   return Internal(message);
 }
 
-Status GraphExecutor::NodeError(size_t step_index, const Status& status) const {
+Status GraphExecutor::Impl::NodeError(size_t step_index, const Status& status) const {
   const uint32_t nid = plan_.steps[step_index].node_id;
   const GraphNode& node = graph_->nodes[nid];
   return status.WithContext("node " + std::to_string(nid) + " ('" + node.name + "', " + node.func_name + ")");
 }
 
-Status GraphExecutor::Run() {
+Status GraphExecutor::Run() { return impl_->Run(); }
+Status GraphExecutor::Synchronize() { return impl_->Synchronize(); }
+
+Status GraphExecutor::Impl::Run() {
   ClearLastError();  // a kernel failing without a message must not show an old one
   // Compiled code reaches this executor's plugins.
   BackendRoutesScope backend(options_.plugins ? options_.plugins->backend_routes() : nullptr);
@@ -78,14 +81,14 @@ Status GraphExecutor::Run() {
   return CopyOutputsBoundToInputs();
 }
 
-Status GraphExecutor::CopyOutputsBoundToInputs() {
+Status GraphExecutor::Impl::CopyOutputsBoundToInputs() {
   if (output_copies_.empty()) return OkStatus();
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   for (auto& [eid, dst] : output_copies_) HETRT_RETURN_IF_ERROR(plugins_->CopyTensor(entries_[eid], dst));
   return OkStatus();
 }
 
-Status GraphExecutor::FinishPendingRun() const {
+Status GraphExecutor::Impl::FinishPendingRun() const {
   if (!pending_.load(std::memory_order_acquire)) return OkStatus();
   std::lock_guard<std::mutex> lock(pending_mutex_);
   if (!pending_.load(std::memory_order_relaxed)) return OkStatus();
@@ -99,7 +102,7 @@ Status GraphExecutor::FinishPendingRun() const {
   return first;
 }
 
-Status GraphExecutor::ExecuteStep(const Step& step) {
+Status GraphExecutor::Impl::ExecuteStep(const Step& step) {
   if (step.sync_lane >= 0 && step.kind != PlannedStep::Kind::kKernel)
     HETRT_RETURN_IF_ERROR(lanes_[static_cast<size_t>(step.sync_lane)].stream.Synchronize());
   switch (step.kind) {
@@ -138,7 +141,7 @@ Status GraphExecutor::ExecuteStep(const Step& step) {
 }
 
 template <bool kProfile>
-Status GraphExecutor::RunSteps(RunProfile* profile) {
+Status GraphExecutor::Impl::RunSteps(RunProfile* profile) {
   CurrentStreams<std::vector<Lane>> current(lanes_, saved_streams_);
   HETRT_RETURN_IF_ERROR(current.Set());
   pending_.store(lanes_.size() > 1, std::memory_order_release);
@@ -197,9 +200,9 @@ Status GraphExecutor::RunSteps(RunProfile* profile) {
   return OkStatus();
 }
 
-template Status GraphExecutor::RunSteps<true>(RunProfile* profile);
+template Status GraphExecutor::Impl::RunSteps<true>(RunProfile* profile);
 
-Status GraphExecutor::Synchronize() {
+Status GraphExecutor::Impl::Synchronize() {
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   for (const DLDevice& d : options_.devices) {
     if (d.device_type == kDLCPU) continue;

@@ -16,7 +16,6 @@
 
 #include "hetrt/base/status.h"
 #include "hetrt/base/tensor.h"
-#include "hetrt/device/abi_args.h"
 #include "hetrt/plugin_abi.h"
 
 namespace hetrt {

@@ -11,23 +11,19 @@
 // and at Synchronize / GetOutput.
 #pragma once
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "hetrt/exec/executor.h"
-#include "hetrt/exec/graph_plan.h"
-#include "hetrt/exec/graph_steps.h"
 #include "hetrt/formats/graph.h"
 #include "hetrt/formats/params.h"
-#include "hetrt/module/module.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt {
 
+class Module;
 using SharedParams = std::shared_ptr<const std::vector<NamedTensor>>;
 
 // Thread contract: thread-compatible, as every Executor (one thread at a time).
@@ -54,8 +50,8 @@ class GraphExecutor final : public Executor {
   ~GraphExecutor() override;
 
   // Graph inputs (user inputs and params), in arg_nodes order.
-  int NumInputs() const override { return static_cast<int>(graph_->arg_nodes.size()); }
-  int NumOutputs() const override { return static_cast<int>(graph_->heads.size()); }
+  int NumInputs() const override;
+  int NumOutputs() const override;
   const std::string& InputName(int index) const override;
   // "<node name>:<i>" of output i (TVM's naming).
   std::string OutputName(int index) const override;
@@ -107,69 +103,17 @@ class GraphExecutor final : public Executor {
   Status CopyOutputTo(int index, Tensor& out) const;
 
   // Where each node's outputs live (for tools): device of entry eid.
-  DLDevice EntryDevice(uint32_t eid) const { return plan_.entry_devices[eid]; }
-  const Graph& graph() const { return *graph_; }
+  DLDevice EntryDevice(uint32_t eid) const;
+  const Graph& graph() const;
   // Bytes of executor-owned storage per device (params used in place excluded).
   std::vector<std::pair<DLDevice, uint64_t>> StorageBytesPerDevice() const;
 
  private:
-  using OpCall = KernelCall;
-  using Lane = GraphLane;
-  using Step = GraphStep;
-  GraphExecutor() = default;
-  // graph_executor.cc: storage, bindings, call frames.
-  Status AllocateStorage();
-  Status BindParams(const std::vector<NamedTensor>& params, bool allow_in_place);
-  Status PrepareCalls();
-  Status CheckInputValue(int index, const Tensor& value, const char* what) const;
-  // Gives storage bound to memory the executor does not own (a shared param,
-  // a zero-copy input) a buffer of its own before the executor writes it.
-  Status DetachStorage(uint32_t sid);
-  // Points every entry of a storage id (and their flattened aliases) at `data`.
-  void RebindStorage(uint32_t sid, void* data);
-  void RebindEntry(uint32_t eid, void* data);
-  // graph_lanes.cc: lanes, streams, events and prepared copies from the plan.
-  Status BuildSteps();
-  Status BuildLanes();
-  Status BuildCopy(uint32_t index, Step& step, const PlannedStep& planned);
-  // graph_runner.cc: the run loop.
-  template <bool kProfile>
-  Status RunSteps(RunProfile* profile);
-  Status ExecuteStep(const Step& step);
-  Status FinishPendingRun() const;
-  Status CopyOutputsBoundToInputs();
-  Status NodeError(size_t step_index, const Status& status) const;
-  static Status KernelError();  // the failed kernel's message, or a note that it gave none
-
-  std::shared_ptr<const Graph> graph_;
-  std::shared_ptr<Module> lib_;
-  Options options_;
-  PluginRegistry* plugins_ = nullptr;
-  GraphPlan plan_;
-  std::vector<Tensor> storage_;                        // per storage id (undefined when unused or borrowed)
-  std::vector<bool> storage_borrowed_;                 // sid points at memory the executor must not write
-  std::vector<void*> storage_host_;                    // per sid: host address of device storage, or NULL
-  std::vector<Tensor> entries_;                        // per eid, views of storage_ or bound memory
-  std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
-  std::vector<hetrt_value_t> arg_values_;
-  std::vector<int32_t> arg_codes_;
-  std::vector<std::unique_ptr<DLTensor>> flat_tensors_;
-  std::vector<std::unique_ptr<int64_t>> flat_shapes_;
-  std::vector<std::pair<uint32_t, Tensor>> output_copies_;  // outputs that alias an input
-  // Declared before steps_: their events go before the lanes' streams.
-  std::vector<Lane> lanes_;
-  std::vector<Step> steps_;  // same index as plan_.steps
-  struct HostCall {          // the CPU-only run loop's record (one per step then)
-    hetrt_packed_cfunc_t fn;
-    void* resource;
-    hetrt_value_t* args;
-    int32_t* codes;
-    int32_t num_args;
-  };
-  std::vector<HostCall> host_calls_;
-  std::vector<hetrt_stream_t*> saved_streams_;  // per lane: the stream that was current before a run
-  mutable std::atomic<bool> pending_{false};    // device work of the last run may still be running
-  mutable std::mutex pending_mutex_;
+  // Storage, call frames, lanes and steps, and the run loop
+  // (core/exec/graph_executor_impl.h): kept out of this header.
+  struct Impl;
+  explicit GraphExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace hetrt

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hetrt/base/last_error.h"
+#include "hetrt/device/abi_args.h"
 #include "hetrt/device/plugin.h"
 
 namespace hetrt {

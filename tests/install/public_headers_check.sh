@@ -1,0 +1,37 @@
+#!/bin/sh
+# What a find_package(hetrt) user gets to include (ctest: install.public_headers):
+# installs this build to a temporary prefix, then checks that
+#   - no header of core/internal/ was installed (the plan, steps, owned
+#     handles, ABI builders, TVM-ABI routes stay in the build tree), and
+#   - every installed header compiles alone against the prefix and the system
+#     headers: none reaches an internal header or leans on an include it does
+#     not make itself. The plugin ABI header compiles as C too.
+#   public_headers_check.sh BUILD_DIR SOURCE_DIR CXX CC DLPACK_INCLUDE_DIR
+set -eu
+build=$1 source=$2 cxx=$3 cc=$4 dlpack=$5
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetrt-public-headers.XXXXXX")
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" > "$work/install.log"
+
+leaked=$(cd "$source/core/internal" && find hetrt -name '*.h' | while read -r h; do
+  [ ! -e "$prefix/include/$h" ] || echo "$h"; done)
+if [ -n "$leaked" ]; then echo "internal headers were installed: $leaked" >&2; exit 1; fi
+
+headers=$(cd "$prefix/include" && find hetrt -name '*.h' | sort)
+[ -n "$headers" ] || { echo "nothing installed under $prefix/include/hetrt" >&2; exit 1; }
+failed=0 count=0
+for h in $headers; do
+  count=$((count + 1))
+  printf '#include "%s"\n' "$h" > "$work/alone.cc"
+  if ! "$cxx" -std=c++20 -fsyntax-only -I"$prefix/include" -I"$dlpack" "$work/alone.cc" 2> "$work/error.txt"; then
+    echo "$h does not compile alone from the install:" >&2
+    head -n 5 "$work/error.txt" >&2
+    failed=$((failed + 1))
+  fi
+done
+printf '#include "hetrt/plugin_abi.h"\n' > "$work/abi.c"
+"$cc" -std=c11 -fsyntax-only -I"$prefix/include" -I"$dlpack" "$work/abi.c" ||
+  { echo "hetrt/plugin_abi.h does not compile as C" >&2; failed=$((failed + 1)); }
+if [ "$failed" -ne 0 ]; then echo "$failed of $count installed headers failed (work folder: $work)" >&2; exit 1; fi
+echo "$count installed headers, each compiles alone; no internal header installed"
+rm -rf "$work"
