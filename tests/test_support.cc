@@ -12,20 +12,14 @@
 
 #include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/required.h"
 #include "hetrt/module_export.h"
 
 namespace hetrt::testing {
 
-std::string RequiredList() {
-  const char* list = std::getenv("HETRT_REQUIRE");
-  return list ? list : "";
-}
+std::string RequiredList() { return ::hetrt::RequiredList(); }
 
-bool Required(const std::string& what) {
-  const std::string list = "," + RequiredList() + ",";
-  if (list.find(",-" + what + ",") != std::string::npos) return false;  // "all,-vulkan-validation"
-  return list.find(",all,") != std::string::npos || list.find("," + what + ",") != std::string::npos;
-}
+bool Required(const std::string& what) { return ListRequires(RequiredList(), what); }
 
 std::string FixturesRoot() {
   if (const char* env = std::getenv("HETRT_FIXTURES"); env && *env) return env;

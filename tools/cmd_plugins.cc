@@ -115,7 +115,7 @@ Command AddPluginsCommand(CLI::App& app) {
         for (const auto& k : keys) std::printf(" %s", k.c_str());
         std::printf("\n");
       }
-      if (plugin->whole_model_api()) {  // ABI 2.1: runs whole models on devices it drives itself
+      if (plugin->RunsWholeModels()) {  // ABI 2.1: runs whole models on devices it drives itself
         auto join = [](const std::vector<std::string>& names) {
           std::string out;
           for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;

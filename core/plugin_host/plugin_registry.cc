@@ -118,7 +118,7 @@ std::unique_ptr<PluginRegistry> PluginRegistry::Discover(const Options& options)
       if (t >= 0 && t < kMaxDeviceType && registry->by_device_type_[t] == nullptr)
         registry->by_device_type_[t] = plugin.get();  // first wins, as in ForDeviceType
   for (const auto& plugin : registry->plugins_)
-    if (registry->parallel_plugin_ == nullptr && plugin->parallel_api()) registry->parallel_plugin_ = plugin.get();
+    if (registry->parallel_plugin_ == nullptr && plugin->HasTaskPool()) registry->parallel_plugin_ = plugin.get();
   registry->routes_ = std::make_unique<RegistryRoutes>(registry.get());
   return registry;
 }

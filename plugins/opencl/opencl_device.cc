@@ -106,8 +106,9 @@ hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* arg
       args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000;
       return nullptr;
     case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
-    // Pinned memory is where the driver maps it (PoCL: 64-byte boundaries).
-    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 64; return nullptr;
+    // Pinned memory is where the driver maps it: on the buffer's base address
+    // boundary (CreateMapped refuses a mapping that misses the alignment asked).
+    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = d->base_address_alignment; return nullptr;
     default:
       return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
                                                    std::to_string(static_cast<int>(args->attribute)));
@@ -580,6 +581,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
       d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
       d->max_clock_mhz = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
+      d->base_address_alignment = std::max<cl_uint>(DeviceValue<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
       list.Add(std::move(d));
     }
   }

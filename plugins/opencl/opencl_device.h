@@ -30,6 +30,8 @@ struct Device {
   cl_ulong total_memory = 0, local_mem = 0;
   size_t max_work_group = 0;
   cl_uint compute_units = 0, max_clock_mhz = 0;
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where the driver places buffers (and PoCL their mappings).
+  cl_uint base_address_alignment = 0;
   // memory_stats: allocate() minus free() of this instance.
   sdk::MemoryCounters memory_counters;
   sdk::WorkspacePool<cl_command_queue> workspace;  // keyed by the queue a block was freed on

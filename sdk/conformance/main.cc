@@ -22,6 +22,7 @@
 
 #include "conformance.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/required.h"
 
 namespace hetrt::conformance {
 
@@ -63,11 +64,7 @@ namespace {
 
 // HETRT_REQUIRE's rule for the device under test (see the top of this file).
 bool DeviceRequired(const std::string& type) {
-  const char* env = std::getenv("HETRT_REQUIRE");
-  const std::string list = "," + std::string(env ? env : "") + ",";
-  if (list.find(",-" + type + ",") != std::string::npos) return false;
-  return list.find("," + type + ",") != std::string::npos ||
-         (type != "cuda" && list.find(",all,") != std::string::npos);
+  return ListRequires(RequiredList(), type, /*all_includes_it=*/type != "cuda");
 }
 
 // The problems a backend's driver reported (the profile's problems-attribute):
@@ -240,9 +237,8 @@ int Setup(const std::string& path, const std::string& device_text, const std::st
               ctx.profile.path.empty() ? "" : "; profile ", ctx.profile.path.c_str());
   const std::string type = types.empty() ? "" : DeviceTypeName(ctx.device.device_type);
   if (!ctx.has_device && !types.empty() && DeviceRequired(type)) {
-    const char* required = std::getenv("HETRT_REQUIRE");
     std::fprintf(stderr, "hetrt-conformance: %s is required (HETRT_REQUIRE=%s) but missing: %s\n", type.c_str(),
-                 required ? required : "", ctx.no_device_reason.c_str());
+                 RequiredList().c_str(), ctx.no_device_reason.c_str());
     return 1;
   }
   return 0;

@@ -75,6 +75,10 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   bool CanSynchronize() const { return device_api_ && device_api_->stream_synchronize; }
   bool HasWorkspace() const { return device_api_ && device_api_->workspace_alloc && device_api_->workspace_free; }
   bool CanSaveModules() const { return module_api_ && module_api_->save; }
+  // Whether it offers the host task pool (a parallel table).
+  bool HasTaskPool() const { return parallel_api_ != nullptr; }
+  // Whether it runs whole models on devices it drives itself (ABI 2.1).
+  bool RunsWholeModels() const { return whole_model_api() != nullptr; }
   bool LoadsTypeKey(std::string_view type_key) const;
 
   // Turns a plugin error into a Status naming the plugin, and frees the error.
