@@ -20,6 +20,7 @@
 #include "hetrt/device/event.h"
 #include "hetrt/device/stream.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/sdk/wake_up.h"
 #include "kernel_set.h"
 #include "two_branch_model.h"
 
@@ -131,6 +132,49 @@ void BM_HeteroOpenClSeed(benchmark::State& state) {
   TimeInterleaved(state, variants);
 }
 BENCHMARK(BM_HeteroOpenClSeed)->UseRealTime()->MinTime(4.0);
+
+// How the host waits for the device (the OpenCL plugin's wait_poll_us), on
+// hetero_opencl_seed in the same run: blocking at once (TVM's clFinish-style
+// wait), a fixed 50 us poll (hetrt's earlier default) and the default, a
+// budget measured from this machine's wake-up latency (hetrt/sdk/wake_up.h),
+// against the sequential executor. The wake-up latency measured here is
+// reported beside them (wakeup_*_us), and the budget it gives (auto_budget_us).
+void BM_HeteroOpenClSeedWaitPolicy(benchmark::State& state) {
+  const std::string dir = Fixture("hetero_opencl_seed");
+  if (!std::filesystem::is_directory(dir)) return state.SkipWithError("fixture hetero_opencl_seed not found");
+  auto inputs = LoadParamDictFile(dir + "/inputs.params");
+  if (!inputs.ok()) return state.SkipWithError(inputs.status().message().c_str());
+  auto plugin = PluginRegistry::Global().ForDevice(kCl);
+  if (!plugin.ok()) return state.SkipWithError(plugin.status().message().c_str());
+  std::vector<GraphModel> models;
+  for (int mode : {1, 3}) {
+    auto m = OpenGraphModel({dir + "/deploy.so"}, ModeOptions(mode));
+    if (!m.ok()) return state.SkipWithError(m.status().message().c_str());
+    for (const auto& p : *inputs) (void)m->executor->SetInput(p.name, p.tensor);
+    models.push_back(std::move(m).value());
+  }
+  // Each variant sets its policy before its run (an atomic store in the plugin).
+  auto with_poll = [&](std::string name, GraphExecutor* ex, const char* poll_us) -> Variant {
+    Variant run = RunAndSync(std::move(name), ex);
+    return {run.first, [p = *plugin, poll_us, run = run.second] {
+              HETRT_RETURN_IF_ERROR(p->SetOption("wait_poll_us", poll_us));
+              return run();
+            }};
+  };
+  const std::vector<Variant> variants = {
+      with_poll("sequential", models[0].executor.get(), "-1"),
+      with_poll("async_block", models[1].executor.get(), "0"),
+      with_poll("async_poll50", models[1].executor.get(), "50"),
+      with_poll("async_auto", models[1].executor.get(), "-1"),
+  };
+  const sdk::WakeUpLatency wake = sdk::MeasureWakeUpLatency(64);
+  TimeInterleaved(state, variants);
+  state.counters["wakeup_p50_us"] = static_cast<double>(wake.median_ns) / 1e3;
+  state.counters["wakeup_p90_us"] = static_cast<double>(wake.p90_ns) / 1e3;
+  state.counters["auto_budget_us"] = static_cast<double>(sdk::PollBudgetUs(wake));
+  (void)(*plugin)->SetOption("wait_poll_us", "-1");
+}
+BENCHMARK(BM_HeteroOpenClSeedWaitPolicy)->UseRealTime()->MinTime(4.0);
 
 // A graph that is one 4 KiB __copy: host -> OpenCL (direction 0) or back (1).
 std::string CopyGraphJson(int direction, int64_t floats) {

@@ -128,7 +128,7 @@ def _variant_table(section, title, result_of):
         r = result_of()
         return [[name, fmt_us(v["mean_us"]), fmt_us(v["p50_us"]), fmt_us(v["p99_us"]),
                  fmt_ratio(v["mean_ratio"]) if "mean_ratio" in v else "baseline"]
-                for name, v in _variants(r).items()]
+                for name, v in _variants(r).items() if "mean_us" in v]
     try:
         section.table([title, "mean", "p50", "p99", "mean / baseline"], rows(), where=("doc",))
     except Missing as e:
@@ -184,10 +184,20 @@ def asynchronous(raw):
                     % (label, fmt_us(run), fmt_us(alone), fmt_ratio(run / alone)))
         return compute
 
+    def wake_up():
+        r = a.get("BM_HeteroOpenClSeedWaitPolicy")
+        return ("this machine's thread wake-up latency, measured in the same run: p50 %s, p90 %s; the poll budget "
+                "it gives a device wait (`hetrt/sdk/wake_up.h`): %d us"
+                % (fmt_us(r.counter("wakeup_p50_us")), fmt_us(r.counter("wakeup_p90_us")),
+                   round(r.counter("auto_budget_us"))))
+
     s.line(seed_vs_round_trip)
+    s.line(wake_up)
     s.line(overlap(a, "default threads"))
     s.line(overlap(one, "1 CPU thread + 1 PoCL thread"))
     _variant_table(s, "`BM_HeteroOpenClSeed` variant", lambda: a.get("BM_HeteroOpenClSeed"))
+    _variant_table(s, "`BM_HeteroOpenClSeedWaitPolicy` variant (how the host waits; baseline: sequential)",
+                   lambda: a.get("BM_HeteroOpenClSeedWaitPolicy"))
     for d, name in ((0, "host -> OpenCL"), (1, "OpenCL -> host")):
         _variant_table(s, "`BM_Copy4KiB` %s variant" % name, lambda d=d: a.get("BM_Copy4KiB/%d" % d))
     _variant_table(s, "`BM_TwoBranch` variant, default threads", lambda: a.get("BM_TwoBranch"))

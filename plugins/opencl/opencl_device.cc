@@ -424,7 +424,7 @@ hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
-  return e->marker ? WaitEvent(e, args->self->wait_poll_us.load(std::memory_order_relaxed)) : nullptr;
+  return e->marker ? WaitEvent(e, args->self->WaitPollUs()) : nullptr;
 }
 
 hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/sdk/wake_up.h"
 #include "opencl_common.h"
 
 namespace hetrt::opencl {
@@ -44,8 +45,10 @@ struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
   hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
   // event_synchronize polls this long before sleeping in the driver (option
-  // "wait_poll_us"): a driver thread's wake-up costs tens of microseconds.
-  std::atomic<int64_t> wait_poll_us{50};
+  // "wait_poll_us"; kAuto: as long as a wake-up costs here, hetrt/sdk/wake_up.h).
+  std::atomic<int64_t> wait_poll_us{hetrt::sdk::PollBudget::kAuto};
+  hetrt::sdk::PollBudget poll_budget;
+  int64_t WaitPollUs() { return poll_budget.Us(wait_poll_us.load(std::memory_order_relaxed)); }
 
   // Discovered on first use; never fails: no device gives an empty list + reason.
   hetrt::sdk::DeviceList<hetrt::opencl::Device> devices{kDLOpenCL, "OpenCL", [this](auto& list) { Discover(list); }};

@@ -46,8 +46,10 @@ hetrt_error_t* ClError(const char* call, cl_int status) {
 
 namespace {
 
-// wait_poll_us: event_synchronize polls this long before sleeping in the driver.
-constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000}};
+// wait_poll_us: event_synchronize polls this long before sleeping in the
+// driver; -1 (the default): as long as a wake-up costs on this machine.
+constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {
+    {"wait_poll_us", &hetrt_instance::wait_poll_us, sdk::PollBudget::kAuto, 1000000}};
 
 hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
   return sdk::SetOption<kLabel>(args->self, args, kIntOptions, {});

@@ -57,7 +57,7 @@ hetrt_error_t* RecordCopy(StreamCore* s, VkBuffer src, uint64_t src_offset, VkBu
 // Host -> device buffer on `s`.
 hetrt_error_t* CopyToDevice(hetrt_instance* inst, StreamCore* s, const Side& src, const Side& dst, uint64_t nbytes,
                             bool blocking) {
-  const int64_t poll = inst->wait_poll_us.load(std::memory_order_relaxed);
+  const int64_t poll = inst->WaitPollUs();
   std::unique_lock<std::mutex> lock(s->mutex);
   // Direct: nothing earlier on the stream is pending, so writing the mapped
   // bytes now is in stream order.
@@ -94,7 +94,7 @@ hetrt_error_t* CopyToDevice(hetrt_instance* inst, StreamCore* s, const Side& src
 // the bytes can only be read once the stream has passed the copy.
 hetrt_error_t* CopyToHost(hetrt_instance* inst, StreamCore* s, const Side& src, const Side& dst, uint64_t nbytes,
                           bool blocking) {
-  const int64_t poll = inst->wait_poll_us.load(std::memory_order_relaxed);
+  const int64_t poll = inst->WaitPollUs();
   std::unique_lock<std::mutex> lock(s->mutex);
   const uint8_t* from = src.host;
   if (dst.pinned) {
@@ -132,7 +132,7 @@ hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   StreamCore* s = nullptr;
   if (hetrt_error_t* e = StreamOf(d, a->stream, &s)) return e;
   const bool blocking = (a->flags & HETRT_COPY_BLOCKING) != 0;
-  const int64_t poll = inst->wait_poll_us.load(std::memory_order_relaxed);
+  const int64_t poll = inst->WaitPollUs();
   if (a->nbytes == 0) {  // Vulkan refuses empty copies; still honour the ordering promise
     if (!blocking) return nullptr;
     std::unique_lock<std::mutex> lock(s->mutex);

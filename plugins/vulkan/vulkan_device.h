@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/sdk/wake_up.h"
 #include "vulkan_common.h"
 
 namespace hetrt::vulkan {
@@ -142,7 +143,9 @@ struct hetrt_instance {
   const hetrt_host_api_t* host = nullptr;
   hetrt::sdk::InstanceSerial serial;  // keys the thread-local current device/stream
   // Options (set_option): see kOptions in vulkan_plugin.cc.
-  std::atomic<int64_t> wait_poll_us{50};
+  std::atomic<int64_t> wait_poll_us{hetrt::sdk::PollBudget::kAuto};  // kAuto: hetrt/sdk/wake_up.h
+  hetrt::sdk::PollBudget poll_budget;
+  int64_t WaitPollUs() { return poll_budget.Us(wait_poll_us.load(std::memory_order_relaxed)); }
   std::atomic<int64_t> batch_limit{256};
   std::atomic<bool> direct_mapping{true};
   std::atomic<bool> push_descriptors{true};

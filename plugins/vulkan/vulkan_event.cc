@@ -119,7 +119,7 @@ hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   if (e->stream == nullptr) return nullptr;
-  return FlushAndWait(e->stream.get(), e->value, args->self->wait_poll_us.load(std::memory_order_relaxed));
+  return FlushAndWait(e->stream.get(), e->value, args->self->WaitPollUs());
 }
 
 // The device time (ns) an event's timestamp query recorded, once it is done.

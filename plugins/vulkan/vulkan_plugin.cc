@@ -40,10 +40,12 @@ hetrt_error_t* VkError(const std::string& call, VkResult result) {
 namespace {
 
 // Options: integer ones with their range, and switches (0/1).
-// wait_poll_us: event/stream waits poll this long before sleeping in the driver.
+// wait_poll_us: event/stream waits poll this long before sleeping in the
+// driver; -1 (the default): as long as a wake-up costs on this machine.
 // batch_limit: a stream submits after this many commands even without a boundary (0: never).
-constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {{"wait_poll_us", &hetrt_instance::wait_poll_us, 0, 1000000},
-                                                          {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
+constexpr sdk::IntOption<hetrt_instance> kIntOptions[] = {
+    {"wait_poll_us", &hetrt_instance::wait_poll_us, sdk::PollBudget::kAuto, 1000000},
+    {"batch_limit", &hetrt_instance::batch_limit, 0, 1 << 20}};
 // direct_mapping: host-visible device memory is mapped and copied with memcpy (else staged).
 // push_descriptors: VK_KHR_push_descriptor where present (else descriptor pools).
 // validate_spirv: spirv-tools validates every shader at load.

@@ -368,7 +368,7 @@ hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
     value = s->submitted;
     if (value >= s->error_value) return StreamFailed(s);
   }
-  return WaitValue(s, value, args->self->wait_poll_us.load(std::memory_order_relaxed));
+  return WaitValue(s, value, args->self->WaitPollUs());
 }
 
 hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
