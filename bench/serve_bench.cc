@@ -134,10 +134,19 @@ Environment& Env() {
     }
     Link(e->repo, "two_stage_x1", two_stage, R"({"instance_group": [{"count": 1, "devices": ["cpu", "opencl"]}]})");
     Link(e->repo, "two_stage_x2", two_stage, R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}]})");
+    // The same two instances with a CPU pool of their own of one thread
+    // (config.json parameters): each instance's CPU stage runs on its own
+    // thread and leaves the other core to the other instance's OpenCL stage. A
+    // copy of the library: one file is loaded through one set of plugins.
+    const std::string two_stage_own = e->repo + "/two_stage_own_cpu.so";
+    fs::copy_file(two_stage, two_stage_own);
+    Link(e->repo, "two_stage_x2_own_cpu", two_stage_own,
+         R"({"instance_group": [{"count": 2, "devices": ["cpu", "opencl"]}],
+             "parameters": {"cpu.num_threads": {"string_value": "1"}}})");
     Input stage_in{"data", {stage.rows, stage.width}, std::string(stage.rows * stage.width * sizeof(float), '\0')};
     for (int64_t i = 0; i < stage.rows * stage.width; ++i)
       reinterpret_cast<float*>(stage_in.bytes.data())[i] = std::cos(0.01f * static_cast<float>(i));
-    e->inputs["two_stage_x1"] = e->inputs["two_stage_x2"] = {stage_in};
+    e->inputs["two_stage_x1"] = e->inputs["two_stage_x2"] = e->inputs["two_stage_x2_own_cpu"] = {stage_in};
     e->libs["two_stage_x1"] = e->libs["two_stage_x2"] = two_stage;
     e->devices["two_stage_x1"] = {{kDLCPU, 0}, {kDLOpenCL, 0}};
     Input row{"data", {1, 256}, std::string(256 * sizeof(float), '\0')};
@@ -334,6 +343,7 @@ void Register() {
   add("Serve/two_stage_x1/InProcess", InProcess, "two_stage_x1", {1, 2});
   add("Serve/two_stage_x1/Grpc", Grpc, "two_stage_x1", {4});
   add("Serve/two_stage_x2/Grpc", Grpc, "two_stage_x2", {4});
+  add("Serve/two_stage_x2_own_cpu/Grpc", Grpc, "two_stage_x2_own_cpu", {4});
 }
 
 }  // namespace

@@ -26,7 +26,18 @@ struct ModelEntry {
   std::string state = "UNAVAILABLE";
   std::string reason = "not loaded";
   std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // the loaded ones
+  // The model's own plugin instances (config.json parameters) and the settings
+  // they were opened with: kept across reloads while the settings stay the
+  // same, since a library is loaded through one set of plugins at a time.
+  std::shared_ptr<PluginRegistry> plugins;
+  std::vector<PluginSetting> plugin_settings;
 };
+
+bool SameSettings(const std::vector<PluginSetting>& a, const std::vector<PluginSetting>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const PluginSetting& x, const PluginSetting& y) {
+    return x.plugin == y.plugin && x.key == y.key && x.value == y.value;
+  });
+}
 
 // A model name is one folder of the repository: no separators, no "..".
 Status CheckModelName(const std::string& name) {
@@ -216,14 +227,31 @@ Status InferenceServer::Load(const std::string& model) {
     auto parsed = ParseModelConfig(*text, config_path);
     if (!parsed.ok()) return fail(parsed.status());
     config = std::move(parsed).value();
+    // The server's plugin defaults, then the model's own (the later setting wins).
+    if (!config.plugin_settings.empty())
+      config.plugin_settings.insert(config.plugin_settings.begin(), options_.plugin_defaults.begin(),
+                                    options_.plugin_defaults.end());
   }
   auto chosen = SelectVersions(dir, config);
   if (!chosen.ok()) return fail(chosen.status());
+  std::shared_ptr<PluginRegistry> plugins;
+  if (!config.plugin_settings.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      const ModelEntry& entry = state_->models[model];
+      if (entry.plugins && SameSettings(entry.plugin_settings, config.plugin_settings)) plugins = entry.plugins;
+    }
+    if (!plugins) {
+      auto opened_plugins = OpenPluginsWith(config.plugin_settings);
+      if (!opened_plugins.ok()) return fail(opened_plugins.status().WithContext(config_path));
+      plugins = std::move(opened_plugins).value();
+    }
+  }
   std::map<int64_t, std::shared_ptr<ModelVersion>> opened;
   for (int64_t version : *chosen) {
     auto files = FindModelFiles(dir + "/" + std::to_string(version));
     if (!files.ok()) return fail(files.status());
-    auto served = ModelVersion::Open(model, version, *files, config);
+    auto served = ModelVersion::Open(model, version, *files, config, plugins);
     if (!served.ok()) return fail(served.status());
     opened[version] = std::move(served).value();
   }
@@ -233,6 +261,8 @@ Status InferenceServer::Load(const std::string& model) {
     ModelEntry& entry = state_->models[model];
     retired.swap(entry.versions);
     entry.versions = std::move(opened);
+    entry.plugins = std::move(plugins);
+    entry.plugin_settings = config.plugin_settings;
     entry.wanted = true;
     entry.state = "READY";
     entry.reason.clear();
@@ -254,6 +284,8 @@ Status InferenceServer::Unload(const std::string& model) {
     auto it = state_->models.find(model);
     if (it == state_->models.end()) return NotFound("unknown model '" + model + "'");
     retired.swap(it->second.versions);
+    it->second.plugins.reset();  // gone with the last version that runs on them
+    it->second.plugin_settings.clear();
     it->second.wanted = false;
     it->second.state = "UNAVAILABLE";
     it->second.reason = "unloaded";

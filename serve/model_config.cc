@@ -82,6 +82,21 @@ Status ParseVersionPolicy(const json& policy, ModelConfig& config, const std::st
   return OkStatus();
 }
 
+Status ParseParameters(const json& parameters, ModelConfig& config, const std::string& where) {
+  const std::string at = where + ": parameters";
+  if (!parameters.is_object())
+    return InvalidArgument(at + " must be an object such as {\"cpu.num_threads\": {\"string_value\": \"1\"}}");
+  for (const auto& [name, value] : parameters.items()) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == name.size())
+      return InvalidArgument(at + ": '" + name + "' must name a plugin and one of its options, as \"cpu.num_threads\"");
+    if (!value.is_object() || value.size() != 1 || !value.contains("string_value") || !value["string_value"].is_string())
+      return InvalidArgument(at + "." + name + " must be {\"string_value\": \"...\"} (Triton's form)");
+    config.plugin_settings.push_back({name.substr(0, dot), name.substr(dot + 1), value["string_value"].get<std::string>()});
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& origin) {
@@ -90,7 +105,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& o
   if (!root.is_object()) return InvalidArgument(origin + ": must be a JSON object");
   HETRT_RETURN_IF_ERROR(Unknown(root,
                                 {"name", "max_batch_size", "instance_group", "dynamic_batching", "max_queue_size",
-                                 "version_policy", "platform", "backend", "function"},
+                                 "version_policy", "platform", "backend", "function", "parameters"},
                                 origin));
   ModelConfig config;
   HETRT_ASSIGN_OR_RETURN(int64_t max_batch, Integer(root, "max_batch_size", 0, 1 << 20, 0, origin));
@@ -125,6 +140,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& o
   }
   if (root.contains("version_policy"))
     HETRT_RETURN_IF_ERROR(ParseVersionPolicy(root["version_policy"], config, origin));
+  if (root.contains("parameters")) HETRT_RETURN_IF_ERROR(ParseParameters(root["parameters"], config, origin));
   return config;
 }
 

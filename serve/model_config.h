@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hetrt/base/status.h"
+#include "hetrt/serve/inference.h"
 
 namespace hetrt::serve {
 
@@ -35,6 +36,11 @@ struct ModelConfig {
   enum class VersionPolicy { kLatest, kAll, kSpecific } version_policy = VersionPolicy::kLatest;
   int latest_versions = 1;
   std::vector<int64_t> specific_versions;
+  // Triton's parameters: {"cpu.num_threads": {"string_value": "1"}}. Options of
+  // the plugins the instances run on; with any set, each instance opens its own
+  // plugin instances with them (its own CPU pool, its own queues), so that two
+  // instances on a machine's cores can each take their share.
+  std::vector<PluginSetting> plugin_settings;
 };
 
 // `origin` names the file in errors. Unknown keys are errors (a typo must not

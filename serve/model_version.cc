@@ -10,6 +10,7 @@
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/exec/whole_model_executor.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 
 namespace hetrt::serve {
 namespace {
@@ -46,6 +47,22 @@ Status RunSampled(GraphExecutor& graph, InstanceStats& stats) {
 
 }  // namespace
 
+Result<std::shared_ptr<PluginRegistry>> OpenPluginsWith(const std::vector<PluginSetting>& settings) {
+  std::shared_ptr<PluginRegistry> registry = PluginRegistry::Discover({});
+  for (const PluginSetting& setting : settings) {
+    const std::string parameter = "parameters: " + setting.plugin + "." + setting.key;
+    Plugin* plugin = nullptr;
+    std::string names;
+    for (const auto& p : registry->plugins()) {
+      if (p->name() == setting.plugin) plugin = p.get();
+      names += (names.empty() ? "" : ", ") + p->name();
+    }
+    if (plugin == nullptr) return NotFound(parameter + ": no plugin named '" + setting.plugin + "' (found: " + names + ")");
+    HETRT_RETURN_IF_ERROR(plugin->SetOption(setting.key, setting.value), parameter + "='" + setting.value + "'");
+  }
+  return registry;
+}
+
 struct ModelVersion::Instance {
   Model model;  // the executor and the module tree it runs (none for a whole-model one)
   Executor* executor = nullptr;
@@ -64,8 +81,10 @@ struct ModelVersion::Pending {
 };
 
 Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name, int64_t version,
-                                                         const ModelVersionFiles& files, const ModelConfig& config) {
+                                                         const ModelVersionFiles& files, const ModelConfig& config,
+                                                         std::shared_ptr<PluginRegistry> plugins) {
   std::unique_ptr<ModelVersion> mv(new ModelVersion());
+  mv->plugins_ = plugins;
   mv->name_ = name;
   mv->version_ = version;
   mv->config_ = config;
@@ -77,6 +96,7 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
       ModelSpec spec{files.kind == ModelVersionFiles::Kind::kMlf ? files.mlf : files.graph.library,
                      files.graph.graph_json, files.graph.params,
                      config.function != "main" ? config.function : std::string(), group.devices};
+      spec.plugins = plugins.get();
       if (files.kind == ModelVersionFiles::Kind::kMlf && group.devices.size() != 1)
         return InvalidArgument(where + ": a Model Library Format model runs on one device, got '" +
                                instance->stats.devices + "'");

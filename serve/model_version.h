@@ -19,6 +19,10 @@
 #include "model_config.h"
 #include "model_files.h"
 
+namespace hetrt {
+class PluginRegistry;
+}
+
 namespace hetrt::serve {
 
 struct ModelVersionStats {
@@ -40,10 +44,18 @@ struct InstanceStats {
   std::map<std::string, uint64_t> lane_ns;  // under lanes_mutex
 };
 
+// A model's own plugin instances, with config.json's parameters applied: an
+// unknown plugin or option, or a value the plugin refuses, is an error naming
+// the parameter.
+Result<std::shared_ptr<PluginRegistry>> OpenPluginsWith(const std::vector<PluginSetting>& settings);
+
 class ModelVersion {
  public:
+  // `plugins`: the model's own plugin instances (config.json parameters), or
+  // nullptr for the process-wide ones.
   static Result<std::unique_ptr<ModelVersion>> Open(const std::string& name, int64_t version,
-                                                    const ModelVersionFiles& files, const ModelConfig& config);
+                                                    const ModelVersionFiles& files, const ModelConfig& config,
+                                                    std::shared_ptr<PluginRegistry> plugins = nullptr);
   ~ModelVersion();
   ModelVersion(const ModelVersion&) = delete;
   ModelVersion& operator=(const ModelVersion&) = delete;
@@ -88,6 +100,7 @@ class ModelVersion {
   int64_t batch_target_ = 0;      // rows after which a batch stops waiting (largest preferred size)
   uint64_t start_ns_ = 0;
 
+  std::shared_ptr<PluginRegistry> plugins_;  // declared first: it outlives the instances
   std::vector<std::unique_ptr<Instance>> instances_;
   mutable std::mutex mutex_;
   std::condition_variable queued_;

@@ -61,10 +61,13 @@ int Serve(ServeArgs& args) {
   // decode and answer requests instead: a short spin keeps back-to-back
   // operators fast and gives the rest back (bench/serve_load.py: about a
   // quarter less CPU per request at concurrency 16). HETRT_CPU_SPIN_US wins.
-  if (std::getenv("HETRT_CPU_SPIN_US") == nullptr)
+  // The same for instances that open their own plugins (config.json parameters).
+  if (std::getenv("HETRT_CPU_SPIN_US") == nullptr) {
     if (auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU); cpu.ok())
       if (Status s = (*cpu)->SetOption("spin_us", std::to_string(args.cpu_spin_us)); !s.ok())
         std::fprintf(stderr, "hetrt serve: warning: --cpu-spin-us: %s\n", s.message().c_str());
+    args.options.plugin_defaults.push_back({"cpu", "spin_us", std::to_string(args.cpu_spin_us)});
+  }
   auto server = serve::InferenceServer::Create(args.options);
   if (!server.ok()) return Fail(server.status().message());
 

@@ -17,6 +17,7 @@
 
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/serve/inference_server.h"
 #include "kernel_set.h"
 #include "test_support.h"
@@ -349,6 +350,63 @@ TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
   HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams("add3", dir + "/inputs.params")));
   ExpectNear(response.outputs[0].tensor, Expected(dir));
+}
+
+// Threads of the CPU plugin's pools in this process (its workers are named hetrt-cpu-N).
+int CpuPoolThreads() {
+  int count = 0;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    count += name.rfind("hetrt-cpu-", 0) == 0;
+  }
+  return count;
+}
+
+TEST(InferenceServer, ParametersGiveAModelPluginsOfItsOwnWithTheirOptions) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  (void)PluginRegistry::Global();  // the process-wide pool is there before counting
+  const int before = CpuPoolThreads();
+  Repository repo;
+  for (const char* model : {"add3", "bad_value", "no_plugin", "no_dot", "not_triton"}) repo.Link(model, 1, dir, {"deploy.so"});
+  repo.Config("add3", R"({"instance_group": [{"count": 2}],
+                          "parameters": {"cpu.num_threads": {"string_value": "3"}, "cpu.spin_us": {"string_value": "0"}}})");
+  repo.Config("bad_value", R"({"parameters": {"cpu.num_threads": {"string_value": "0"}}})");
+  repo.Config("no_plugin", R"({"parameters": {"tpu.num_threads": {"string_value": "1"}}})");
+  repo.Config("no_dot", R"({"parameters": {"num_threads": {"string_value": "1"}}})");
+  repo.Config("not_triton", R"({"parameters": {"cpu.num_threads": "1"}})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  // The model's two instances share a CPU pool of three threads of their own: two workers.
+  EXPECT_EQ(CpuPoolThreads() - before, 2);
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams("add3", dir + "/inputs.params")));
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+  // A reload with the same settings keeps the model's plugins (the library stays
+  // loaded through them); with other settings it gets new ones.
+  HETRT_ASSERT_OK(server->Load("add3"));
+  EXPECT_EQ(CpuPoolThreads() - before, 2);
+  repo.Config("add3", R"({"parameters": {"cpu.num_threads": {"string_value": "2"}}})");
+  // A copy: the same file is one loaded library, which one set of plugins holds at a time.
+  fs::copy_file(dir + "/deploy.so", repo.VersionDir("add3", 2) + "/deploy.so");
+  HETRT_ASSERT_OK(server->Load("add3"));
+  EXPECT_EQ(CpuPoolThreads() - before, 1);
+  HETRT_ASSERT_OK_AND_ASSIGN(response, server->Infer(RequestFromParams("add3", dir + "/inputs.params")));
+  EXPECT_EQ(response.version, "2");
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
+
+  std::map<std::string, std::string> reasons;
+  for (const RepositoryEntry& e : server->Index(false)) reasons[e.name] = e.reason;
+  EXPECT_EQ(reasons["add3"], "");
+  EXPECT_NE(reasons["bad_value"].find("parameters: cpu.num_threads='0'"), std::string::npos) << reasons["bad_value"];
+  EXPECT_NE(reasons["bad_value"].find("num_threads=\"0\" is not an integer in [1,"), std::string::npos)
+      << reasons["bad_value"];
+  EXPECT_NE(reasons["no_plugin"].find("no plugin named 'tpu' (found: cpu"), std::string::npos) << reasons["no_plugin"];
+  EXPECT_NE(reasons["no_dot"].find("'num_threads' must name a plugin and one of its options"), std::string::npos)
+      << reasons["no_dot"];
+  EXPECT_NE(reasons["not_triton"].find("parameters.cpu.num_threads must be {\"string_value\""), std::string::npos)
+      << reasons["not_triton"];
+  server.reset();  // the instances' plugins go with them
+  EXPECT_EQ(CpuPoolThreads(), before);
 }
 
 TEST(InferenceServer, LoadRollsInANewVersionAndUnloadStopsServing) {

@@ -20,6 +20,14 @@ std::optional<DLDataType> DataTypeFromProtocol(std::string_view name);
 // "" for a DLDataType the protocol cannot name.
 std::string ProtocolDataType(DLDataType dtype);
 
+// One option of one plugin ("cpu", "num_threads", "1"): config.json's
+// parameters name them "cpu.num_threads" (Triton's form).
+struct PluginSetting {
+  std::string plugin;  // the plugin's name, as `hetrt plugins` lists it
+  std::string key;
+  std::string value;
+};
+
 struct TensorMetadata {
   std::string name;
   std::string datatype;        // protocol name

@@ -23,6 +23,9 @@ struct ServerOptions {
   // below it a new connection never waits behind others, above it it waits
   // for one to close (idle ones close after 5 s, stalled ones after 10 s).
   size_t max_connections = 1024;
+  // Plugin options an instance with plugins of its own (a model whose
+  // config.json has parameters) starts from; the model's parameters win.
+  std::vector<PluginSetting> plugin_defaults = {};
 };
 
 class InferenceServer final {
