@@ -138,7 +138,7 @@ BENCHMARK(BM_HeteroOpenClSeed)->UseRealTime()->MinTime(4.0);
 // wait), a fixed 50 us poll (hetrt's earlier default) and the default, a
 // budget measured from this machine's wake-up latency (hetrt/sdk/wake_up.h),
 // against the sequential executor. The wake-up latency measured here is
-// reported beside them (wakeup_*_us), and the budget it gives (auto_budget_us).
+// reported beside them (wakeup_median_us, wakeup_p90_us), and the budget it gives (auto_budget_us).
 void BM_HeteroOpenClSeedWaitPolicy(benchmark::State& state) {
   const std::string dir = Fixture("hetero_opencl_seed");
   if (!std::filesystem::is_directory(dir)) return state.SkipWithError("fixture hetero_opencl_seed not found");
@@ -169,7 +169,7 @@ void BM_HeteroOpenClSeedWaitPolicy(benchmark::State& state) {
   };
   const sdk::WakeUpLatency wake = sdk::MeasureWakeUpLatency(64);
   TimeInterleaved(state, variants);
-  state.counters["wakeup_p50_us"] = static_cast<double>(wake.median_ns) / 1e3;
+  state.counters["wakeup_median_us"] = static_cast<double>(wake.median_ns) / 1e3;
   state.counters["wakeup_p90_us"] = static_cast<double>(wake.p90_ns) / 1e3;
   state.counters["auto_budget_us"] = static_cast<double>(sdk::PollBudgetUs(wake));
   (void)(*plugin)->SetOption("wait_poll_us", "-1");

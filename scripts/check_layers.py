@@ -5,7 +5,7 @@ Core folders depend in one direction:
     base -> formats -> device -> tvm_abi -> plugin_host -> module -> exec
 A file in core/<layer>/, core/include/hetrt/<layer>/ or core/internal/hetrt/<layer>/
 may include headers of its own layer or a lower one, never a higher one. A
-public header (core/include, installed) never includes an internal one
+public header (core/include, sdk/include, toolchain/include: installed) never includes an internal one
 (core/internal, never installed): an install would not compile. `hetrt/plugin_abi.h` (the
 ABI itself) is below everything. Plugins include only the ABI header and the
 SDK (hetrt/sdk/...), never the core's own headers -- except the header-only
@@ -24,6 +24,7 @@ import sys
 
 LAYERS = ["base", "formats", "device", "tvm_abi", "plugin_host", "module", "exec"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
+INSTALLED = ("core/include/", "sdk/include/", "toolchain/include/")  # the headers an install carries
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -54,7 +55,7 @@ def unit_of(path):
 
 def main(root):
     files = []
-    for top in ("core", "plugins"):
+    for top in ("core", "plugins", "sdk/include", "toolchain/include"):
         for folder, _, names in os.walk(os.path.join(root, top)):
             for name in names:
                 if name.endswith((".h", ".cc", ".c")):
@@ -74,7 +75,7 @@ def main(root):
                 continue
             if target is None or include == "hetrt/plugin_abi.h":
                 continue
-            if path.startswith("core/include/") and target.startswith("core/internal/"):
+            if path.startswith(INSTALLED) and target.startswith("core/internal/"):
                 problems.append(f"{path}: a public header includes the internal '{include}' (not installed)")
             theirs = layer_of(target)
             if own is None or theirs is None:
@@ -109,7 +110,7 @@ def main(root):
         print(p)
     if problems:
         return 1
-    print(f"layers: {len(files)} files in core/ and plugins/, {sum(len(v) for v in edges.values())} unit "
+    print(f"layers: {len(files)} files in core/, plugins/ and the installed headers, {sum(len(v) for v in edges.values())} unit "
           f"dependencies, all downward ({' -> '.join(LAYERS)}), no circles")
     return 0
 

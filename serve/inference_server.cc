@@ -1,12 +1,14 @@
 #include "hetrt/serve/inference_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "hetrt/base/log.h"
 #include "metrics.h"
@@ -247,6 +249,18 @@ Status InferenceServer::Load(const std::string& model) {
       plugins = std::move(opened_plugins).value();
     }
   }
+  // A library is loaded through one set of plugins at a time: a reload that
+  // changes them (other parameters, or parameters added or dropped) stops the
+  // versions served now before the new ones open. The model is unavailable
+  // meanwhile; a reload that keeps them swaps versions without a gap.
+  bool plugins_change = false;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    const ModelEntry& entry = state_->models[model];
+    plugins_change = !entry.versions.empty() && entry.plugins != plugins;
+  }
+  if (plugins_change)
+    if (Status s = RetireVersions(model, "reloading with other plugin settings"); !s.ok()) return fail(s);
   std::map<int64_t, std::shared_ptr<ModelVersion>> opened;
   for (int64_t version : *chosen) {
     auto files = FindModelFiles(dir + "/" + std::to_string(version));
@@ -272,6 +286,30 @@ Status InferenceServer::Load(const std::string& model) {
   state_->NotifyReadiness();
   for (auto& [number, v] : retired) v->Stop();
   std::fprintf(stderr, "hetrt serve: model '%s' loaded (%zu version(s))\n", model.c_str(), chosen->size());
+  return OkStatus();
+}
+
+Status InferenceServer::RetireVersions(const std::string& model, const std::string& reason) {
+  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ModelEntry& entry = state_->models[model];
+    retired.swap(entry.versions);
+    entry.state = "UNAVAILABLE";
+    entry.reason = reason;
+  }
+  state_->NotifyReadiness();
+  for (auto& [number, v] : retired) v->Stop();
+  // Callers that were answered still hold their version for a moment; its
+  // library must be released before another set of plugins loads it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (auto& [number, v] : retired)
+    while (v.use_count() > 1) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Unavailable("model '" + model + "' version " + std::to_string(number) +
+                           " is still in use 10 s after it stopped; try the reload again");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   return OkStatus();
 }
 

@@ -37,9 +37,9 @@ struct ModelConfig {
   int latest_versions = 1;
   std::vector<int64_t> specific_versions;
   // Triton's parameters: {"cpu.num_threads": {"string_value": "1"}}. Options of
-  // the plugins the instances run on; with any set, each instance opens its own
-  // plugin instances with them (its own CPU pool, its own queues), so that two
-  // instances on a machine's cores can each take their share.
+  // the plugins the model runs on; with any set, the model opens plugin
+  // instances of its own with them (a CPU pool and device queues of its own),
+  // shared by its instances and versions.
   std::vector<PluginSetting> plugin_settings;
 };
 

@@ -100,7 +100,7 @@ class ModelVersion {
   int64_t batch_target_ = 0;      // rows after which a batch stops waiting (largest preferred size)
   uint64_t start_ns_ = 0;
 
-  std::shared_ptr<PluginRegistry> plugins_;  // declared first: it outlives the instances
+  std::shared_ptr<PluginRegistry> plugins_;  // declared before instances_: it outlives them
   std::vector<std::unique_ptr<Instance>> instances_;
   mutable std::mutex mutex_;
   std::condition_variable queued_;

@@ -524,6 +524,8 @@ const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 // ---- Instance: discovery and teardown ----
 
 void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& list) {
+  // The wait budget is measured now, before any work runs (hetrt/sdk/wake_up.h).
+  if (wait_poll_us.load(std::memory_order_relaxed) == hetrt::sdk::PollBudget::kAuto) poll_budget.Measure();
   using hetrt::opencl::Device;
   using hetrt::opencl::DeviceString;
   using hetrt::opencl::DeviceValue;
@@ -581,7 +583,9 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
       d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
       d->max_clock_mhz = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
-      d->base_address_alignment = std::max<cl_uint>(DeviceValue<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
+      // In bits; 64 bytes (what PoCL maps at) where the driver does not say.
+      const cl_uint align_bits = DeviceValue<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+      d->base_address_alignment = align_bits >= 8 ? align_bits / 8 : 64;
       list.Add(std::move(d));
     }
   }

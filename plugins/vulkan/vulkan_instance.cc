@@ -226,6 +226,8 @@ hetrt_error_t* hetrt_instance::CreateInstance() {
 }
 
 void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& list) {
+  // The wait budget is measured now, before any work runs (hetrt/sdk/wake_up.h).
+  if (wait_poll_us.load(std::memory_order_relaxed) == hetrt::sdk::PollBudget::kAuto) poll_budget.Measure();
   using namespace hetrt::vulkan;
   if (hetrt_error_t* e = CreateInstance()) {
     list.SetUnavailable(e->message);

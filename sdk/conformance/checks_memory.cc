@@ -211,10 +211,12 @@ struct Workspace {
 };
 
 // The workspace checks need a device and both workspace calls.
-#define HETRT_REQUIRE_WORKSPACE()      \
-  HETRT_REQUIRE_DEVICE();              \
-  HETRT_REQUIRE_CALL(workspace_alloc); \
-  HETRT_REQUIRE_CALL(workspace_free)
+#define HETRT_REQUIRE_WORKSPACE()        \
+  do {                                   \
+    HETRT_REQUIRE_DEVICE();              \
+    HETRT_REQUIRE_CALL(workspace_alloc); \
+    HETRT_REQUIRE_CALL(workspace_free);  \
+  } while (0)
 
 TEST(Memory, WorkspaceHoldsItsBytesAndIsReusedOnceFreed) {
   HETRT_REQUIRE_WORKSPACE();

@@ -10,12 +10,14 @@ namespace {
 
 constexpr DLDevice kHost{kDLCPU, 0};
 
-#define HETRT_REQUIRE_STREAMS()      \
-  HETRT_REQUIRE_DEVICE();            \
-  HETRT_REQUIRE_CALL(stream_create); \
-  HETRT_REQUIRE_CALL(event_create);  \
-  HETRT_REQUIRE_CALL(event_record);  \
-  HETRT_REQUIRE_CALL(stream_wait_event)
+#define HETRT_REQUIRE_STREAMS()          \
+  do {                                   \
+    HETRT_REQUIRE_DEVICE();              \
+    HETRT_REQUIRE_CALL(stream_create);   \
+    HETRT_REQUIRE_CALL(event_create);    \
+    HETRT_REQUIRE_CALL(event_record);    \
+    HETRT_REQUIRE_CALL(stream_wait_event); \
+  } while (0)
 
 // Destroys what a test made (its events, then its streams, then its buffer),
 // each call succeeding.

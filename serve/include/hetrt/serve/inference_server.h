@@ -81,6 +81,9 @@ class InferenceServer final {
 
  private:
   explicit InferenceServer(ServerOptions options);
+  // Stops the model's versions and waits until nothing holds them (their
+  // libraries released), leaving the model unavailable with `reason`.
+  Status RetireVersions(const std::string& model, const std::string& reason);
   struct State;
   ServerOptions options_;
   std::shared_ptr<State> state_;
