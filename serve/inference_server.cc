@@ -35,12 +35,6 @@ struct ModelEntry {
   std::vector<PluginSetting> plugin_settings;
 };
 
-bool SameSettings(const std::vector<PluginSetting>& a, const std::vector<PluginSetting>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const PluginSetting& x, const PluginSetting& y) {
-    return x.plugin == y.plugin && x.key == y.key && x.value == y.value;
-  });
-}
-
 // A model name is one folder of the repository: no separators, no "..".
 Status CheckModelName(const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
@@ -241,7 +235,7 @@ Status InferenceServer::Load(const std::string& model) {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       const ModelEntry& entry = state_->models[model];
-      if (entry.plugins && SameSettings(entry.plugin_settings, config.plugin_settings)) plugins = entry.plugins;
+      if (entry.plugins && entry.plugin_settings == config.plugin_settings) plugins = entry.plugins;
     }
     if (!plugins) {
       auto opened_plugins = OpenPluginsWith(config.plugin_settings);

@@ -8,7 +8,6 @@
 
 #include "fixture_runs.h"
 #include "hetrt/base/dtype.h"
-#include "hetrt/device/abi_args.h"
 #include "hetrt/device/device.h"
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/module/module_loader.h"

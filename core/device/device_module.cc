@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "hetrt/device/abi_args.h"
-
 namespace hetrt {
 
 Result<DeviceModule> DeviceModule::Load(Plugin& plugin, const std::string& type_key, std::span<const uint8_t> data,

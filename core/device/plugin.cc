@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "hetrt/base/dtype.h"
-#include "hetrt/device/abi_args.h"
 
 namespace hetrt {
 namespace {

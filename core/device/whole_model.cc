@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "hetrt/device/abi_args.h"
-
 namespace hetrt {
 namespace {
 

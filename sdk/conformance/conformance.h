@@ -8,7 +8,6 @@
 #include <string>
 
 #include "device_client.h"
-#include "hetrt/device/abi_args.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "profile.h"
 

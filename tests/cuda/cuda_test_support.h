@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "cuda_format.h"
-#include "hetrt/device/abi_args.h"
 #include "hetrt/device/device.h"
 #include "hetrt/module/module_loader.h"
 #include "hetrt/plugin_host/plugin_registry.h"

@@ -30,13 +30,10 @@ class Device {
   DLDevice device() const { return device_; }
   const hetrt_device_api_t* api() const { return plugin_->device_api(); }
 
-  // A zeroed args struct with struct_size (this build's size, plugin_abi.h's
-  // rule; AbiArgs does the same for calls without a device), self and (where
-  // it has one) device set.
+  // A zeroed args struct with struct_size, self and (where it has one) device set.
   template <class Args>
   Args Make() const {
-    Args args{};
-    args.struct_size = sizeof(Args);
+    auto args = AbiArgs<Args>();
     if constexpr (requires { args.self; }) args.self = plugin_->instance();
     if constexpr (requires { args.device; }) args.device = device_;
     return args;

@@ -20,6 +20,16 @@
 
 namespace hetrt {
 
+// How a call's args struct starts: zeroed, with the struct_size of this
+// build's version of the struct (plugin_abi.h's rule). Device::Make adds the
+// instance and the device.
+template <typename Args>
+Args AbiArgs() {
+  Args args{};
+  args.struct_size = sizeof(Args);
+  return args;
+}
+
 // DLPack device types the core indexes by (kDLCPU .. kDLMAIA and room to grow):
 // the registry's lookup table and the TVM backend routes use this one bound.
 inline constexpr int kMaxDeviceType = 64;

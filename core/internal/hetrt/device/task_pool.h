@@ -4,7 +4,6 @@
 #pragma once
 
 #include "hetrt/base/last_error.h"
-#include "hetrt/device/abi_args.h"
 #include "hetrt/device/plugin.h"
 
 namespace hetrt {

@@ -26,6 +26,7 @@ struct PluginSetting {
   std::string plugin;  // the plugin's name, as `hetrt plugins` lists it
   std::string key;
   std::string value;
+  bool operator==(const PluginSetting&) const = default;
 };
 
 struct TensorMetadata {
