@@ -1,16 +1,20 @@
 // The gRPC frontend: inference.GRPCInferenceService (the Open Inference
 // Protocol plus the repository extension) and grpc.health.v1.Health on gRPC's
-// synchronous server, each RPC answered on the thread that received it.
+// callback API.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "grpc_infer_codec.h"
 #include "grpc_service.grpc.pb.h"
@@ -59,63 +63,118 @@ grpc::Status CheckRepositoryRequest(const RepositoryRequest& request, bool unloa
   return grpc::Status::OK;
 }
 
-class InferenceService final : public inference::GRPCInferenceService::Service {
+// Runs the repository's load and unload calls on a thread of its own: a load
+// may compile a model for seconds, which gRPC's callback threads must not
+// wait for. Calls run one at a time (the server loads one model at a time).
+class LongCallThread {
+ public:
+  LongCallThread() : thread_([this] { Loop(); }) {}
+  ~LongCallThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    queued_.notify_one();
+    thread_.join();
+  }
+  void Post(std::function<void()> call) {
+    {
+      std::lock_guard lock(mutex_);
+      calls_.push_back(std::move(call));
+    }
+    queued_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      queued_.wait(lock, [&] { return stopping_ || !calls_.empty(); });
+      if (calls_.empty()) return;  // stopping, every posted call answered
+      std::function<void()> call = std::move(calls_.front());
+      calls_.pop_front();
+      lock.unlock();
+      call();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<std::function<void()>> calls_;  // under mutex_
+  bool stopping_ = false;                    // under mutex_
+  std::thread thread_;
+};
+
+// On gRPC's callback API: one thread serves many calls, and ModelInfer
+// completes when its request has run, on whichever thread ran it, instead of
+// holding a server thread while it waits in the model's queue.
+class InferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
   explicit InferenceService(InferenceServer& server) : server_(server) {}
 
-  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
-                          inference::ServerLiveResponse* response) override {
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* response) override {
     response->set_live(server_.Live());
-    return grpc::Status::OK;
+    return Finished(context, grpc::Status::OK);
   }
 
-  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
-                           inference::ServerReadyResponse* response) override {
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* response) override {
     response->set_ready(server_.Ready());
-    return grpc::Status::OK;
+    return Finished(context, grpc::Status::OK);
   }
 
-  grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* request,
-                          inference::ModelReadyResponse* response) override {
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override {
     Result<bool> ready = server_.ModelReady(request->name(), request->version());
-    if (!ready.ok()) return ToGrpc(ready.status());
-    response->set_ready(*ready);
-    return grpc::Status::OK;
+    if (ready.ok()) response->set_ready(*ready);
+    return Finished(context, ToGrpc(ready.status()));
   }
 
-  grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
-                              inference::ServerMetadataResponse* response) override {
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* response) override {
     response->set_name(server_.Name());
     response->set_version(server_.Version());
     for (const std::string& extension : server_.Extensions()) response->add_extensions(extension);
-    return grpc::Status::OK;
+    return Finished(context, grpc::Status::OK);
   }
 
-  grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* request,
-                             inference::ModelMetadataResponse* response) override {
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override {
     Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), request->version());
-    if (!metadata.ok()) return ToGrpc(metadata.status());
+    if (!metadata.ok()) return Finished(context, ToGrpc(metadata.status()));
     response->set_name(metadata->name);
     for (const std::string& version : metadata->versions) response->add_versions(version);
     response->set_platform(metadata->platform);
     for (const TensorMetadata& input : metadata->inputs) FillTensorMetadata(input, *response->add_inputs());
     for (const TensorMetadata& output : metadata->outputs) FillTensorMetadata(output, *response->add_outputs());
-    return grpc::Status::OK;
+    return Finished(context, grpc::Status::OK);
   }
 
-  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* request,
-                          inference::ModelInferResponse* response) override {
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     Result<InferRequest> decoded = DecodeInferRequest(*request);
-    if (!decoded.ok()) return ToGrpc(decoded.status());
-    Result<InferResponse> result = server_.Infer(std::move(decoded).value());
-    if (!result.ok()) return ToGrpc(result.status());
-    return ToGrpc(EncodeInferResponse(*result, *response));
+    if (!decoded.ok()) {
+      reactor->Finish(ToGrpc(decoded.status()));
+      return reactor;
+    }
+    // `response` lives until the reactor is finished.
+    server_.InferAsync(std::move(decoded).value(), [reactor, response](Result<InferResponse> result) {
+      reactor->Finish(result.ok() ? ToGrpc(EncodeInferResponse(*result, *response)) : ToGrpc(result.status()));
+    });
+    return reactor;
   }
 
-  grpc::Status RepositoryIndex(grpc::ServerContext*, const inference::RepositoryIndexRequest* request,
-                               inference::RepositoryIndexResponse* response) override {
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override {
     grpc::Status named = CheckRepositoryName(request->repository_name());
-    if (!named.ok()) return named;
+    if (!named.ok()) return Finished(context, named);
     for (const RepositoryEntry& entry : server_.Index(request->ready())) {
       auto* model = response->add_models();
       model->set_name(entry.name);
@@ -123,25 +182,39 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
       model->set_state(entry.state);
       model->set_reason(entry.reason);
     }
-    return grpc::Status::OK;
+    return Finished(context, grpc::Status::OK);
   }
 
-  grpc::Status RepositoryModelLoad(grpc::ServerContext*, const inference::RepositoryModelLoadRequest* request,
-                                   inference::RepositoryModelLoadResponse*) override {
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
+                                                const inference::RepositoryModelLoadRequest* request,
+                                                inference::RepositoryModelLoadResponse*) override {
     grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/false);
-    if (!checked.ok()) return checked;
-    return ToGrpc(server_.Load(request->model_name()));
+    if (!checked.ok()) return Finished(context, checked);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    long_calls_.Post([this, reactor, model = request->model_name()] { reactor->Finish(ToGrpc(server_.Load(model))); });
+    return reactor;
   }
 
-  grpc::Status RepositoryModelUnload(grpc::ServerContext*, const inference::RepositoryModelUnloadRequest* request,
-                                     inference::RepositoryModelUnloadResponse*) override {
+  grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
+                                                  const inference::RepositoryModelUnloadRequest* request,
+                                                  inference::RepositoryModelUnloadResponse*) override {
     grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/true);
-    if (!checked.ok()) return checked;
-    return ToGrpc(server_.Unload(request->model_name()));
+    if (!checked.ok()) return Finished(context, checked);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    long_calls_.Post(
+        [this, reactor, model = request->model_name()] { reactor->Finish(ToGrpc(server_.Unload(model))); });
+    return reactor;
   }
 
  private:
+  static grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context, const grpc::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
+
   InferenceServer& server_;
+  LongCallThread long_calls_;
 };
 
 // gRPC's default health service reports what it is told; this keeps it telling
@@ -209,15 +282,6 @@ class GrpcFrontend final : public Frontend {
     // Without this Linux lets a second server share the port and Start would
     // succeed on a port another process serves.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    // A sync server runs each RPC on a polling thread and starts more as calls
-    // arrive; keeping up to kMaxPollers idle ones keeps concurrency 16+ from
-    // creating a thread per call, and the quota bounds threads (memory) under
-    // any load: a call past it is refused with RESOURCE_EXHAUSTED.
-    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
-    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
-    grpc::ResourceQuota quota("hetrt-grpc");
-    quota.SetMaxThreads(kMaxThreads);
-    builder.SetResourceQuota(quota);
 
     std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
     if (!grpc_server || selected_port == 0) {
@@ -242,9 +306,6 @@ class GrpcFrontend final : public Frontend {
   }
 
  private:
-  static constexpr int kMinPollers = 2;
-  static constexpr int kMaxPollers = 32;
-  static constexpr int kMaxThreads = 128;
   // Kubernetes' default terminationGracePeriodSeconds.
   static constexpr auto kShutdownGrace = std::chrono::seconds(30);
 

@@ -1,10 +1,12 @@
 #include "hetrt/serve/inference_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -80,7 +82,9 @@ struct InferenceServer::State {
   std::map<std::string, ModelEntry> models;
   std::mutex load_mutex;  // one load or unload at a time
   bool draining = false;  // under mutex
-  int64_t in_flight = 0;  // under mutex
+  // Infer calls in progress: raised under mutex (after the draining check),
+  // lowered without it; `idle` is signalled under mutex when it reaches 0.
+  std::atomic<int64_t> in_flight{0};
   std::condition_variable idle;
   // Readiness observers: called under observers_mutex (so removal waits for a
   // call in progress), never under mutex.
@@ -94,6 +98,8 @@ struct InferenceServer::State {
   }
 
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version) const;
+  template <typename Use>
+  void Run(const std::string& model, const std::string& version, Use&& use);
 };
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::State::Find(const std::string& model,
@@ -159,17 +165,43 @@ Result<bool> InferenceServer::ModelReady(const std::string& model, const std::st
 }
 
 Result<InferResponse> InferenceServer::Infer(InferRequest request) {
+  std::promise<Result<InferResponse>> answered;
+  std::future<Result<InferResponse>> response = answered.get_future();
+  InferDone done = [&answered](Result<InferResponse> answer) { answered.set_value(std::move(answer)); };
+  state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
+    if (!served.ok()) return done(served.status());
+    (*served)->Submit(std::move(request), std::move(done), ModelVersion::Caller::kBlocking);
+  });
+  return response.get();
+}
+
+void InferenceServer::InferAsync(InferRequest request, InferDone done) {
+  state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
+    if (!served.ok()) return done(served.status());
+    (*served)->Submit(std::move(request), std::move(done), ModelVersion::Caller::kEventLoop);
+  });
+}
+
+// Calls `use` with the served version (or why there is none) and keeps it for
+// the call. Drain waits for the calls in progress here; a request they queued
+// is answered by its version's Stop at the latest.
+template <typename Use>
+void InferenceServer::State::Run(const std::string& model, const std::string& version, Use&& use) {
   std::shared_ptr<ModelVersion> served;
   {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->draining) return Unavailable("the server is shutting down");
-    HETRT_ASSIGN_OR_RETURN(served, state_->Find(request.model, request.version));
-    ++state_->in_flight;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (draining) return use(Result<ModelVersion*>(Unavailable("the server is shutting down")));
+    Result<std::shared_ptr<ModelVersion>> found = Find(model, version);
+    if (!found.ok()) return use(Result<ModelVersion*>(found.status()));
+    served = std::move(found).value();
+    in_flight.fetch_add(1, std::memory_order_relaxed);
   }
-  Result<InferResponse> response = served->Infer(std::move(request));
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  if (--state_->in_flight == 0) state_->idle.notify_all();
-  return response;
+  use(Result<ModelVersion*>(served.get()));
+  served.reset();
+  if (in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(mutex);
+    idle.notify_all();
+  }
 }
 
 std::vector<RepositoryEntry> InferenceServer::Index(bool ready_only) const {

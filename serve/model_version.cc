@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <future>
 
 #include "batching.h"
 #include "hetrt/exec/open_model.h"
@@ -69,6 +68,9 @@ struct ModelVersion::Instance {
   GraphExecutor* graph = nullptr;  // the same executor when it is a graph one (profiled runs)
   InstanceStats stats;
   bool busy = false;  // under mutex_: its thread or a caller is running it
+  // A run's time, averaged over the last few (the warm-up's at first): whether
+  // an event-loop caller may run it.
+  std::atomic<uint64_t> recent_run_ns{0};
   std::thread thread;
 };
 
@@ -77,7 +79,7 @@ struct ModelVersion::Pending {
   std::vector<int> outputs;  // output indices to return, in order
   int64_t rows = 0;          // rows on the batch axis (0 when not batching)
   uint64_t enqueued_ns = 0;
-  std::promise<Result<InferResponse>> done;
+  InferDone done;
 };
 
 Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name, int64_t version,
@@ -190,8 +192,10 @@ Status ModelVersion::WarmUp() {
       std::memset(zeros.data(), 0, zeros.nbytes());
       HETRT_RETURN_IF_ERROR(ex.SetInput(index, zeros));
     }
+    const uint64_t start = NowNs();
     HETRT_RETURN_IF_ERROR(ex.Run());
     HETRT_RETURN_IF_ERROR(ex.Synchronize());
+    instance->recent_run_ns.store(NowNs() - start, std::memory_order_relaxed);
   }
   return OkStatus();
 }
@@ -253,60 +257,103 @@ Status ModelVersion::CheckRequest(InferRequest& request, int64_t& rows, std::vec
   return OkStatus();
 }
 
-Result<InferResponse> ModelVersion::Infer(InferRequest request) {
-  const uint64_t arrived = NowNs();
-  Pending pending;
-  HETRT_RETURN_IF_ERROR(CheckRequest(request, pending.rows, pending.outputs));
-  pending.request = std::move(request);
-  pending.enqueued_ns = arrived;
-  std::future<Result<InferResponse>> result = pending.done.get_future();
+void ModelVersion::Submit(InferRequest request, InferDone done, Caller caller) {
+  auto pending = std::make_unique<Pending>();
+  pending->enqueued_ns = NowNs();
+  if (Status checked = CheckRequest(request, pending->rows, pending->outputs); !checked.ok()) return done(checked);
+  pending->request = std::move(request);
+  pending->done = std::move(done);
   Instance* inline_instance = nullptr;
+  bool wake = false;
+  Status refused = OkStatus();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
-      stats_.rejected.fetch_add(1, std::memory_order_relaxed);
-      return Unavailable("model '" + name_ + "' version " + std::to_string(version_) + " is being unloaded");
+      refused = Unavailable("model '" + name_ + "' version " + std::to_string(version_) + " is being unloaded");
+    } else if (queue_.size() >= static_cast<size_t>(config_.max_queue_size)) {
+      refused = Unavailable("model '" + name_ + "': the request queue is full (max_queue_size " +
+                            std::to_string(config_.max_queue_size) + "); retry later");
+    } else {
+      in_flight_.fetch_add(1, std::memory_order_relaxed);
+      // Nothing waiting and an instance idle: this thread runs it, sparing two
+      // thread hand-offs (the instance's thread and back) on the latency path.
+      // Dynamic batching always goes through the queue (the instance's thread
+      // collects the batch).
+      if (!config_.dynamic_batching && queue_.empty()) inline_instance = TakeIdleInstance(caller);
+      if (inline_instance == nullptr) {
+        queue_.push_back(std::move(pending));
+        // A busy instance looks at the queue when its run ends: waking its
+        // thread now would only put it back to sleep. A batching thread waits
+        // for more rows while its instance is busy.
+        wake = config_.dynamic_batching || AnyInstanceIdle();
+      }
     }
-    if (queue_.size() >= static_cast<size_t>(config_.max_queue_size)) {
-      stats_.rejected.fetch_add(1, std::memory_order_relaxed);
-      return Unavailable("model '" + name_ + "': the request queue is full (max_queue_size " +
-                         std::to_string(config_.max_queue_size) + "); retry later");
-    }
-    in_flight_.fetch_add(1, std::memory_order_relaxed);
-    // Nothing waiting and an instance idle: this thread runs it, sparing two
-    // thread hand-offs (the instance's thread and back) on the latency path.
-    // The executor is still used by one thread at a time; its current streams
-    // are set per run. Dynamic batching always goes through the queue (the
-    // instance's thread collects the batch).
-    if (!config_.dynamic_batching && queue_.empty())
-      for (auto& instance : instances_)
-        if (!instance->busy) {
-          instance->busy = true;
-          inline_instance = instance.get();
-          break;
-        }
-    if (inline_instance == nullptr) queue_.push_back(&pending);
   }
-  // Instance threads wait for work *and* their instance free: wake them all
-  // (there are few), or one whose instance a caller holds could take the
-  // signal. A request run inline wakes them only if work queued meanwhile.
-  bool wake = true;
-  if (inline_instance != nullptr) {
-    Execute(*inline_instance, {&pending});
+  if (!refused.ok()) {
+    stats_.rejected.fetch_add(1, std::memory_order_relaxed);
+    return pending->done(refused);
+  }
+  if (inline_instance == nullptr) {
+    if (wake) queued_.notify_all();
+    return;
+  }
+  Batch batch;
+  batch.push_back(std::move(pending));
+  Execute(*inline_instance, batch);
+  // An event-loop caller keeps the instance for the requests queued behind its
+  // own while its budget lasts: they run without waking any thread, and their
+  // callers' threads were never blocked.
+  if (caller == Caller::kEventLoop) {
+    const uint64_t until = NowNs() + kEventLoopBudgetNs;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (queue_.empty() || NowNs() >= until) break;
+      batch.clear();
+      TakeBatch(lock, batch);
+      lock.unlock();
+      Execute(*inline_instance, batch);
+    }
+  }
+  Release(*inline_instance);
+}
+
+// A caller is done with `instance`: the instance's thread takes what queued
+// meanwhile. (Handing the instance to a blocking caller waiting in the queue
+// instead, to run its request on its own thread, was slower: the instance then
+// idles while that caller wakes up, where its own thread, already awake,
+// runs the queue back to back.)
+void ModelVersion::Release(Instance& instance) {
+  bool wake = false;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    inline_instance->busy = false;
+    instance.busy = false;
     wake = !queue_.empty();
   }
   if (wake) queued_.notify_all();
-  Result<InferResponse> response = result.get();
-  in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  (response.ok() ? stats_.success : stats_.failure).fetch_add(1, std::memory_order_relaxed);
-  stats_.request_ns.fetch_add(NowNs() - arrived, std::memory_order_relaxed);
-  return response;
 }
 
-void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch) {
-  batch.push_back(queue_.front());
+// Under mutex_. An event-loop caller only takes an instance whose runs are
+// short: a long run on its thread would hold up the connections it serves.
+ModelVersion::Instance* ModelVersion::TakeIdleInstance(Caller caller) {
+  for (auto& instance : instances_) {
+    if (instance->busy) continue;
+    if (caller == Caller::kEventLoop && instance->recent_run_ns.load(std::memory_order_relaxed) > kEventLoopBudgetNs)
+      continue;
+    instance->busy = true;
+    return instance.get();
+  }
+  return nullptr;
+}
+
+// Under mutex_.
+bool ModelVersion::AnyInstanceIdle() const {
+  for (const auto& instance : instances_)
+    if (!instance->busy) return true;
+  return false;
+}
+
+void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, Batch& batch) {
+  batch.push_back(std::move(queue_.front()));
   queue_.pop_front();
   // Without dynamic_batching (Triton's meaning) each request runs alone, padded.
   if (compiled_batch_ <= 0 || !config_.dynamic_batching) return;
@@ -317,7 +364,7 @@ void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pen
     if (!queue_.empty()) {
       if (rows + queue_.front()->rows > batch_capacity_) break;  // FIFO: the next one starts the next batch
       rows += queue_.front()->rows;
-      batch.push_back(queue_.front());
+      batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
       continue;
     }
@@ -327,7 +374,7 @@ void ModelVersion::TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pen
 }
 
 void ModelVersion::Serve(Instance& instance) {
-  std::vector<Pending*> batch;
+  Batch batch;
   for (;;) {
     batch.clear();
     {
@@ -343,10 +390,10 @@ void ModelVersion::Serve(Instance& instance) {
   }
 }
 
-void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batch) {
+void ModelVersion::Execute(Instance& instance, Batch& batch) {
   const uint64_t start = NowNs();
   int64_t rows = 0;
-  for (Pending* p : batch) {
+  for (const auto& p : batch) {
     stats_.queue_ns.fetch_add(start - p->enqueued_ns, std::memory_order_relaxed);
     rows += p->rows;
   }
@@ -355,6 +402,8 @@ void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batc
   Status status = RunBatch(instance, batch, rows, answers);
   const uint64_t end = NowNs();
   instance.stats.busy_ns.fetch_add(end - start, std::memory_order_relaxed);
+  const uint64_t recent = instance.recent_run_ns.load(std::memory_order_relaxed);
+  instance.recent_run_ns.store((3 * recent + (end - start)) / 4, std::memory_order_relaxed);
   instance.stats.executions.fetch_add(1, std::memory_order_relaxed);
   stats_.executions.fetch_add(1, std::memory_order_relaxed);
   const size_t bucket =
@@ -362,12 +411,19 @@ void ModelVersion::Execute(Instance& instance, const std::vector<Pending*>& batc
   stats_.executions_by_rows[bucket].fetch_add(1, std::memory_order_relaxed);
   // Counted before anyone is answered: a caller reading /metrics after its
   // response sees its own run.
-  for (size_t i = 0; i < batch.size(); ++i)
-    batch[i]->done.set_value(status.ok() ? std::move(answers[i]) : Result<InferResponse>(status));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Result<InferResponse> answer = status.ok() ? std::move(answers[i]) : Result<InferResponse>(status);
+    (answer.ok() ? stats_.success : stats_.failure).fetch_add(1, std::memory_order_relaxed);
+    stats_.request_ns.fetch_add(end - batch[i]->enqueued_ns, std::memory_order_relaxed);
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    InferDone done = std::move(batch[i]->done);
+    batch[i].reset();  // the request's tensors go before its caller hears back
+    done(std::move(answer));
+  }
 }
 
 // Runs the batch; on success `answers` holds one result per request, in order.
-Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows,
+Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t rows,
                               std::vector<Result<InferResponse>>& answers) {
   Executor& ex = *instance.executor;
   // Packed: several requests in one run, or (static shapes) fewer rows than N, zero-padded.
@@ -382,7 +438,7 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
     if (symbolic_batch_) spec.shape = batch[0]->request.inputs[i].tensor.shape(), spec.shape[0] = rows;
     HETRT_ASSIGN_OR_RETURN(Tensor whole, Tensor::EmptyHost(spec.shape, spec.dtype));
     std::vector<const Tensor*> parts;
-    for (Pending* p : batch) parts.push_back(&p->request.inputs[i].tensor);
+    for (const auto& p : batch) parts.push_back(&p->request.inputs[i].tensor);
     HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
     HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
   }
@@ -395,13 +451,13 @@ Status ModelVersion::RunBatch(Instance& instance, const std::vector<Pending*>& b
   HETRT_RETURN_IF_ERROR(ex.Synchronize());
   // Each output copied to the host once, then handed out (sliced when packed).
   std::vector<Tensor> results(metadata_.outputs.size());
-  for (Pending* p : batch)
+  for (const auto& p : batch)
     for (int o : p->outputs)
       if (!results[static_cast<size_t>(o)].defined()) {
         HETRT_ASSIGN_OR_RETURN(results[static_cast<size_t>(o)], ex.GetOutput(o));
       }
   int64_t row = 0;
-  for (Pending* p : batch) {
+  for (const auto& p : batch) {
     InferResponse response;
     response.model = name_;
     response.version = std::to_string(version_);

@@ -1,6 +1,7 @@
 // One served version of a model: its instances (each its own executor on its
 // own thread; executors are not shared across threads), the bounded request
 // queue in front of them, dynamic batching, and the numbers /metrics reports.
+// A request may also run on the thread that submitted it (see Submit).
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,8 +67,23 @@ class ModelVersion {
   // Inputs, outputs and platform (versions are the server's to fill in).
   const ModelMetadata& metadata() const { return metadata_; }
 
-  // Validates, queues and waits for the response (see InferenceServer::Infer).
-  Result<InferResponse> Infer(InferRequest request);
+  // Who submits a request, which decides whether its thread may run requests.
+  enum class Caller {
+    // Waits for its response anyway (a REST worker): runs its own request when
+    // an instance is idle and nothing is queued, never anyone else's.
+    kBlocking,
+    // Serves other connections too (a gRPC callback thread): runs its own
+    // request only when runs are short (kEventLoopBudget), then keeps the
+    // instance to run the requests queued behind it until that budget is spent.
+    kEventLoop,
+  };
+  // The longest an event-loop caller holds an instance.
+  static constexpr uint64_t kEventLoopBudgetNs = 1'000'000;
+
+  // Validates and queues the request, or runs it on this thread. `done` is
+  // called exactly once: before Submit returns (a bad request, a full queue, a
+  // request run here) or later on the thread that ran it.
+  void Submit(InferRequest request, InferDone done, Caller caller);
   // Rejects new requests, lets queued and running ones finish, joins the
   // instances. Idempotent.
   void Stop();
@@ -83,11 +100,14 @@ class ModelVersion {
   Status InitMetadata();
   Status WarmUp();
   Status CheckRequest(InferRequest& request, int64_t& rows, std::vector<int>& outputs) const;
+  using Batch = std::vector<std::unique_ptr<Pending>>;
   void Serve(Instance& instance);
-  void TakeBatch(std::unique_lock<std::mutex>& lock, std::vector<Pending*>& batch);
-  void Execute(Instance& instance, const std::vector<Pending*>& batch);
-  Status RunBatch(Instance& instance, const std::vector<Pending*>& batch, int64_t rows,
-                  std::vector<Result<InferResponse>>& answers);
+  void Release(Instance& instance);
+  Instance* TakeIdleInstance(Caller caller);
+  bool AnyInstanceIdle() const;
+  void TakeBatch(std::unique_lock<std::mutex>& lock, Batch& batch);
+  void Execute(Instance& instance, Batch& batch);
+  Status RunBatch(Instance& instance, const Batch& batch, int64_t rows, std::vector<Result<InferResponse>>& answers);
 
   std::string name_;
   int64_t version_ = 0;
@@ -104,7 +124,7 @@ class ModelVersion {
   std::vector<std::unique_ptr<Instance>> instances_;
   mutable std::mutex mutex_;
   std::condition_variable queued_;
-  std::deque<Pending*> queue_;
+  std::deque<std::unique_ptr<Pending>> queue_;
   bool stopping_ = false;
   std::atomic<int64_t> in_flight_{0};
   ModelVersionStats stats_;

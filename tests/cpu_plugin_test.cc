@@ -845,6 +845,51 @@ TEST_F(CpuPluginTest, SpinUsIsHowLongIdleWorkersStayAwakeAfterALaunch) {
   ASSERT_EQ(Consume(SetOption(self_, "spin_us", "200")), "");
 }
 
+// Busy for about a millisecond per task: a launch site too long to run serially.
+int32_t SlowRun(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  return CountRun(task_id, env, cdata);
+}
+
+// How many tasks one launch of `lambda` (num_task 0) ran.
+int32_t TasksOfOneLaunch(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda) {
+  LaunchRecord record(8);
+  EXPECT_EQ(Launch(self, lambda, &record, 0), "");
+  int32_t ran = 0;
+  for (const auto& runs : record.runs) ran += runs.load();
+  return ran;
+}
+
+TEST_F(CpuPluginTest, SerialBelowUsRunsShortLaunchSitesAsOneTaskOnTheCallingThread) {
+  SetThreads(self_, 3);
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "500")), "");
+  // A site's first launch splits and measures; a short one then runs as one task.
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 3);
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 1);
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 1);
+  // A site measured longer than the threshold keeps splitting.
+  EXPECT_EQ(TasksOfOneLaunch(self_, SlowRun), 3);
+  EXPECT_EQ(TasksOfOneLaunch(self_, SlowRun), 3);
+  // A task count the kernel asks for is kept.
+  LaunchRecord record(8);
+  ASSERT_EQ(Launch(self_, CountRun, &record, 2), "");
+  ExpectOnlyTasksBelowRanOnce(record, 2);
+  // A resized pool keeps the threshold and measures again.
+  SetThreads(self_, 2);
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 2);
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 1);
+  // 0 always splits; -1 (twice the measured wake-up, at least 20 us) is short enough for CountRun.
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 2);
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "-1")), "");
+  EXPECT_EQ(TasksOfOneLaunch(self_, CountRun), 1);
+  for (const char* value : {"-2", "abc", "1000001", "", "5 "})
+    EXPECT_EQ(CodeOf(SetOption(self_, "serial_below_us", value)), HETRT_STATUS_INVALID_ARGUMENT) << "\"" << value << "\"";
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
+}
+
 // A launch of num_task tasks (0: one per thread) on `threads` threads runs
 // exactly ids 0..num_ran-1, each once and seeing num_task == num_ran.
 void ExpectLaunchRunsIdsBelowOnce(hetrt_instance_t* self, int32_t threads, int32_t num_task, int32_t num_ran) {

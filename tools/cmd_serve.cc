@@ -23,6 +23,7 @@ struct ServeArgs {
   int64_t max_request_mib = 256;
   int64_t max_connections = 1024;
   int64_t cpu_spin_us = 20;
+  int64_t cpu_serial_below_us = -1;
 };
 
 // Each connection holds a file descriptor; the soft limit (often 1024) would
@@ -68,6 +69,15 @@ int Serve(ServeArgs& args) {
         std::fprintf(stderr, "hetrt serve: warning: --cpu-spin-us: %s\n", s.message().c_str());
     args.options.plugin_defaults.push_back({"cpu", "spin_us", std::to_string(args.cpu_spin_us)});
   }
+  // A parallel loop too short to pay for waking a worker runs on the thread
+  // that serves the request: on a server the other cores are busy with other
+  // requests, and each wake-up costs a context switch on both sides
+  // (bench/serve_load.py, mlp: about half the CPU per request). -1: twice this
+  // machine's measured wake-up.
+  if (auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU); cpu.ok())
+    if (Status s = (*cpu)->SetOption("serial_below_us", std::to_string(args.cpu_serial_below_us)); !s.ok())
+      std::fprintf(stderr, "hetrt serve: warning: --cpu-serial-below-us: %s\n", s.message().c_str());
+  args.options.plugin_defaults.push_back({"cpu", "serial_below_us", std::to_string(args.cpu_serial_below_us)});
   auto server = serve::InferenceServer::Create(args.options);
   if (!server.ok()) return Fail(server.status().message());
 
@@ -138,6 +148,12 @@ Command AddServeCommand(CLI::App& app) {
                   "how long the CPU plugin's idle workers spin before sleeping, in us (HETRT_CPU_SPIN_US wins)")
       ->capture_default_str()
       ->check(IntInRange("--cpu-spin-us", 0, 1000000));
+  cmd->add_option("--cpu-serial-below-us", args->cpu_serial_below_us,
+                  "a parallel loop whose work takes less than this on one thread runs on the request's thread "
+                  "instead of waking the CPU plugin's workers, in us (-1: twice this machine's measured wake-up; "
+                  "0: always split)")
+      ->capture_default_str()
+      ->check(IntInRange("--cpu-serial-below-us", -1, 1000000));
   return [args] { return Serve(*args); };
 }
 

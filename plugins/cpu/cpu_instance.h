@@ -10,6 +10,7 @@
 
 #include "hetrt/plugin_abi.h"
 #include "hetrt/sdk/memory_counters.h"
+#include "hetrt/sdk/wake_up.h"
 #include "plugin_error.h"
 #include "thread_pool.h"
 
@@ -36,6 +37,10 @@ struct hetrt_instance {
   // The pools' spin before sleeping (option spin_us, HETRT_CPU_SPIN_US), kept
   // here so that a resized pool gets it too.
   std::atomic<int64_t> spin_us{hetrt::cpu::kSpinBudget.count()};
+  // Launch sites whose work is shorter run on the calling thread (option
+  // serial_below_us, resolved: -1 measures the wake-up); 0: never.
+  std::atomic<int64_t> serial_below_us{0};
+  hetrt::sdk::PollBudget wake_up;
   std::mutex resize_mutex;  // one resize at a time keeps pool, size and name in step
 
   // memory_stats: bytes as requested by allocate (its own cache line inside).

@@ -43,7 +43,7 @@ bool ParseThreadCount(const char* text, int32_t* count) {
 }
 
 // The whole of `text` must be a decimal count of microseconds in [0, 1 s].
-bool ParseSpin(const char* text, std::chrono::microseconds* spin) {
+bool ParseMicroseconds(const char* text, std::chrono::microseconds* spin) {
   const char* end = text + std::strlen(text);
   int64_t value = -1;
   const auto [parsed_end, error] = std::from_chars(text, end, value);
@@ -58,17 +58,31 @@ hetrt_error_t* ApplyOption(hetrt_instance_t* self, const char* key, const char* 
   }
   if (std::strcmp(key, "spin_us") == 0) {
     std::chrono::microseconds spin{};
-    if (!ParseSpin(value, &spin))
+    if (!ParseMicroseconds(value, &spin))
       return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                         "cpu plugin: spin_us=\"%s\" is not a count of microseconds in [0, 1000000]", value);
     SetPoolSpin(self, spin);
     return nullptr;
   }
+  if (std::strcmp(key, "serial_below_us") == 0) {
+    std::chrono::microseconds below{};
+    if (std::strcmp(value, "-1") == 0) {
+      // Splitting pays when half the work outlasts a worker's wake-up.
+      below = std::chrono::microseconds(2 * self->wake_up.Us(hetrt::sdk::PollBudget::kAuto));
+    } else if (!ParseMicroseconds(value, &below)) {
+      return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
+                        "cpu plugin: serial_below_us=\"%s\" is not -1 (twice this machine's wake-up) or a count "
+                        "of microseconds in [0, 1000000]",
+                        value);
+    }
+    SetPoolSerialBelow(self, below);
+    return nullptr;
+  }
   if (std::strcmp(key, "num_threads") != 0) {
     // NOT_FOUND lets a caller that offers an option to every plugin tell
     // "not mine" from "bad value".
-    return MakeErrorf(HETRT_STATUS_NOT_FOUND, "cpu plugin: unknown option \"%s\" (known: num_threads, spin_us)",
-                      key);
+    return MakeErrorf(HETRT_STATUS_NOT_FOUND,
+                      "cpu plugin: unknown option \"%s\" (known: num_threads, spin_us, serial_below_us)", key);
   }
   int32_t num_threads = 0;
   if (!ParseThreadCount(value, &num_threads)) {
@@ -119,7 +133,7 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
   self->cpu_model = CpuModelName();
   if (const char* spin_text = std::getenv("HETRT_CPU_SPIN_US")) {
     std::chrono::microseconds spin{};
-    if (!ParseSpin(spin_text, &spin))
+    if (!ParseMicroseconds(spin_text, &spin))
       return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                         "cpu plugin: HETRT_CPU_SPIN_US=\"%s\" is not a count of microseconds in [0, 1000000]",
                         spin_text);

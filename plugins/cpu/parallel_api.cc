@@ -94,6 +94,12 @@ void SetPoolSpin(hetrt_instance_t* self, std::chrono::microseconds spin) {
   if (ThreadPool* pool = self->pool.load()) pool->set_spin(spin);
 }
 
+void SetPoolSerialBelow(hetrt_instance_t* self, std::chrono::microseconds below) {
+  std::lock_guard<std::mutex> resize(self->resize_mutex);
+  self->serial_below_us.store(below.count());
+  if (ThreadPool* pool = self->pool.load()) pool->set_serial_below(below);
+}
+
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
   if (num_threads < 1 || num_threads > kMaxThreads) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: thread count %d is not in [1, %d]",
@@ -114,6 +120,7 @@ hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads) {
                       static_cast<int>(num_threads));
   }
   pool->set_spin(std::chrono::microseconds(self->spin_us.load()));
+  pool->set_serial_below(std::chrono::microseconds(self->serial_below_us.load()));
   SwapPool(self, pool);
   self->num_threads.store(num_threads);
   std::lock_guard<std::mutex> name_lock(self->name_mutex);

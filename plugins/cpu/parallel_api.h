@@ -16,6 +16,9 @@ namespace hetrt::cpu {
 hetrt_error_t* StartThreadPool(hetrt_instance_t* self, int32_t num_threads);
 // The spin of the running pool and of every later one.
 void SetPoolSpin(hetrt_instance_t* self, std::chrono::microseconds spin);
+// The serial threshold (ThreadPool::set_serial_below) of the running pool and
+// of every later one.
+void SetPoolSerialBelow(hetrt_instance_t* self, std::chrono::microseconds below);
 // Stops the pool; later launches of the instance fail.
 void StopThreadPool(hetrt_instance_t* self);
 

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <string>
 
 #include "spin_wait.h"
@@ -17,6 +18,11 @@ int32_t RunSerially(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_tas
     if (lambda(task_id, &env, cdata) != 0 && failed_task < 0) failed_task = task_id;
   }
   return failed_task;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -47,6 +53,16 @@ void ThreadPool::StopWorkers() {
 }
 
 int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t num_task) {
+  const int64_t serial_below = num_task == 0 ? serial_below_ns_.load(std::memory_order_relaxed) : 0;
+  if (serial_below > 0) {
+    const int64_t serial_ns = sizes_.SerialNs(lambda);
+    if (serial_ns >= 0 && serial_ns < serial_below) {
+      const int64_t start = NowNs();
+      const int32_t failed_task = RunSerially(lambda, cdata, 1);
+      sizes_.Record(lambda, NowNs() - start);
+      return failed_task;
+    }
+  }
   const bool use_workers =
       num_task != 1 && !workers_.empty() && !launch_in_progress_.exchange(true, std::memory_order_acquire);
   if (!use_workers) return RunSerially(lambda, cdata, num_task == 0 ? 1 : num_task);
@@ -60,7 +76,15 @@ int32_t ThreadPool::Launch(hetrt_parallel_lambda_t lambda, void* cdata, int32_t 
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();  // no system call while every worker is still spinning
 
-  RunShareOfTasks(0);
+  if (serial_below > 0) {
+    // Its share times the thread count: the site's work on one thread, without
+    // the workers' wake-up.
+    const int64_t start = NowNs();
+    RunShareOfTasks(0);
+    sizes_.Record(lambda, (NowNs() - start) * num_threads_);
+  } else {
+    RunShareOfTasks(0);
+  }
   SpinThenWait(workers_running_, [](int32_t running) { return running == 0; }, spin());
 
   const int32_t failed_task = failed_task_.load(std::memory_order_relaxed);

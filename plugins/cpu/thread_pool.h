@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
+#include "launch_sizes.h"
 #include "spin_wait.h"
 #include "task_barrier.h"
 
@@ -38,6 +39,16 @@ class ThreadPool {
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count(), std::memory_order_relaxed); }
   std::chrono::microseconds spin() const {
     return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+  }
+
+  // A launch with num_task 0 whose work takes less than this on one thread
+  // runs as one task on the calling thread: waking a sleeping worker costs
+  // more than it would save, and a server whose cores are busy with other
+  // requests gains nothing from splitting it. Measured per launch site (its
+  // lambda): the first launch of a site, and every launch of a site found
+  // larger, uses the workers and times the calling thread's share. 0: never.
+  void set_serial_below(std::chrono::nanoseconds below) {
+    serial_below_ns_.store(below.count(), std::memory_order_relaxed);
   }
 
   // Runs lambda(task_id, env, cdata) for every task_id in [0, num_task); 0 means
@@ -80,6 +91,8 @@ class ThreadPool {
   // Written by workers as they finish.
   alignas(64) std::atomic<int32_t> workers_running_{0};
   std::atomic<int64_t> spin_us_{kSpinBudget.count()};
+  std::atomic<int64_t> serial_below_ns_{0};
+  LaunchSizes sizes_;
   std::atomic<int32_t> failed_task_{-1};
 
   TaskBarrier barrier_;

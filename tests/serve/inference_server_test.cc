@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -95,6 +96,18 @@ std::unique_ptr<InferenceServer> StartServing(Repository& repo, const std::strin
   repo.Link(model, 1, dir, {"deploy.so"});
   return Start(repo);
 }
+
+// A server of one fixture's deploy.so, its inputs and expected output.
+struct OneModel {
+  OneModel(const std::string& model, const std::string& dir)
+      : server(StartServing(repo, model, dir)),
+        request(RequestFromParams(model, dir + "/inputs.params")),
+        expected(Expected(dir)) {}
+  Repository repo;
+  std::unique_ptr<InferenceServer> server;
+  InferRequest request;
+  Tensor expected;
+};
 
 TEST(InferenceServer, ServesADeployLibraryWithMetadataAndMatchesTvm) {
   HETRT_REQUIRE_FIXTURE(dir, "mlp");
@@ -433,6 +446,55 @@ TEST(InferenceServer, LoadRollsInANewVersionAndUnloadStopsServing) {
   EXPECT_EQ(server->Infer(RequestFromParams("add3", dir + "/inputs.params")).status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(server->Load("../add3").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(server->Load("missing").code(), StatusCode::kNotFound);
+}
+
+// gRPC's callback threads submit with InferAsync. A short model runs on the
+// submitting thread, and so do the requests queued behind it while that thread
+// holds the instance: no thread is woken and no caller waits.
+TEST(InferenceServer, InferAsyncRunsShortRequestsAndThoseQueuedBehindOnTheCallingThread) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  OneModel served("mlp", dir);
+  ASSERT_TRUE(served.server);
+  InferenceServer* server = served.server.get();
+  const InferRequest& request = served.request;
+  const Tensor& expected = served.expected;
+  // Runs that bring the instance's recent run time down from the warm-up's
+  // (slow under sanitizers) to mlp's microseconds.
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(server->Infer(request).ok());
+  const std::thread::id caller = std::this_thread::get_id();
+  constexpr int kQueued = 4;
+  std::vector<std::thread::id> answered_on;
+  int answered_before_return = -1;
+  auto check = [&](Result<InferResponse> response) {
+    ASSERT_TRUE(response.ok()) << response.status().message();
+    ExpectNear(response->outputs[0].tensor, expected);
+    answered_on.push_back(std::this_thread::get_id());
+  };
+  server->InferAsync(request, [&](Result<InferResponse> response) {
+    check(std::move(response));
+    // The instance is busy answering this one: these queue, and InferAsync
+    // returns at once without answering them.
+    for (int i = 0; i < kQueued; ++i) server->InferAsync(request, check);
+    answered_before_return = static_cast<int>(answered_on.size());
+  });
+  EXPECT_EQ(answered_before_return, 1);
+  ASSERT_EQ(answered_on.size(), 1u + kQueued) << "every request answered before the first InferAsync returned";
+  for (const std::thread::id& id : answered_on) EXPECT_EQ(id, caller);
+}
+
+// A model whose runs are long (resnet18: milliseconds) is left to its
+// instance's thread: an event-loop thread must get back to its connections.
+TEST(InferenceServer, InferAsyncLeavesLongRunsToTheInstanceThread) {
+  HETRT_REQUIRE_FIXTURE(dir, "resnet18");
+  OneModel served("resnet", dir);
+  ASSERT_TRUE(served.server);
+  std::promise<std::thread::id> answered_on;
+  served.server->InferAsync(served.request, [&](Result<InferResponse> response) {
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    if (response.ok()) ExpectNear(response->outputs[0].tensor, served.expected, 1e-4f);
+    answered_on.set_value(std::this_thread::get_id());
+  });
+  EXPECT_NE(answered_on.get_future().get(), std::this_thread::get_id());
 }
 
 TEST(InferenceServer, AFullQueueAnswersUnavailableAndNothingHangs) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,9 @@ struct InferResponse {
   std::string id;
   std::vector<InferTensor> outputs;  // output_<i>, in the order requested
 };
+
+// Receives one request's response (or its error), exactly once.
+using InferDone = std::function<void(Result<InferResponse>)>;
 
 // One row of the repository index (the repository extension).
 struct RepositoryEntry {

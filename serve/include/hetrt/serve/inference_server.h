@@ -53,6 +53,13 @@ class InferenceServer final {
   // dtype, shape, size; the message names what was expected), Unavailable (queue
   // full, model not ready or being unloaded, server shutting down).
   Result<InferResponse> Infer(InferRequest request);
+  // The same for a thread that serves other work too (an event loop: gRPC's
+  // callback threads). It never waits for a queue: `done` is called exactly
+  // once, before InferAsync returns (an error, or a request this thread ran)
+  // or later on the thread that runs the request. This thread runs requests
+  // (its own, then those queued behind it) only while their runs are short,
+  // for at most about a millisecond per call.
+  void InferAsync(InferRequest request, InferDone done);
 
   // The repository extension.
   std::vector<RepositoryEntry> Index(bool ready_only) const;

@@ -1,0 +1,49 @@
+// How long each parallel launch site's work takes on one thread, so that a
+// pool can run work too small to pay for waking a worker on the calling thread.
+//
+// A site is its lambda (one per parallel loop of a kernel). The table is a
+// fixed array of slots found by hashing the lambda's address: no allocation,
+// no lock. Two sites that share a slot overwrite each other's estimate; a
+// wrong estimate only picks the slower of two correct ways to run a launch,
+// for one launch, until the next measurement.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "hetrt/plugin_abi.h"
+
+namespace hetrt::cpu {
+
+class LaunchSizes {
+ public:
+  // The site's work on one thread in ns, or -1 when not measured yet.
+  int64_t SerialNs(hetrt_parallel_lambda_t lambda) const {
+    const Slot& slot = SlotOf(lambda);
+    if (slot.lambda.load(std::memory_order_relaxed) != lambda) return -1;
+    return slot.serial_ns.load(std::memory_order_relaxed);
+  }
+  void Record(hetrt_parallel_lambda_t lambda, int64_t serial_ns) {
+    Slot& slot = SlotOf(lambda);
+    slot.serial_ns.store(serial_ns, std::memory_order_relaxed);
+    slot.lambda.store(lambda, std::memory_order_relaxed);
+  }
+
+ private:
+  struct Slot {
+    std::atomic<hetrt_parallel_lambda_t> lambda{nullptr};
+    std::atomic<int64_t> serial_ns{-1};
+  };
+  static constexpr size_t kSlots = 256;  // a model's parallel loops, with room to spare
+
+  static size_t Index(hetrt_parallel_lambda_t lambda) {
+    // Functions are at least 16-byte aligned: drop the bits that never change.
+    return (reinterpret_cast<uintptr_t>(lambda) >> 4) * 0x9E3779B97F4A7C15ull >> 56 & (kSlots - 1);
+  }
+  Slot& SlotOf(hetrt_parallel_lambda_t lambda) { return slots_[Index(lambda)]; }
+  const Slot& SlotOf(hetrt_parallel_lambda_t lambda) const { return slots_[Index(lambda)]; }
+
+  Slot slots_[kSlots];
+};
+
+}  // namespace hetrt::cpu
