@@ -3,7 +3,7 @@
 // ModelInfer request (gRPC: the protobuf, on gRPC's callback API; REST: the
 // JSON body, or the binary extension's JSON header and sizes, on cpp-httplib
 // configured as hetrt's REST frontend is) and answers with a response made
-// once at start for the model's outputs. scripts/serve_load.sh puts it beside
+// once at start for the model's outputs. bench/serve_load.py puts it beside
 // `hetrt serve` under the same h2load runs: its throughput, latency and CPU per
 // request are the denominators of hetrt's serving figures.
 //
@@ -11,6 +11,8 @@
 // threads count against the other's CPU), or both.
 // Usage: protocol_floor_server --model NAME --input-bytes N
 //          --output NAME:DATATYPE:D0xD1x... [--output ...] [--grpc-port P] [--http-port Q]
+#include <sys/socket.h>
+
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
@@ -193,8 +195,9 @@ int main(int argc, char** argv) {
 
   const RestResponses rest = MakeRestResponses(model, outputs);
   httplib::Server http;
-  // As hetrt's REST frontend: a worker per connection, 64 of them at least.
-  http.new_task_queue = [] { return new httplib::ThreadPool(std::max<size_t>(64, 4 * std::thread::hardware_concurrency())); };
+  // A worker per connection, for every connection the load generator opens:
+  // h2load's 64 (and those of the run before, still closing) never wait for one.
+  http.new_task_queue = [] { return new httplib::ThreadPool(256); };
   http.set_tcp_nodelay(true);
   http.set_keep_alive_max_count(1u << 30);
   http.Get("/v2/health/ready", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
@@ -215,8 +218,24 @@ int main(int argc, char** argv) {
     }
     res.status = 200;
   });
+  // httplib 0.11 listens with a backlog of 5: h2load's 16 or 64 connections
+  // at once overflow it, and a connection whose handshake the kernel drops is
+  // never answered. As hetrt's frontend does: listen() again on the bound
+  // socket only resizes the backlog.
+  socket_t listen_fd = INVALID_SOCKET;
+  http.set_socket_options([&](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   std::thread rest_thread;
-  if (http_port > 0) rest_thread = std::thread([&] { http.listen("127.0.0.1", http_port); });
+  if (http_port > 0) {
+    if (!http.bind_to_port("127.0.0.1", http_port)) {
+      std::fprintf(stderr, "protocol_floor_server: cannot listen on 127.0.0.1:%d\n", http_port);
+      return 1;
+    }
+    ::listen(listen_fd, SOMAXCONN);
+    rest_thread = std::thread([&] { http.listen_after_bind(); });
+  }
   std::printf("protocol_floor_server: grpc 127.0.0.1:%d, http 127.0.0.1:%d, model '%s'\n", grpc_port, http_port,
               model.c_str());
   std::fflush(stdout);

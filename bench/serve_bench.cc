@@ -121,11 +121,7 @@ Environment& Env() {
     // core with one CPU thread per executor, PoCL's one worker pinned to
     // another), so one instance and two have the same hardware; the stages
     // are then about equal (~1.8 ms each here).
-    kernels::TwoStageShape stage;
-    stage.cpu_layers = 6;
-    stage.accel_layers = 3;
-    stage.rows = 64;
-    stage.width = 128;
+    const kernels::TwoStageShape stage = kernels::kServingTwoStageShape;
     const std::string two_stage = e->repo + "/two_stage.so";
     s = ExportBuilt(kernels::BuildTwoStageModel(kDLOpenCL, stage), kDLOpenCL, two_stage);
     if (!s.ok()) {

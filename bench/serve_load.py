@@ -102,8 +102,8 @@ def check_grpc(address, model, body_path, pb):
         raise SystemExit(f"gRPC check at {address}: answered for model {response.model_name!r}")
 
 
-def h2load(protocol, address, model, body, header_length, concurrency, seconds, log):
-    args = ["h2load", "-c", str(concurrency), "-m", "1", "-D", str(max(1, round(seconds))), "-d", body, "--log-file", log]
+def h2load(protocol, address, model, body, header_length, concurrency, seconds, log, launcher=()):
+    args = [*launcher, "h2load", "-c", str(concurrency), "-m", "1", "-D", str(max(1, round(seconds))), "-d", body, "--log-file", log]
     if protocol == "grpc":
         args += ["-H", "content-type: application/grpc", "-H", "te: trailers",
                  f"http://{address}/inference.GRPCInferenceService/ModelInfer"]

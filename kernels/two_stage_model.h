@@ -15,6 +15,11 @@ struct TwoStageShape {
   int64_t width = 256;
 };
 
+// The serving benchmarks' model (serve_bench, make_two_stage_model): on
+// PoCL, with each device on a core of its own, its stages take about equally
+// long (~1.8 ms each on the 2-core development machine).
+inline constexpr TwoStageShape kServingTwoStageShape{6, 3, 64, 128};
+
 // data [rows, width] -> CPU stack -> `accel` stack -> output (on `accel`).
 // Weights are fixed pseudo-random values.
 Result<GraphBuilder::Built> BuildTwoStageModel(int32_t accel, const TwoStageShape& shape = {});

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -82,8 +83,9 @@ struct InferenceServer::State {
   std::map<std::string, ModelEntry> models;
   std::mutex load_mutex;  // one load or unload at a time
   bool draining = false;  // under mutex
-  // Infer calls in progress: raised under mutex (after the draining check),
-  // lowered without it; `idle` is signalled under mutex when it reaches 0.
+  // Infer calls in progress and InferAsync requests not yet answered: raised
+  // under mutex (after the draining check) or within a call, lowered without
+  // it; `idle` is signalled under mutex when it reaches 0.
   std::atomic<int64_t> in_flight{0};
   std::condition_variable idle;
   // Readiness observers: called under observers_mutex (so removal waits for a
@@ -100,6 +102,7 @@ struct InferenceServer::State {
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version) const;
   template <typename Use>
   void Run(const std::string& model, const std::string& version, Use&& use);
+  void Finished();  // a call or a request left in_flight
 };
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::State::Find(const std::string& model,
@@ -165,26 +168,47 @@ Result<bool> InferenceServer::ModelReady(const std::string& model, const std::st
 }
 
 Result<InferResponse> InferenceServer::Infer(InferRequest request) {
-  std::promise<Result<InferResponse>> answered;
-  std::future<Result<InferResponse>> response = answered.get_future();
-  InferDone done = [&answered](Result<InferResponse> answer) { answered.set_value(std::move(answer)); };
+  std::optional<Result<InferResponse>> answer;
   state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
-    if (!served.ok()) return done(served.status());
-    (*served)->Submit(std::move(request), std::move(done), ModelVersion::Caller::kBlocking);
+    if (!served.ok()) {
+      answer = Result<InferResponse>(served.status());
+      return;
+    }
+    std::promise<Result<InferResponse>> answered;
+    std::future<Result<InferResponse>> response = answered.get_future();
+    (*served)->Submit(
+        std::move(request), [&answered](Result<InferResponse> a) { answered.set_value(std::move(a)); },
+        ModelVersion::Caller::kBlocking);
+    answer = response.get();  // within the call, which Drain waits for
   });
-  return response.get();
+  return std::move(*answer);
 }
 
 void InferenceServer::InferAsync(InferRequest request, InferDone done) {
   state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
     if (!served.ok()) return done(served.status());
-    (*served)->Submit(std::move(request), std::move(done), ModelVersion::Caller::kEventLoop);
+    // The request is in flight, for Drain, until it is answered.
+    state_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    (*served)->Submit(
+        std::move(request),
+        [state = state_.get(), done = std::move(done)](Result<InferResponse> answer) {
+          done(std::move(answer));
+          state->Finished();
+        },
+        ModelVersion::Caller::kEventLoop);
   });
 }
 
+void InferenceServer::State::Finished() {
+  if (in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(mutex);
+    idle.notify_all();
+  }
+}
+
 // Calls `use` with the served version (or why there is none) and keeps it for
-// the call. Drain waits for the calls in progress here; a request they queued
-// is answered by its version's Stop at the latest.
+// the call. Drain waits for the calls in progress here, and for the requests
+// they leave queued (InferAsync).
 template <typename Use>
 void InferenceServer::State::Run(const std::string& model, const std::string& version, Use&& use) {
   std::shared_ptr<ModelVersion> served;
@@ -198,10 +222,7 @@ void InferenceServer::State::Run(const std::string& model, const std::string& ve
   }
   use(Result<ModelVersion*>(served.get()));
   served.reset();
-  if (in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard<std::mutex> lock(mutex);
-    idle.notify_all();
-  }
+  Finished();
 }
 
 std::vector<RepositoryEntry> InferenceServer::Index(bool ready_only) const {

@@ -1,5 +1,8 @@
 #include "model_version.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -8,6 +11,7 @@
 #include "hetrt/exec/open_model.h"
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/log.h"
 #include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/plugin_host/plugin_registry.h"
 
@@ -42,6 +46,25 @@ Status RunSampled(GraphExecutor& graph, InstanceStats& stats) {
     if (node.lane < profile.lanes.size() && node.end_ns > node.start_ns)
       stats.lane_ns[profile.lanes[node.lane]] += node.end_ns - node.start_ns;
   return OkStatus();
+}
+
+// Names the thread (ps, top, perf, the tests). With several instances it runs
+// SCHED_BATCH: its wake-up (its device stage done, a request queued) then does
+// not preempt another instance's CPU stage on the same core, so two requests'
+// CPU stages run one after the other instead of time-sliced side by side, and
+// each hands its device the next stage sooner: the devices overlap. With one
+// instance there is nothing to overlap, and the default policy wakes it
+// soonest. SCHED_BATCH needs no privilege (it never raises a priority); if it
+// is refused the thread keeps the default.
+void SetUpInstanceThread(std::thread& thread, bool several_instances) {
+  pthread_setname_np(thread.native_handle(), "hetrt-instance");
+  if (!several_instances) return;
+  sched_param param{};
+  param.sched_priority = 0;
+  if (const int error = pthread_setschedparam(thread.native_handle(), SCHED_BATCH, &param); error != 0)
+    Log(LogLevel::kWarning, "serve",
+        std::string("an instance thread keeps the default scheduling policy (SCHED_BATCH: ") + std::strerror(error) +
+            ")");
 }
 
 }  // namespace
@@ -120,6 +143,7 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
   for (auto& instance : mv->instances_) {
     Instance* raw = instance.get();
     instance->thread = std::thread([mv = mv.get(), raw] { mv->Serve(*raw); });
+    SetUpInstanceThread(instance->thread, mv->instances_.size() > 1);
   }
   return mv;
 }
@@ -279,7 +303,7 @@ void ModelVersion::Submit(InferRequest request, InferDone done, Caller caller) {
       // thread hand-offs (the instance's thread and back) on the latency path.
       // Dynamic batching always goes through the queue (the instance's thread
       // collects the batch).
-      if (!config_.dynamic_batching && queue_.empty()) inline_instance = TakeIdleInstance(caller);
+      if (!config_.dynamic_batching && queue_.empty()) inline_instance = TakeIdleInstance();
       if (inline_instance == nullptr) {
         queue_.push_back(std::move(pending));
         // A busy instance looks at the queue when its run ends: waking its
@@ -304,7 +328,7 @@ void ModelVersion::Submit(InferRequest request, InferDone done, Caller caller) {
   // own while its budget lasts: they run without waking any thread, and their
   // callers' threads were never blocked.
   if (caller == Caller::kEventLoop) {
-    const uint64_t until = NowNs() + kEventLoopBudgetNs;
+    const uint64_t until = NowNs() + kInlineRunBudgetNs;
     for (;;) {
       std::unique_lock<std::mutex> lock(mutex_);
       if (queue_.empty() || NowNs() >= until) break;
@@ -332,13 +356,12 @@ void ModelVersion::Release(Instance& instance) {
   if (wake) queued_.notify_all();
 }
 
-// Under mutex_. An event-loop caller only takes an instance whose runs are
-// short: a long run on its thread would hold up the connections it serves.
-ModelVersion::Instance* ModelVersion::TakeIdleInstance(Caller caller) {
+// Under mutex_. Only an instance whose runs are short: a long run on an
+// event-loop thread would hold up the connections it serves, and on any
+// caller's thread it would miss the instance thread's scheduling.
+ModelVersion::Instance* ModelVersion::TakeIdleInstance() {
   for (auto& instance : instances_) {
-    if (instance->busy) continue;
-    if (caller == Caller::kEventLoop && instance->recent_run_ns.load(std::memory_order_relaxed) > kEventLoopBudgetNs)
-      continue;
+    if (instance->busy || instance->recent_run_ns.load(std::memory_order_relaxed) > kInlineRunBudgetNs) continue;
     instance->busy = true;
     return instance.get();
   }

@@ -68,17 +68,20 @@ class ModelVersion {
   const ModelMetadata& metadata() const { return metadata_; }
 
   // Who submits a request, which decides whether its thread may run requests.
+  // Either runs its own request only when an instance is idle, nothing is
+  // queued and the model's runs are short (kInlineRunBudgetNs): a long run
+  // gains little from skipping the hand-off to the instance's thread, and
+  // belongs on that thread (its scheduling policy, see Serve).
   enum class Caller {
-    // Waits for its response anyway (a REST worker): runs its own request when
-    // an instance is idle and nothing is queued, never anyone else's.
+    // Waits for its response anyway (a REST worker): runs its own request,
+    // never anyone else's.
     kBlocking,
-    // Serves other connections too (a gRPC callback thread): runs its own
-    // request only when runs are short (kEventLoopBudget), then keeps the
-    // instance to run the requests queued behind it until that budget is spent.
+    // Serves other connections too (a gRPC callback thread): after its own
+    // request, keeps the instance to run the requests queued behind it, for
+    // at most kInlineRunBudgetNs.
     kEventLoop,
   };
-  // The longest an event-loop caller holds an instance.
-  static constexpr uint64_t kEventLoopBudgetNs = 1'000'000;
+  static constexpr uint64_t kInlineRunBudgetNs = 1'000'000;
 
   // Validates and queues the request, or runs it on this thread. `done` is
   // called exactly once: before Submit returns (a bad request, a full queue, a
@@ -103,7 +106,7 @@ class ModelVersion {
   using Batch = std::vector<std::unique_ptr<Pending>>;
   void Serve(Instance& instance);
   void Release(Instance& instance);
-  Instance* TakeIdleInstance(Caller caller);
+  Instance* TakeIdleInstance();
   bool AnyInstanceIdle() const;
   void TakeBatch(std::unique_lock<std::mutex>& lock, Batch& batch);
   void Execute(Instance& instance, Batch& batch);

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "connection_pool.h"
+#include "http_server.h"
 #include "hetrt/serve/frontend.h"
 #include "rest_codec.h"
 
@@ -88,15 +88,12 @@ Result<std::optional<size_t>> JsonHeaderLength(const httplib::Request& req) {
 // One httplib server accepting on its own thread; subclasses add the routes.
 class HttpListener : public Frontend {
  public:
-  HttpListener(size_t max_request_bytes, size_t max_connections) : max_request_bytes_(max_request_bytes) {
+  HttpListener(size_t max_request_bytes, size_t max_connections)
+      : http_(HttpServer::Limits{max_connections, std::chrono::seconds(kKeepAliveSeconds),
+                                 std::chrono::seconds(kReadWriteTimeoutSeconds), kKeepAliveMaxRequests}),
+        max_request_bytes_(max_request_bytes) {
     http_.set_payload_max_length(max_request_bytes);
-    http_.set_read_timeout(kReadWriteTimeoutSeconds, 0);
-    http_.set_write_timeout(kReadWriteTimeoutSeconds, 0);
-    http_.set_keep_alive_timeout(kKeepAliveSeconds);
-    http_.set_keep_alive_max_count(kKeepAliveMaxRequests);
     http_.set_tcp_nodelay(true);  // a response is several writes: no Nagle delay between them
-    // A worker free for every new connection, up to the bound (connection_pool.h).
-    http_.new_task_queue = [max_connections] { return new ConnectionPool(max_connections); };
     // The listening socket, kept for a graceful Stop (httplib gives it to this
     // hook when it creates it; accepted sockets do not pass through here).
     http_.set_socket_options([this](socket_t sock) {
@@ -171,7 +168,7 @@ class HttpListener : public Frontend {
   }
 
  protected:
-  httplib::Server http_;
+  HttpServer http_;  // connections parked while idle, bounded (http_server.h)
   const size_t max_request_bytes_;
 
  private:

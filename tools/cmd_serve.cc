@@ -12,6 +12,7 @@
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/serve/frontend.h"
 #include "hetrt/serve/inference_server.h"
+#include "hetrt/serve/scheduling.h"
 
 namespace hetrt::cli {
 namespace {
@@ -24,6 +25,7 @@ struct ServeArgs {
   int64_t max_connections = 1024;
   int64_t cpu_spin_us = 20;
   int64_t cpu_serial_below_us = -1;
+  std::string scheduling = "batch";
 };
 
 // Each connection holds a file descriptor; the soft limit (often 1024) would
@@ -42,6 +44,10 @@ void RaiseOpenFileLimit(size_t connections) {
 }
 
 int Serve(ServeArgs& args) {
+  // First, so that the threads started below inherit it (serve/scheduling.h).
+  if (args.scheduling == "batch")
+    if (Status s = serve::UseBatchSchedulingForThisProcess(); !s.ok())
+      std::fprintf(stderr, "hetrt serve: warning: --scheduling batch: %s\n", s.message().c_str());
   // Signals are taken by sigwait below, never by a handler in a random thread:
   // blocked here, before any thread starts (the plugin registry's first use
   // starts the CPU plugin's pool), so every thread inherits the mask. A thread
@@ -154,6 +160,12 @@ Command AddServeCommand(CLI::App& app) {
                   "0: always split)")
       ->capture_default_str()
       ->check(IntInRange("--cpu-serial-below-us", -1, 1000000));
+  cmd->add_option("--scheduling", args->scheduling,
+                  "batch: every server thread runs SCHED_BATCH (as under chrt -b 0: a waking thread does not preempt "
+                  "a running one, so instances overlap their devices); default: the kernel's policy, except for "
+                  "the threads of models with several instances")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"batch", "default"}));
   return [args] { return Serve(*args); };
 }
 

@@ -16,18 +16,24 @@ def request(path, extra=""):
     return f"GET {path} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode()
 
 
+def answered(s, path):
+    """Sends a GET for `path` on the open connection `s`; the status line and headers of its answer."""
+    s.sendall(request(path))
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def idle_keep_alive(address, count):
     """Connections that made one request, read its answer and stay open."""
     held = []
     for _ in range(count):
         s = connect(address)
-        s.sendall(request("/v2/health/live"))
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        data = answered(s, "/v2/health/live")
         if not data.startswith(b"HTTP/1.1 200"):
             raise RuntimeError(f"an idle connection's first request was answered {data[:40]!r}")
         held.append(s)

@@ -4,6 +4,7 @@
 // the queue bound, and the metrics text.
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "hetrt/formats/npy.h"
@@ -365,15 +367,47 @@ TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
   ExpectNear(response.outputs[0].tensor, Expected(dir));
 }
 
-// Threads of the CPU plugin's pools in this process (its workers are named hetrt-cpu-N).
-int CpuPoolThreads() {
-  int count = 0;
+// This process's threads whose names start with `prefix`, as /proc/self/task entries.
+std::vector<fs::path> ThreadsNamed(const std::string& prefix) {
+  std::vector<fs::path> threads;
   for (const auto& task : fs::directory_iterator("/proc/self/task")) {
     std::string name;
     std::getline(std::ifstream(task.path() / "comm"), name);
-    count += name.rfind("hetrt-cpu-", 0) == 0;
+    if (name.rfind(prefix, 0) == 0) threads.push_back(task.path());
   }
-  return count;
+  return threads;
+}
+
+// Threads of the CPU plugin's pools in this process (its workers are named hetrt-cpu-N).
+int CpuPoolThreads() { return static_cast<int>(ThreadsNamed("hetrt-cpu-").size()); }
+
+// A thread's scheduling policy (SCHED_OTHER, SCHED_BATCH, ...): field 41 of its stat.
+int SchedulingPolicy(const fs::path& task) {
+  std::string stat;
+  std::getline(std::ifstream(task / "stat"), stat);
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3 on: the name may hold spaces
+  std::string field;
+  for (int i = 3; i <= 41 && fields >> field; ++i) {
+  }
+  return std::stoi(field);
+}
+
+// The instances of a model with several overlap their devices: their threads
+// run SCHED_BATCH, so that one's wake-up does not preempt another's CPU stage.
+// A model with one instance keeps the default policy.
+TEST(InferenceServer, InstanceThreadsRunSchedBatchWhenAModelHasSeveral) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  Repository repo;
+  repo.Link("one", 1, dir, {"deploy.so"});
+  repo.Link("two", 1, dir, {"deploy.so"});
+  repo.Config("two", R"({"instance_group": [{"count": 2}]})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  std::map<int, int> threads_by_policy;
+  for (const fs::path& task : ThreadsNamed("hetrt-instance")) ++threads_by_policy[SchedulingPolicy(task)];
+  EXPECT_EQ(threads_by_policy, (std::map<int, int>{{SCHED_OTHER, 1}, {SCHED_BATCH, 2}}));
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(RequestFromParams("two", dir + "/inputs.params")));
+  ExpectNear(response.outputs[0].tensor, Expected(dir));
 }
 
 TEST(InferenceServer, ParametersGiveAModelPluginsOfItsOwnWithTheirOptions) {
@@ -495,6 +529,29 @@ TEST(InferenceServer, InferAsyncLeavesLongRunsToTheInstanceThread) {
     answered_on.set_value(std::this_thread::get_id());
   });
   EXPECT_NE(answered_on.get_future().get(), std::this_thread::get_id());
+}
+
+// A request InferAsync left queued is in flight until answered: Drain (after
+// which the frontends stop listening) waits for it to be answered as it would
+// have been, here a row held for its batch's queue delay.
+TEST(InferenceServer, DrainWaitsForRequestsInferAsyncLeftQueued) {
+  Repository repo;
+  ExportBatch4Model(repo, "held");
+  repo.Config("held", R"({"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 300000}})");
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("held", ""));
+  std::atomic<bool> answered{false};
+  const auto sent = std::chrono::steady_clock::now();
+  server->InferAsync({"held", "", "", {{meta.inputs[0].name, Rows(1, 32, 1.0f)}}, {}},
+                     [&](Result<InferResponse> response) {
+                       EXPECT_TRUE(response.ok()) << response.status().message();
+                       answered = true;
+                     });
+  server->Drain();
+  EXPECT_TRUE(answered.load());
+  // Held for its delay, not flushed by the drain (a lower bound: never flaky).
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(300));
 }
 
 TEST(InferenceServer, AFullQueueAnswersUnavailableAndNothingHangs) {

@@ -18,8 +18,9 @@ LISTENING = re.compile(r"^hetrt serve: (http|grpc|metrics) listening on (\S+):(\
 
 
 class Server:
-    def __init__(self, hetrt, repository, extra_args=(), timeout=60.0, env=None):
-        self.args = [hetrt, "serve", "--model-repository", repository,
+    def __init__(self, hetrt, repository, extra_args=(), timeout=60.0, env=None, launcher=()):
+        # launcher: a command the server runs under (["taskset", "-c", "1"]).
+        self.args = [*launcher, hetrt, "serve", "--model-repository", repository,
                      "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", *extra_args]
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, bufsize=1, env=env)

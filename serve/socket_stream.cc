@@ -1,0 +1,88 @@
+#include "socket_stream.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace hetrt::serve {
+namespace {
+
+// poll() for `events` on `fd`, restarted when a signal interrupts it.
+int PollFor(int fd, short events, std::chrono::milliseconds timeout) {
+  pollfd entry{fd, events, 0};
+  for (;;) {
+    const int ready = ::poll(&entry, 1, static_cast<int>(timeout.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return ready;
+    if ((entry.revents & events) != 0) return 1;
+    return -1;  // POLLERR, POLLHUP without data, POLLNVAL
+  }
+}
+
+void IpAndPort(const sockaddr_storage& address, socklen_t length, std::string& ip, int& port) {
+  char host[NI_MAXHOST], service[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof(host), service,
+                    sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return;
+  ip = host;
+  port = std::atoi(service);
+}
+
+}  // namespace
+
+int WaitReadable(int fd, std::chrono::milliseconds timeout) { return PollFor(fd, POLLIN, timeout); }
+
+bool SocketStream::is_readable() const { return buffered() > 0 || PollFor(fd_, POLLIN, read_timeout_) > 0; }
+
+bool SocketStream::is_writable() const { return PollFor(fd_, POLLOUT, write_timeout_) > 0; }
+
+ssize_t SocketStream::read(char* ptr, size_t size) {
+  if (buffered() == 0) {
+    if (PollFor(fd_, POLLIN, read_timeout_) <= 0) return -1;
+    // A large read goes straight to the caller; a small one fills the buffer.
+    if (size >= sizeof(buffer_)) {
+      ssize_t n;
+      do n = ::recv(fd_, ptr, size, 0);
+      while (n < 0 && errno == EINTR);
+      return n;
+    }
+    ssize_t n;
+    do n = ::recv(fd_, buffer_, sizeof(buffer_), 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    begin_ = 0;
+    end_ = static_cast<size_t>(n);
+  }
+  const size_t taken = std::min(size, buffered());
+  std::memcpy(ptr, buffer_ + begin_, taken);
+  begin_ += taken;
+  return static_cast<ssize_t>(taken);
+}
+
+ssize_t SocketStream::write(const char* ptr, size_t size) {
+  if (PollFor(fd_, POLLOUT, write_timeout_) <= 0) return -1;
+  ssize_t n;
+  // MSG_NOSIGNAL: a client that hung up gives EPIPE, not a SIGPIPE.
+  do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void SocketStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) IpAndPort(address, length, ip, port);
+}
+
+void SocketStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) IpAndPort(address, length, ip, port);
+}
+
+}  // namespace hetrt::serve

@@ -1,0 +1,44 @@
+// httplib's Stream over one accepted socket, kept by hetrt rather than httplib
+// so that a connection can be served in pieces: a request on a worker, the
+// wait for the next one parked in an epoll set (http_server.h). Reads go
+// through a small read-ahead buffer (httplib parses a request a byte at a
+// time); every read and write waits at most its timeout for the socket.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace hetrt::serve {
+
+class SocketStream final : public httplib::Stream {
+ public:
+  SocketStream(int fd, std::chrono::milliseconds read_timeout, std::chrono::milliseconds write_timeout)
+      : fd_(fd), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+
+  bool is_readable() const override;
+  bool is_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  using httplib::Stream::write;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  socket_t socket() const override { return fd_; }
+
+  // Bytes received that no request has consumed yet (a pipelined request).
+  size_t buffered() const { return end_ - begin_; }
+
+ private:
+  const int fd_;
+  const std::chrono::milliseconds read_timeout_, write_timeout_;
+  char buffer_[4096];
+  size_t begin_ = 0, end_ = 0;
+};
+
+// Waits up to `timeout` for `fd` to be readable (data or end of stream): 1
+// readable, 0 not within the timeout, -1 an error or a hang-up.
+int WaitReadable(int fd, std::chrono::milliseconds timeout);
+
+}  // namespace hetrt::serve
