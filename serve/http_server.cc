@@ -37,6 +37,12 @@ class HttpServer::Queue final : public httplib::TaskQueue {
 };
 
 HttpServer::HttpServer(const Limits& limits) : limits_(limits) {
+  // httplib writes these into its Keep-Alive header and the accepted sockets'
+  // SO_RCVTIMEO/SO_SNDTIMEO: they must say what this class does.
+  set_keep_alive_max_count(limits.max_requests_per_connection);
+  set_keep_alive_timeout(limits.keep_alive.count());
+  set_read_timeout(limits.read_write_timeout.count(), 0);
+  set_write_timeout(limits.read_write_timeout.count(), 0);
   new_task_queue = [this] {
     Open();
     return new Queue(*this);
@@ -46,6 +52,8 @@ HttpServer::HttpServer(const Limits& limits) : limits_(limits) {
 HttpServer::~HttpServer() {
   if (pool_) Shutdown();  // a listen that never ended its accept loop
 }
+
+void HttpServer::EndConnections() { ending_.store(true, std::memory_order_relaxed); }
 
 size_t HttpServer::parked() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -101,8 +109,8 @@ void HttpServer::Serve(Connection connection) {
       if (ready == 0) return Park(connection);
     }
     bool closed = false;
-    const bool last = connection.requests + 1 >= limits_.max_requests_per_connection ||
-                      svr_sock_.load() == INVALID_SOCKET;  // httplib's stop(): end after this request
+    const bool last =
+        connection.requests + 1 >= limits_.max_requests_per_connection || ending_.load(std::memory_order_relaxed);
     const bool served = process_request(stream, last, closed, nullptr);
     ++connection.requests;
     connection.idle_since = Clock::now();
@@ -211,9 +219,10 @@ void HttpServer::WatchParked() {
   }
 }
 
-// The accept loop has ended (a stop). Parked connections are idle: closed.
-// Connections past the bound are served now (they may hold requests), and
-// connections on workers finish the requests they send; then the pool stops.
+// The accept loop has ended (a stop). A parked connection with nothing sent
+// is idle: closed. One whose request has arrived, and connections past the
+// bound (they may hold requests), are served; connections on workers finish
+// the requests they send (EndConnections cuts that short); then the pool stops.
 void HttpServer::Shutdown() {
   std::vector<Connection> idle;
   std::deque<Connection> unread;
@@ -231,7 +240,14 @@ void HttpServer::Shutdown() {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
   if (watcher_.joinable()) watcher_.join();
-  for (const Connection& connection : idle) Close(connection);
+  for (const Connection& connection : idle) {
+    char byte;
+    const ssize_t n = ::recv(connection.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+      unread.push_back(connection);  // a request in flight: answered, then closed (stopping)
+    else
+      Close(connection);
+  }
   for (const Connection& connection : unread) pool_->enqueue([this, connection] { Serve(connection); });
   pool_->shutdown();
   pool_.reset();

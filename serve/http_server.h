@@ -15,6 +15,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,11 @@ class HttpServer final : public httplib::Server {
   };
   explicit HttpServer(const Limits& limits);
   ~HttpServer() override;
+
+  // From now on, a connection closes after the request it is serving: for a
+  // stop that has waited long enough for clients to finish by themselves.
+  // (httplib's own stop() would close the listening socket a second time.)
+  void EndConnections();
 
   // Connections parked now (for tests and metrics).
   size_t parked() const;
@@ -78,6 +84,7 @@ class HttpServer final : public httplib::Server {
   void Resume(const Connection& connection);
 
   const Limits limits_;
+  std::atomic<bool> ending_{false};
   std::shared_ptr<ConnectionPool> pool_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // an eventfd that stops WatchParked

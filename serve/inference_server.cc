@@ -84,8 +84,8 @@ struct InferenceServer::State {
   std::mutex load_mutex;  // one load or unload at a time
   bool draining = false;  // under mutex
   // Infer calls in progress and InferAsync requests not yet answered: raised
-  // under mutex (after the draining check) or within a call, lowered without
-  // it; `idle` is signalled under mutex when it reaches 0.
+  // under mutex (after the draining check) or within a call, lowered under
+  // mutex (Finished), which signals `idle` when it reaches 0.
   std::atomic<int64_t> in_flight{0};
   std::condition_variable idle;
   // Readiness observers: called under observers_mutex (so removal waits for a
@@ -199,11 +199,11 @@ void InferenceServer::InferAsync(InferRequest request, InferDone done) {
   });
 }
 
+// Under the lock: Drain must not see 0 until this thread is done with the
+// state (it may stop the versions, and the server may go, right after).
 void InferenceServer::State::Finished() {
-  if (in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard<std::mutex> lock(mutex);
-    idle.notify_all();
-  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (in_flight.fetch_sub(1, std::memory_order_relaxed) == 1) idle.notify_all();
 }
 
 // Calls `use` with the served version (or why there is none) and keeps it for
@@ -212,14 +212,21 @@ void InferenceServer::State::Finished() {
 template <typename Use>
 void InferenceServer::State::Run(const std::string& model, const std::string& version, Use&& use) {
   std::shared_ptr<ModelVersion> served;
+  Status refused = OkStatus();
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (draining) return use(Result<ModelVersion*>(Unavailable("the server is shutting down")));
-    Result<std::shared_ptr<ModelVersion>> found = Find(model, version);
-    if (!found.ok()) return use(Result<ModelVersion*>(found.status()));
-    served = std::move(found).value();
-    in_flight.fetch_add(1, std::memory_order_relaxed);
+    Result<std::shared_ptr<ModelVersion>> found =
+        draining ? Result<std::shared_ptr<ModelVersion>>(Unavailable("the server is shutting down"))
+                 : Find(model, version);
+    if (found.ok()) {
+      served = std::move(found).value();
+      in_flight.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      refused = found.status();
+    }
   }
+  // Errors too are answered without the lock: `use` may call the server.
+  if (!refused.ok()) return use(Result<ModelVersion*>(refused));
   use(Result<ModelVersion*>(served.get()));
   served.reset();
   Finished();
@@ -417,9 +424,15 @@ void InferenceServer::Drain() {
     state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
   }
   std::lock_guard<std::mutex> load_lock(state_->load_mutex);
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  for (auto& [name, entry] : state_->models)
-    for (auto& [number, v] : entry.versions) v->Stop();
+  // Stopped without the state lock: Stop joins instance threads, which may
+  // still be on their way out of a request's bookkeeping.
+  std::vector<std::shared_ptr<ModelVersion>> served;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    for (auto& [name, entry] : state_->models)
+      for (auto& [number, v] : entry.versions) served.push_back(v);
+  }
+  for (const auto& v : served) v->Stop();
 }
 
 }  // namespace hetrt::serve

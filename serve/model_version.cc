@@ -351,7 +351,9 @@ void ModelVersion::Release(Instance& instance) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     instance.busy = false;
-    wake = !queue_.empty();
+    // Stopping: the instance's thread may be waiting for this instance to be
+    // free before it can see that nothing is left and exit.
+    wake = !queue_.empty() || stopping_;
   }
   if (wake) queued_.notify_all();
 }

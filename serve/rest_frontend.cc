@@ -22,11 +22,12 @@ namespace {
 // reading a response loses its worker. It also bounds how long Stop waits for
 // such a client, so it stays well inside Kubernetes' default 30 s grace period.
 constexpr time_t kReadWriteTimeoutSeconds = 10;
-// Idle keep-alive connections close after this (and Stop waits at most this
-// long for one); the request count per connection is practically unbounded.
+// Idle keep-alive connections close after this; the request count per
+// connection is practically unbounded.
 constexpr time_t kKeepAliveSeconds = 5;
-// How long Stop lets open connections finish by themselves: an idle one has
-// closed by then (keep-alive timeout).
+// How long Stop lets open connections finish by themselves (a stop closes
+// idle ones at once, and a connection waiting for its next request within a
+// second).
 constexpr auto kStopGrace = std::chrono::seconds(kKeepAliveSeconds + 1);
 constexpr size_t kKeepAliveMaxRequests = 1u << 30;
 
@@ -143,16 +144,16 @@ class HttpListener : public Frontend {
     return bound;
   }
 
-  // Stops accepting, then lets every accepted connection finish: httplib's
-  // own stop() would also make connections accepted but not yet read close
-  // without an answer (its workers check the listening socket before reading),
-  // losing requests a client had already sent. Shutting the listening socket
-  // down ends httplib's accept loop instead (it closes the socket itself); its
-  // workers then serve what their connections send until the client closes
-  // or stays idle for the keep-alive timeout, and listen_after_bind joins them.
-  // A client that keeps sending on its connection (retrying the 503s of a
-  // draining server, say) would hold that forever: past kStopGrace, httplib's
-  // stop() ends each connection after the request it is serving.
+  // Stops accepting, then lets every accepted connection finish. Shutting the
+  // listening socket down ends httplib's accept loop (which closes the socket
+  // itself); connections then answer what their clients send, and idle ones
+  // close (http_server.h), after which listen_after_bind returns. A client
+  // that keeps sending on its connection (retrying the 503s of a draining
+  // server, say) would hold that forever: past kStopGrace each connection
+  // closes after the request it is serving. httplib's own stop() is only for
+  // a listening socket this class never saw: it would close that socket a
+  // second time (its number may belong to another file by then) and make
+  // connections accepted but not yet read close without an answer.
   void Stop() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!thread_.joinable()) return;
@@ -161,8 +162,10 @@ class HttpListener : public Frontend {
       const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
       while (!listen_returned_ && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!listen_returned_) http_.EndConnections();
+    } else {
+      http_.stop();
     }
-    if (!listen_returned_) http_.stop();
     thread_.join();
     listen_fd_ = -1;
   }

@@ -8,6 +8,7 @@
 // for one launch, until the next measurement.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -23,8 +24,17 @@ class LaunchSizes {
     if (slot.lambda.load(std::memory_order_relaxed) != lambda) return -1;
     return slot.serial_ns.load(std::memory_order_relaxed);
   }
+  // A longer measurement counts at once; a shorter one only wears the
+  // estimate down by an eighth per launch. A site whose size varies (a
+  // symbolic batch) is thus taken at its recent largest, and goes serial only
+  // after a run of short launches, rather than running every large launch
+  // after a small one on one thread.
   void Record(hetrt_parallel_lambda_t lambda, int64_t serial_ns) {
     Slot& slot = SlotOf(lambda);
+    if (slot.lambda.load(std::memory_order_relaxed) == lambda) {
+      const int64_t before = slot.serial_ns.load(std::memory_order_relaxed);
+      serial_ns = std::max(serial_ns, before - before / 8);
+    }
     slot.serial_ns.store(serial_ns, std::memory_order_relaxed);
     slot.lambda.store(lambda, std::memory_order_relaxed);
   }

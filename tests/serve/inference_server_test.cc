@@ -482,6 +482,12 @@ TEST(InferenceServer, LoadRollsInANewVersionAndUnloadStopsServing) {
   EXPECT_EQ(server->Load("missing").code(), StatusCode::kNotFound);
 }
 
+// Runs that bring the instance's recent run time down from the warm-up's
+// (long under sanitizers) to mlp's microseconds: each run weighs a quarter.
+void WearDownTheWarmUp(InferenceServer& server, const InferRequest& request) {
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(server.Infer(request).ok());
+}
+
 // gRPC's callback threads submit with InferAsync. A short model runs on the
 // submitting thread, and so do the requests queued behind it while that thread
 // holds the instance: no thread is woken and no caller waits.
@@ -492,9 +498,7 @@ TEST(InferenceServer, InferAsyncRunsShortRequestsAndThoseQueuedBehindOnTheCallin
   InferenceServer* server = served.server.get();
   const InferRequest& request = served.request;
   const Tensor& expected = served.expected;
-  // Runs that bring the instance's recent run time down from the warm-up's
-  // (slow under sanitizers) to mlp's microseconds.
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(server->Infer(request).ok());
+  WearDownTheWarmUp(*server, request);
   const std::thread::id caller = std::this_thread::get_id();
   constexpr int kQueued = 4;
   std::vector<std::thread::id> answered_on;
@@ -514,6 +518,39 @@ TEST(InferenceServer, InferAsyncRunsShortRequestsAndThoseQueuedBehindOnTheCallin
   EXPECT_EQ(answered_before_return, 1);
   ASSERT_EQ(answered_on.size(), 1u + kQueued) << "every request answered before the first InferAsync returned";
   for (const std::thread::id& id : answered_on) EXPECT_EQ(id, caller);
+  // An error is answered without the server's lock held: `done` may call the server.
+  bool refused = false;
+  server->InferAsync({"missing", "", "", {}, {}}, [&](Result<InferResponse> response) {
+    EXPECT_EQ(response.status().code(), StatusCode::kNotFound);
+    refused = server->Ready();
+  });
+  EXPECT_TRUE(refused);
+}
+
+// An unload stops the version while a gRPC-style caller holds its instance
+// with requests queued behind its own: the caller runs them, and the
+// instance's thread, which was waiting for the instance to be free, sees the
+// stop and exits (the unload returns).
+TEST(InferenceServer, UnloadWhileACallerRunsTheQueueBehindItReturns) {
+  HETRT_REQUIRE_FIXTURE(dir, "mlp");
+  OneModel served("mlp", dir);
+  ASSERT_TRUE(served.server);
+  InferenceServer* server = served.server.get();
+  WearDownTheWarmUp(*server, served.request);
+  std::atomic<int> answered{0};
+  auto check = [&](Result<InferResponse> response) {
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    ++answered;
+  };
+  std::thread unload;
+  server->InferAsync(served.request, [&](Result<InferResponse> response) {
+    check(std::move(response));
+    for (int i = 0; i < 2; ++i) server->InferAsync(served.request, check);
+    unload = std::thread([&] { EXPECT_TRUE(server->Unload("mlp").ok()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the stop begins meanwhile
+  });
+  unload.join();
+  EXPECT_EQ(answered.load(), 3);
 }
 
 // A model whose runs are long (resnet18: milliseconds) is left to its

@@ -132,6 +132,8 @@ def idle_connections_are_parked(hetrt, repo):
         for s in held[:3]:
             data = answered(s, "/v2/health/ready")
             check(data.startswith(b"HTTP/1.1 200"), f"a parked connection's next request was answered {data[:40]!r}")
+            # What the header promises is what the server does: 5 s idle, no small request cap.
+            check(b"Keep-Alive: timeout=5, max=1073741824\r\n" in data, f"Keep-Alive header: {data!r}")
         for s in held:
             s.close()
 
