@@ -14,7 +14,10 @@ the floor's measured in the same run.
 Usage: serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_server
          [--model mlp] [--seconds 4] [--concurrency 1,4,16,64]
          [--protocols grpc,rest-binary,rest-json] [--json OUT]
-Fixtures from $HETRT_FIXTURES (default <repo>/../shared/fixtures)."""
+         [--model-dir DIR]  (a folder with the model's deploy.so instead of the fixture:
+                             e.g. build/bin/make_serving_model large_relu DIR)
+Fixtures from $HETRT_FIXTURES (default <repo>/../shared/fixtures). Reports MB/s
+(request and response bytes) beside requests/s."""
 import argparse
 import importlib
 import json
@@ -94,7 +97,8 @@ def check_grpc(address, model, body_path, pb):
     import grpc
     with open(body_path, "rb") as f:
         message = f.read()[5:]
-    with grpc.insecure_channel(address) as channel:
+    limits = [("grpc.max_receive_message_length", 256 << 20), ("grpc.max_send_message_length", 256 << 20)]
+    with grpc.insecure_channel(address, options=limits) as channel:
         call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer",
                                    request_serializer=lambda m: m, response_deserializer=pb.ModelInferResponse.FromString)
         response = call(message, timeout=10)
@@ -162,6 +166,7 @@ def main():
     parser.add_argument("--concurrency", default="1,4,16,64")
     parser.add_argument("--protocols", default="grpc,rest-binary,rest-json")
     parser.add_argument("--json")
+    parser.add_argument("--model-dir")
     args = parser.parse_args()
     for tool in ("h2load", "protoc"):
         if shutil.which(tool) is None:
@@ -169,8 +174,12 @@ def main():
     fixtures = os.path.join(os.environ.get("HETRT_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures")),
                             "tvm-0.18")
     work = tempfile.mkdtemp(prefix="hetrt-serve-load-")
-    repo = server_process.fixture_repository(os.path.abspath(fixtures), {
-        args.model: (args.model, ["deploy.so"], {"instance_group": [{"count": 1}]})})
+    if args.model_dir:
+        fixtures, model_folder = os.path.split(os.path.abspath(args.model_dir))
+    else:
+        fixtures, model_folder = os.path.abspath(fixtures), args.model
+    repo = server_process.fixture_repository(fixtures, {
+        args.model: (model_folder, ["deploy.so"], {"instance_group": [{"count": 1}]})})
     rows = []
     with server_process.Server(args.hetrt, repo) as hetrt:
         metadata = get_json(hetrt.http, f"/v2/models/{args.model}")
@@ -206,6 +215,9 @@ def main():
                                       concurrency, args.seconds, work)
                         rows.append(row)
                     floor_row, hetrt_row = rows[-2], rows[-1]
+                    for row in (floor_row, hetrt_row):
+                        if "requests_per_s" in row:
+                            row["input_mb_per_s"] = row["requests_per_s"] * input_bytes / 1e6
                     if "error" in floor_row or "error" in hetrt_row:
                         print(f"{protocol:11s} c={concurrency:<3d} {floor_row.get('error', 'floor ok')}; "
                               f"{hetrt_row.get('error', 'hetrt ok')}", flush=True)
@@ -215,7 +227,8 @@ def main():
                           f"p99 {floor_row['p99_us']:6d} us cpu {floor_row['cpu_us_per_request']:6.1f} us/req | "
                           f"hetrt {hetrt_row['requests_per_s']:8.0f} req/s p50 {hetrt_row['p50_us']:6d} us "
                           f"p99 {hetrt_row['p99_us']:6d} us cpu {hetrt_row['cpu_us_per_request']:6.1f} us/req | "
-                          f"throughput {hetrt_row['requests_per_s'] / floor_row['requests_per_s']:.2f}x, "
+                          f"throughput {hetrt_row['requests_per_s'] / floor_row['requests_per_s']:.2f}x "
+                          f"({floor_row['input_mb_per_s']:.0f} vs {hetrt_row['input_mb_per_s']:.0f} MB/s of inputs), "
                           f"cpu +{hetrt_row['cpu_us_per_request'] - floor_row['cpu_us_per_request']:.1f} us, "
                           f"p50 +{hetrt_row['p50_us'] - floor_row['p50_us']} us", flush=True)
         finally:

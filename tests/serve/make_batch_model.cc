@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernel_set.h"
 #include "two_branch_model.h"
+#include "write_model.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -22,17 +22,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "WIDTH must be in 1..4096\n");
     return 2;
   }
-  auto built = hetrt::kernels::BuildTwoBranchModel(kDLCPU, shape);
-  if (!built.ok()) {
-    std::fprintf(stderr, "%s\n", built.status().message().c_str());
-    return 1;
-  }
-  const std::string path = std::string(argv[1]) + "/deploy.so";
-  hetrt::Status s = hetrt::kernels::ExportGraph(built->graph_json, built->params, std::vector<int32_t>{kDLCPU}, path);
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-    return 1;
-  }
-  std::printf("%s\n", path.c_str());
-  return 0;
+  return hetrt::kernels::WriteDeployLibrary(hetrt::kernels::BuildTwoBranchModel(kDLCPU, shape), kDLCPU, argv[1]);
 }
