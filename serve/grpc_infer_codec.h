@@ -9,7 +9,8 @@ namespace hetrt::serve {
 
 // Validates and converts a request: inputs from their typed `contents` or from
 // `raw_input_contents` (never both), sizes checked against shape x datatype.
-// Errors are InvalidArgument and name the input.
+// Errors are InvalidArgument and name the input. Inputs from
+// raw_input_contents borrow `request`'s bytes: it must outlive the result.
 Result<InferRequest> DecodeInferRequest(const inference::ModelInferRequest& request);
 
 // Fills `out` with the response's outputs (name, datatype, shape) and their data
