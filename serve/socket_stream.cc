@@ -24,6 +24,13 @@ int PollFor(int fd, short events, std::chrono::milliseconds timeout) {
   }
 }
 
+ssize_t Receive(int fd, char* into, size_t size) {
+  ssize_t n;
+  do n = ::recv(fd, into, size, 0);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
 void IpAndPort(const sockaddr_storage& address, socklen_t length, std::string& ip, int& port) {
   char host[NI_MAXHOST], service[NI_MAXSERV];
   if (::getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof(host), service,
@@ -45,15 +52,8 @@ ssize_t SocketStream::read(char* ptr, size_t size) {
   if (buffered() == 0) {
     if (PollFor(fd_, POLLIN, read_timeout_) <= 0) return -1;
     // A large read goes straight to the caller; a small one fills the buffer.
-    if (size >= sizeof(buffer_)) {
-      ssize_t n;
-      do n = ::recv(fd_, ptr, size, 0);
-      while (n < 0 && errno == EINTR);
-      return n;
-    }
-    ssize_t n;
-    do n = ::recv(fd_, buffer_, sizeof(buffer_), 0);
-    while (n < 0 && errno == EINTR);
+    if (size >= sizeof(buffer_)) return Receive(fd_, ptr, size);
+    const ssize_t n = Receive(fd_, buffer_, sizeof(buffer_));
     if (n <= 0) return n;
     begin_ = 0;
     end_ = static_cast<size_t>(n);

@@ -43,6 +43,16 @@ void RaiseOpenFileLimit(size_t connections) {
                  static_cast<unsigned long long>(wanted));
 }
 
+// A CPU plugin option for the process-wide plugin and for the plugins a model
+// opens of its own (config.json parameters, which win).
+void DefaultCpuOption(serve::ServerOptions& options, const char* key, int64_t value, const char* flag) {
+  const std::string text = std::to_string(value);
+  if (auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU); cpu.ok())
+    if (Status s = (*cpu)->SetOption(key, text); !s.ok())
+      std::fprintf(stderr, "hetrt serve: warning: %s: %s\n", flag, s.message().c_str());
+  options.plugin_defaults.push_back({"cpu", key, text});
+}
+
 int Serve(ServeArgs& args) {
   // First, so that the threads started below inherit it (serve/scheduling.h).
   if (args.scheduling == "batch")
@@ -69,21 +79,14 @@ int Serve(ServeArgs& args) {
   // operators fast and gives the rest back (bench/serve_load.py: about a
   // quarter less CPU per request at concurrency 16). HETRT_CPU_SPIN_US wins.
   // The same for instances that open their own plugins (config.json parameters).
-  if (std::getenv("HETRT_CPU_SPIN_US") == nullptr) {
-    if (auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU); cpu.ok())
-      if (Status s = (*cpu)->SetOption("spin_us", std::to_string(args.cpu_spin_us)); !s.ok())
-        std::fprintf(stderr, "hetrt serve: warning: --cpu-spin-us: %s\n", s.message().c_str());
-    args.options.plugin_defaults.push_back({"cpu", "spin_us", std::to_string(args.cpu_spin_us)});
-  }
+  if (std::getenv("HETRT_CPU_SPIN_US") == nullptr)
+    DefaultCpuOption(args.options, "spin_us", args.cpu_spin_us, "--cpu-spin-us");
   // A parallel loop too short to pay for waking a worker runs on the thread
   // that serves the request: on a server the other cores are busy with other
   // requests, and each wake-up costs a context switch on both sides
   // (bench/serve_load.py, mlp: about half the CPU per request). -1: twice this
   // machine's measured wake-up.
-  if (auto cpu = PluginRegistry::Global().ForDeviceType(kDLCPU); cpu.ok())
-    if (Status s = (*cpu)->SetOption("serial_below_us", std::to_string(args.cpu_serial_below_us)); !s.ok())
-      std::fprintf(stderr, "hetrt serve: warning: --cpu-serial-below-us: %s\n", s.message().c_str());
-  args.options.plugin_defaults.push_back({"cpu", "serial_below_us", std::to_string(args.cpu_serial_below_us)});
+  DefaultCpuOption(args.options, "serial_below_us", args.cpu_serial_below_us, "--cpu-serial-below-us");
   auto server = serve::InferenceServer::Create(args.options);
   if (!server.ok()) return Fail(server.status().message());
 
