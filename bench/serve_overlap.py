@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instances that overlap their devices in a `hetrt serve` process: the
-CPU+OpenCL two-stage model (bench/make_serving_model two_stage) with 1 instance and
+CPU+OpenCL two-stage model (bench/make_bench_model two_stage) with 1 instance and
 with 2, gRPC requests from h2load at concurrency 4, each device on a core of
 its own so that one instance and two have the same hardware (the server and
 h2load on the last core with one CPU thread per executor, PoCL's one worker
@@ -8,7 +8,7 @@ pinned to core 0). Once per `--scheduling` of hetrt serve: `batch` (its
 default) and `default` (the kernel's). Reports requests/s per model and the
 ratio of 2 instances to 1, runs of the two models interleaved.
 
-Usage: serve_overlap.py --hetrt build/bin/hetrt --make-model build/bin/make_serving_model
+Usage: serve_overlap.py --hetrt build/bin/hetrt --make-model build/bin/make_bench_model
          [--seconds 4] [--repetitions 3] [--json OUT]"""
 import argparse
 import json

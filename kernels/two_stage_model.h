@@ -15,7 +15,7 @@ struct TwoStageShape {
   int64_t width = 256;
 };
 
-// The serving benchmarks' model (serve_bench, make_serving_model): on
+// The serving benchmarks' model (serve_bench, make_bench_model): on
 // PoCL, with each device on a core of its own, its stages take about equally
 // long (~1.8 ms each on the 2-core development machine).
 inline constexpr TwoStageShape kServingTwoStageShape{6, 3, 64, 128};

@@ -1,5 +1,5 @@
 // The end of the model-writing tools (tests/serve/make_batch_model,
-// bench/make_serving_model): a model GraphBuilder built, exported as
+// bench/make_bench_model): a model GraphBuilder built, exported as
 // <dir>/deploy.so with the kernel set's objects.
 #pragma once
 

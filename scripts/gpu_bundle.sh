@@ -16,6 +16,9 @@ cp build/test-kernels/libffi_stream_kernels.so .gpu/build/test-kernels/
 # with the core's headers and DLPack's, which a bare machine may lack).
 cp -r "$(dirname "$(find /usr/include -path '*dlpack/dlpack.h' | head -1)")" .gpu/include/
 for m in "$fixtures"/tvm-0.18/*cuda*; do cp -r "$m" .gpu/fixtures/tvm-0.18/; done
+# The two-branch model on CPU+CUDA as a graph and as a Relax executable, for
+# `hetrt bench` to compare the executors there (exporting needs no GPU).
+mkdir -p .gpu/models/two_branch_cuda && build/bin/make_bench_model two_branch_cuda .gpu/models/two_branch_cuda
 # Every library outside glibc, the C++ runtime (the image's is newer) and the
 # build tree, so nothing else depends on the image.
 for f in .gpu/build/bin/* .gpu/build/lib/*.so .gpu/build/lib/hetrt-plugins/*.so .gpu/build/test-kernels/*.so; do

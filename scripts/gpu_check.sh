@@ -25,7 +25,9 @@ bin=/work/main/build/bin
 nvidia-smi -L | tee "$out/gpu.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a "$out/gpu.txt"
 status=0
-step() { echo "== $1"; shift; "$@" || { echo "== FAILED ($?): $*"; status=1; }; }
+# A step piped into tee runs in a subshell: failures are marked in a file.
+rm -f "$out/failed"
+step() { echo "== $1"; shift; "$@" || { echo "== FAILED ($?): $*"; echo "$*" >> "$out/failed"; }; }
 step plugins "$bin/hetrt" plugins 2>&1 | tee "$out/plugins.txt"
 step cuda_test timeout 300 "$bin/cuda_test" --gtest_filter='-CudaPersonality.*:FakeCudaDriver.*:CudaFakeDriver.*:CudaNoDevice.*' \
   --gtest_output=xml:"$out/cuda_test.xml" > "$out/cuda_test.log" 2>&1
@@ -38,9 +40,20 @@ for m in mlp_cuda hetero_cuda_seed; do
   step "run $m" "$bin/hetrt" run "$d/deploy.so" --inputs "$d/inputs.params" --device cpu --device cuda --repeat 200 \
     --save-outputs "$out/$m.out.params" 2>&1 | tail -3
 done
+# The two-branch model (CPU branch + CUDA branch) per node and per instruction:
+# the graph executor asynchronous and sequential, and the Relax VM.
+tb=.gpu/models/two_branch_cuda
+step "bench graph" "$bin/hetrt" bench $tb/graph.so --inputs $tb/inputs.params --device cpu --device cuda \
+  --repeat 500 --warmup 20 --trace "$out/two_branch_graph.trace.json" > "$out/two_branch_graph.txt" 2>&1
+step "bench graph sequential" "$bin/hetrt" bench $tb/graph.so --inputs $tb/inputs.params --device cpu --device cuda \
+  --repeat 500 --warmup 20 --sequential --trace "$out/two_branch_graph_seq.trace.json" > "$out/two_branch_graph_seq.txt" 2>&1
+step "bench relax" "$bin/hetrt" bench $tb/relax.so --inputs $tb/inputs.params --device cuda --device cpu \
+  --repeat 500 --warmup 20 --trace "$out/two_branch_relax.trace.json" > "$out/two_branch_relax.txt" 2>&1
+tail -n 4 "$out"/two_branch_*.txt
 step cuda_bench timeout 180 "$bin/cuda_bench" --benchmark_min_time=0.2 --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true --benchmark_out="$out/cuda_bench.json" --benchmark_out_format=json \
   > "$out/cuda_bench.txt" 2>&1
 grep -E 'median|mean' "$out/cuda_bench.txt" | head -40
+[ ! -s "$out/failed" ] || status=1
 echo "== status $status"
 exit $status
