@@ -188,25 +188,30 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
                                                 const inference::RepositoryModelLoadRequest* request,
                                                 inference::RepositoryModelLoadResponse*) override {
-    grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/false);
-    if (!checked.ok()) return Finished(context, checked);
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    long_calls_.Post([this, reactor, model = request->model_name()] { reactor->Finish(ToGrpc(server_.Load(model))); });
-    return reactor;
+    return OnLongCallThread(context, *request, /*unload=*/false);
   }
 
   grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
                                                   const inference::RepositoryModelUnloadRequest* request,
                                                   inference::RepositoryModelUnloadResponse*) override {
-    grpc::Status checked = CheckRepositoryRequest(*request, /*unload=*/true);
-    if (!checked.ok()) return Finished(context, checked);
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    long_calls_.Post(
-        [this, reactor, model = request->model_name()] { reactor->Finish(ToGrpc(server_.Unload(model))); });
-    return reactor;
+    return OnLongCallThread(context, *request, /*unload=*/true);
   }
 
  private:
+  // A load or unload can take seconds (opening a model, draining one): it
+  // runs on the long-call thread, never on a gRPC callback thread.
+  template <typename Request>
+  grpc::ServerUnaryReactor* OnLongCallThread(grpc::CallbackServerContext* context, const Request& request,
+                                             bool unload) {
+    grpc::Status checked = CheckRepositoryRequest(request, unload);
+    if (!checked.ok()) return Finished(context, checked);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    long_calls_.Post([this, reactor, unload, model = request.model_name()] {
+      reactor->Finish(ToGrpc(unload ? server_.Unload(model) : server_.Load(model)));
+    });
+    return reactor;
+  }
+
   static grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context, const grpc::Status& status) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(status);

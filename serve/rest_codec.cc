@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <type_traits>
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/json_limits.h"
@@ -33,26 +34,30 @@ bool IsBool(DLDataType t) {
   return t.lanes == 1 && ((t.code == kDLUInt && t.bits == 1) || (t.code == kDLBoolCode && t.bits == 8));
 }
 
+// The DLPack type code of each element type; its bits are 8 * sizeof.
+template <typename T>
+constexpr uint8_t kCodeOf = std::is_floating_point_v<T> ? kDLFloat : std::is_signed_v<T> ? kDLInt : kDLUInt;
+template <>
+constexpr uint8_t kCodeOf<Half> = kDLFloat;
+template <>
+constexpr uint8_t kCodeOf<BFloat16> = kDLBfloat;
+
+// Calls visit.template operator()<T>() with the first of Ts whose dtype is `t`;
+// false when none is.
+template <typename... Ts, typename Visitor>
+bool VisitFirstOf(DLDataType t, Visitor& visit, Status* result) {
+  auto is = [t]<typename T>() { return t.lanes == 1 && t.code == kCodeOf<T> && t.bits == 8 * sizeof(T); };
+  return ((is.template operator()<Ts>() && (*result = visit.template operator()<Ts>(), true)) || ...);
+}
+
 // Calls visit.template operator()<T>() for the C++ type of a protocol dtype.
 template <typename Visitor>
 Status VisitElementType(DLDataType t, Visitor&& visit) {
   if (IsBool(t)) return visit.template operator()<Bool8>();
-  if (t.lanes == 1) {
-    switch (t.code * 256 + t.bits) {
-      case kDLInt * 256 + 8: return visit.template operator()<int8_t>();
-      case kDLInt * 256 + 16: return visit.template operator()<int16_t>();
-      case kDLInt * 256 + 32: return visit.template operator()<int32_t>();
-      case kDLInt * 256 + 64: return visit.template operator()<int64_t>();
-      case kDLUInt * 256 + 8: return visit.template operator()<uint8_t>();
-      case kDLUInt * 256 + 16: return visit.template operator()<uint16_t>();
-      case kDLUInt * 256 + 32: return visit.template operator()<uint32_t>();
-      case kDLUInt * 256 + 64: return visit.template operator()<uint64_t>();
-      case kDLFloat * 256 + 16: return visit.template operator()<Half>();
-      case kDLFloat * 256 + 32: return visit.template operator()<float>();
-      case kDLFloat * 256 + 64: return visit.template operator()<double>();
-      case kDLBfloat * 256 + 16: return visit.template operator()<BFloat16>();
-    }
-  }
+  Status result;
+  if (VisitFirstOf<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, Half, float, double,
+                   BFloat16>(t, visit, &result))
+    return result;
   return InvalidArgument("dtype " + DataTypeToString(t) + " has no protocol datatype");
 }
 

@@ -300,12 +300,11 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
 
 TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
   HETRT_REQUIRE_FIXTURE(dir, "add3");
-  Repository repo;
-  auto server = StartServing(repo, "add3", dir);
-  ASSERT_TRUE(server);
-  const InferRequest good = RequestFromParams("add3", dir + "/inputs.params");
+  OneModel add3("add3", dir);
+  ASSERT_TRUE(add3.server);
+  const InferRequest& good = add3.request;
   auto expect_error = [&](InferRequest request, StatusCode code, const std::string& words) {
-    auto response = server->Infer(std::move(request));
+    auto response = add3.server->Infer(std::move(request));
     ASSERT_FALSE(response.ok());
     EXPECT_EQ(response.status().code(), code) << response.status().message();
     EXPECT_NE(response.status().message().find(words), std::string::npos) << response.status().message();
@@ -338,8 +337,8 @@ TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
   r = good;
   r.outputs = {"output_3"};
   expect_error(r, StatusCode::kInvalidArgument, "no output named 'output_3'");
-  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, server->Infer(good));
-  ExpectNear(response.outputs[0].tensor, Expected(dir));
+  HETRT_ASSERT_OK_AND_ASSIGN(InferResponse response, add3.server->Infer(good));
+  ExpectNear(response.outputs[0].tensor, add3.expected);
 }
 
 TEST(InferenceServer, ABrokenModelIsReportedAndDoesNotStopTheOthers) {
@@ -621,29 +620,26 @@ TEST(InferenceServer, AFullQueueAnswersUnavailableAndNothingHangs) {
 
 TEST(InferenceServer, DrainLetsRequestsInFlightFinishAndRefusesNewOnes) {
   HETRT_REQUIRE_FIXTURE(dir, "resnet18");
-  Repository repo;
-  auto server = StartServing(repo, "resnet", dir);
-  ASSERT_TRUE(server);
-  const InferRequest request = RequestFromParams("resnet", dir + "/inputs.params");
-  const Tensor expected = Expected(dir);
+  OneModel resnet("resnet", dir);
+  ASSERT_TRUE(resnet.server);
   std::atomic<int> finished{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < 3; ++c)
     clients.emplace_back([&] {
-      auto response = server->Infer(request);
+      auto response = resnet.server->Infer(resnet.request);
       if (response.ok()) {
-        ExpectNear(response->outputs[0].tensor, expected, 1e-4f);
+        ExpectNear(response->outputs[0].tensor, resnet.expected, 1e-4f);
         ++finished;
       } else {
         EXPECT_EQ(response.status().code(), StatusCode::kUnavailable) << response.status().message();
       }
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  server->Drain();
+  resnet.server->Drain();
   for (auto& t : clients) t.join();
   EXPECT_GE(finished.load(), 1);
-  EXPECT_FALSE(server->Ready());
-  EXPECT_EQ(server->Infer(request).status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(resnet.server->Ready());
+  EXPECT_EQ(resnet.server->Infer(resnet.request).status().code(), StatusCode::kUnavailable);
 }
 
 // Health services that push status (gRPC's) learn of every readiness change at

@@ -35,6 +35,12 @@ std::string OneInput(const std::string& datatype, const std::string& shape, cons
   return R"({"inputs":[{"name":"x","datatype":")" + datatype + R"(","shape":)" + shape + R"(,"data":)" + data + "}]}";
 }
 
+// Each body is refused with a message containing its words.
+using RefusedCases = std::vector<std::pair<std::string, std::string>>;
+void ExpectEachRefused(const RefusedCases& cases) {
+  for (const auto& [body, words] : cases) EXPECT_NE(ErrorOf(body).find(words), std::string::npos) << body;
+}
+
 template <typename T>
 std::vector<T> Values(const Tensor& t) {
   std::vector<T> v(static_cast<size_t>(t.num_elements()));
@@ -83,12 +89,12 @@ TEST(RestCodec, NestedDataEqualsFlat) {
 }
 
 TEST(RestCodec, NestingMustMatchShape) {
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[2,3]", "[[1,2],[3,4],[5,6]]")).find("input 'x': \"data\" nests as neither"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[2,2]", "[[1,2],[3]]")).find("nests as neither"), std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[1,2]", "[[1,[2]]]")).find("nests deeper than shape [1, 2]"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[2]", "[1,[2]]")).find("data[1]"), std::string::npos);
+  ExpectEachRefused({
+      {OneInput("FP32", "[2,3]", "[[1,2],[3,4],[5,6]]"), "input 'x': \"data\" nests as neither"},
+      {OneInput("FP32", "[2,2]", "[[1,2],[3]]"), "nests as neither"},
+      {OneInput("FP32", "[1,2]", "[[1,[2]]]"), "nests deeper than shape [1, 2]"},
+      {OneInput("FP32", "[2]", "[1,[2]]"), "data[1]"},
+  });
 }
 
 TEST(RestCodec, HugeShapeWithSmallNestedData) {
@@ -99,9 +105,10 @@ TEST(RestCodec, HugeShapeWithSmallNestedData) {
 }
 
 TEST(RestCodec, ElementCountMustMatchShape) {
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[2,2]", "[1,2,3]")).find("input 'x': \"data\" has 3 values; shape [2, 2] needs 4"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[1]", "{}")).find("\"data\" must be an array"), std::string::npos);
+  ExpectEachRefused({
+      {OneInput("FP32", "[2,2]", "[1,2,3]"), "input 'x': \"data\" has 3 values; shape [2, 2] needs 4"},
+      {OneInput("FP32", "[1]", "{}"), "\"data\" must be an array"},
+  });
 }
 
 TEST(RestCodec, EmptyTensor) {
@@ -145,7 +152,7 @@ TEST(RestCodec, EveryJsonDatatype) {
 }
 
 TEST(RestCodec, ValuesMustFitTheDatatype) {
-  const std::pair<std::string, std::string> cases[] = {
+  ExpectEachRefused({
       {OneInput("UINT8", "[1]", "[300]"), "input 'x': data[0]: 300 does not fit UINT8 (0..255)"},
       {OneInput("INT8", "[2]", "[0,-129]"), "data[1]: -129 does not fit INT8 (-128..127)"},
       {OneInput("UINT32", "[1]", "[-1]"), "-1 does not fit UINT32"},
@@ -158,38 +165,34 @@ TEST(RestCodec, ValuesMustFitTheDatatype) {
       {OneInput("FP64", "[1]", "[false]"), "false is not a number"},
       {OneInput("FP32", "[1]", "[1e39]"), "is out of range for FP32"},
       {OneInput("FP32", "[1]", "[-3.41e38]"), "is out of range for FP32"},
-  };
-  for (const auto& [body, message] : cases) EXPECT_NE(ErrorOf(body).find(message), std::string::npos) << body;
+  });
 }
 
 TEST(RestCodec, DatatypesWithoutJsonForm) {
-  EXPECT_NE(ErrorOf(OneInput("FP16", "[1]", "[1]")).find("FP16 has no JSON form: send it as binary data"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("BF16", "[1]", "[1]")).find("BF16 has no JSON form"), std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("BYTES", "[1]", "[\"abc\"]")).find("BYTES tensors are not supported"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FLOAT32", "[1]", "[1]")).find("unknown datatype \"FLOAT32\"; expected BOOL, UINT8"),
-            std::string::npos);
+  ExpectEachRefused({
+      {OneInput("FP16", "[1]", "[1]"), "FP16 has no JSON form: send it as binary data"},
+      {OneInput("BF16", "[1]", "[1]"), "BF16 has no JSON form"},
+      {OneInput("BYTES", "[1]", "[\"abc\"]"), "BYTES tensors are not supported"},
+      {OneInput("FLOAT32", "[1]", "[1]"), "unknown datatype \"FLOAT32\"; expected BOOL, UINT8"},
+  });
 }
 
 TEST(RestCodec, BadShapes) {
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[-1,2]", "[1,2]")).find("input 'x': shape [-1,2] has a negative dimension"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[1.5]", "[1]")).find("dimensions must be integers"), std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[\"2\"]", "[1,2]")).find("dimensions must be integers"), std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP32", "2", "[1,2]")).find("\"shape\" must be an array of integers"), std::string::npos);
-  // 2^40 * 2^40 elements overflow int64: refused before anything is allocated.
-  EXPECT_NE(ErrorOf(OneInput("FP32", "[1099511627776,1099511627776]", "[]")).find("shape [1099511627776, 1099511627776]"),
-            std::string::npos);
-  // 2^62 elements fit int64 but not as FP64 bytes.
-  EXPECT_NE(ErrorOf(OneInput("FP64", "[4611686018427387904]", "[]")).find("overflows 64-bit sizes"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(OneInput("FP64", "[18446744073709551615]", "[]")).find("dimensions must be integers"),
-            std::string::npos);
+  ExpectEachRefused({
+      {OneInput("FP32", "[-1,2]", "[1,2]"), "input 'x': shape [-1,2] has a negative dimension"},
+      {OneInput("FP32", "[1.5]", "[1]"), "dimensions must be integers"},
+      {OneInput("FP32", "[\"2\"]", "[1,2]"), "dimensions must be integers"},
+      {OneInput("FP32", "2", "[1,2]"), "\"shape\" must be an array of integers"},
+      // 2^40 * 2^40 elements overflow int64: refused before anything is allocated.
+      {OneInput("FP32", "[1099511627776,1099511627776]", "[]"), "shape [1099511627776, 1099511627776]"},
+      // 2^62 elements fit int64 but not as FP64 bytes.
+      {OneInput("FP64", "[4611686018427387904]", "[]"), "overflows 64-bit sizes"},
+      {OneInput("FP64", "[18446744073709551615]", "[]"), "dimensions must be integers"},
+  });
 }
 
 TEST(RestCodec, BadRequestStructure) {
-  const std::pair<std::string, std::string> cases[] = {
+  ExpectEachRefused({
       {"[]", "the inference request must be a JSON object"},
       {"{}", "needs \"inputs\""},
       {R"({"inputs":{}})", "needs \"inputs\""},
@@ -214,8 +217,7 @@ TEST(RestCodec, BadRequestStructure) {
        "output 'y': parameter \"binary_data\" must be true or false"},
       {R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":2}}]})",
        "classification extension is not supported"},
-  };
-  for (const auto& [body, message] : cases) EXPECT_NE(ErrorOf(body).find(message), std::string::npos) << body;
+  });
 }
 
 TEST(RestCodec, MalformedJson) {
