@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "grpc_service.grpc.pb.h"
+#include "hetrt/serve/grpc_locks.h"
 
 namespace {
 
@@ -182,6 +183,7 @@ int main(int argc, char** argv) {
   FloorService service(model, input_bytes, std::move(grpc_response));
   std::unique_ptr<grpc::Server> grpc_server;
   if (grpc_port > 0) {
+    hetrt::serve::SkipGrpcDeadlockChecksForThisProcess();  // as hetrt serve does
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureServerCredentials());
     builder.SetMaxReceiveMessageSize(64 << 20);

@@ -69,19 +69,18 @@ class ModelVersion {
 
   // Who submits a request, which decides whether its thread may run requests.
   // Either runs its own request only when an instance is idle, nothing is
-  // queued and the model's runs are short (kInlineRunBudgetNs): a long run
+  // queued and the model's runs are short (kShortRunNs): a long run
   // gains little from skipping the hand-off to the instance's thread, and
   // belongs on that thread (its scheduling policy, see Serve).
   enum class Caller {
     // Waits for its response anyway (a REST worker): runs its own request,
     // never anyone else's.
     kBlocking,
-    // Serves other connections too (a gRPC callback thread): after its own
-    // request, keeps the instance to run the requests queued behind it, for
-    // at most kInlineRunBudgetNs.
+    // Serves other connections too (a gRPC callback thread): runs its own
+    // request only when no other is in flight, and never anyone else's.
     kEventLoop,
   };
-  static constexpr uint64_t kInlineRunBudgetNs = 1'000'000;
+  static constexpr uint64_t kShortRunNs = 1'000'000;
 
   // Validates and queues the request, or runs it on this thread. `done` is
   // called exactly once: before Submit returns (a bad request, a full queue, a
@@ -109,7 +108,8 @@ class ModelVersion {
   Instance* TakeIdleInstance();
   bool AnyInstanceIdle() const;
   void TakeBatch(std::unique_lock<std::mutex>& lock, Batch& batch);
-  void Execute(Instance& instance, Batch& batch);
+  std::vector<Result<InferResponse>> Execute(Instance& instance, const Batch& batch);
+  void Answer(Batch& batch, std::vector<Result<InferResponse>>& answers);
   Status RunBatch(Instance& instance, const Batch& batch, int64_t rows, std::vector<Result<InferResponse>>& answers);
 
   std::string name_;

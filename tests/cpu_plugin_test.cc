@@ -853,6 +853,15 @@ int32_t SlowRun(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata) {
   return CountRun(task_id, env, cdata);
 }
 
+// Busy for g_sized_run_us per task: a launch site whose size a test changes.
+std::atomic<int> g_sized_run_us{0};
+int32_t SizedRun(int32_t task_id, hetrt_parallel_group_env_t* env, void* cdata) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(g_sized_run_us.load());
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  return CountRun(task_id, env, cdata);
+}
+
 // How many tasks one launch of `lambda` (num_task 0) ran.
 int32_t TasksOfOneLaunch(hetrt_instance_t* self, hetrt_parallel_lambda_t lambda) {
   LaunchRecord record(8);
@@ -895,6 +904,27 @@ TEST_F(CpuPluginTest, SerialBelowUsRunsShortLaunchSitesAsOneTaskOnTheCallingThre
   EXPECT_LE(LaunchesUntilOneTask(self_, CountRun, kLimit), kLimit);
   for (const char* value : {"-2", "abc", "1000001", "", "5 "})
     EXPECT_EQ(CodeOf(SetOption(self_, "serial_below_us", value)), HETRT_STATUS_INVALID_ARGUMENT) << "\"" << value << "\"";
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
+}
+
+// A busy server's core is shared: a short site's launch that the OS preempted
+// reads as long once. That does not make the site split; a site that grew,
+// long twice in a row, does.
+TEST_F(CpuPluginTest, SerialBelowUsLetsOneLongLaunchPassAndFollowsASiteThatGrew) {
+  constexpr int kLimit = 200;
+  SetThreads(self_, 3);
+  ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "500")), "");
+  g_sized_run_us = 0;
+  ASSERT_LE(LaunchesUntilOneTask(self_, SizedRun, kLimit), kLimit);
+  g_sized_run_us = 2000;
+  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1);
+  g_sized_run_us = 0;
+  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1) << "one long launch made the site split";
+  g_sized_run_us = 2000;
+  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1);
+  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1);
+  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 3) << "a site long twice in a row still runs serially";
+  g_sized_run_us = 0;
   ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
 }
 

@@ -12,6 +12,7 @@
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/serve/frontend.h"
 #include "hetrt/serve/inference_server.h"
+#include "hetrt/serve/grpc_locks.h"
 #include "hetrt/serve/scheduling.h"
 
 namespace hetrt::cli {
@@ -54,6 +55,7 @@ void DefaultCpuOption(serve::ServerOptions& options, const char* key, int64_t va
 }
 
 int Serve(ServeArgs& args) {
+  serve::SkipGrpcDeadlockChecksForThisProcess();
   // First, so that the threads started below inherit it (serve/scheduling.h).
   if (args.scheduling == "batch")
     if (Status s = serve::UseBatchSchedulingForThisProcess(); !s.ok())

@@ -24,17 +24,23 @@ class LaunchSizes {
     if (slot.lambda.load(std::memory_order_relaxed) != lambda) return -1;
     return slot.serial_ns.load(std::memory_order_relaxed);
   }
-  // A longer measurement counts at once; a shorter one only wears the
-  // estimate down by an eighth per launch. A site whose size varies (a
-  // symbolic batch) is thus taken at its recent largest, and goes serial only
-  // after a run of short launches, rather than running every large launch
-  // after a small one on one thread.
+  // A measurement counts as the shorter of it and the site's previous one: a
+  // launch the OS preempted (a busy server's core is shared) reads as long
+  // once, where a site that grew reads long twice in a row. A longer count
+  // replaces the estimate at once; a shorter one only wears it down by an
+  // eighth per launch. A site whose size varies (a symbolic batch) is thus
+  // taken at its recent largest, and goes serial only after a run of short
+  // launches, rather than running every large launch after a small one on
+  // one thread.
   void Record(hetrt_parallel_lambda_t lambda, int64_t serial_ns) {
     Slot& slot = SlotOf(lambda);
+    const int64_t measured = serial_ns;
     if (slot.lambda.load(std::memory_order_relaxed) == lambda) {
+      serial_ns = std::min(serial_ns, slot.last_ns.load(std::memory_order_relaxed));
       const int64_t before = slot.serial_ns.load(std::memory_order_relaxed);
       serial_ns = std::max(serial_ns, before - before / 8);
     }
+    slot.last_ns.store(measured, std::memory_order_relaxed);
     slot.serial_ns.store(serial_ns, std::memory_order_relaxed);
     slot.lambda.store(lambda, std::memory_order_relaxed);
   }
@@ -43,6 +49,7 @@ class LaunchSizes {
   struct Slot {
     std::atomic<hetrt_parallel_lambda_t> lambda{nullptr};
     std::atomic<int64_t> serial_ns{-1};
+    std::atomic<int64_t> last_ns{-1};  // the latest measurement
   };
   static constexpr size_t kSlots = 256;  // a model's parallel loops, with room to spare
 
