@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "grpc_service.grpc.pb.h"
-#include "hetrt/serve/grpc_locks.h"
+#include "hetrt/serve/process_tuning.h"
 
 namespace {
 
@@ -146,6 +146,7 @@ int64_t DecodeRestRequest(const httplib::Request& req) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hetrt::serve::KeepLargeBuffersForThisProcess();  // as hetrt serve does
   CLI::App app{"The Open Inference Protocol without a model: the floor hetrt serve is measured against"};
   std::string model;
   size_t input_bytes = 0;

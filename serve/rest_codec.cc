@@ -195,7 +195,8 @@ Result<std::optional<bool>> ReadBoolParameter(const json* parameters, const char
 
 class RequestParser {
  public:
-  RequestParser(std::string_view binary, const RestParseLimits& limits) : binary_(binary), limits_(limits) {}
+  RequestParser(std::string_view binary, const RestParseLimits& limits, BinaryInputs binary_inputs)
+      : binary_(binary), limits_(limits), binary_inputs_(binary_inputs) {}
 
   Result<RestInferRequest> Parse(const json& root) {
     if (!root.is_object()) return InvalidArgument("the inference request must be a JSON object");
@@ -305,11 +306,17 @@ class RequestParser {
       return fail(InvalidArgument("the inputs decode to more than " + std::to_string(limits_.max_input_bytes) +
                                   " bytes, the most this server accepts"));
 
-    auto host = Tensor::EmptyHost(*shape, *dtype);
-    if (!host.ok()) return fail(host.status());
-    tensor.tensor = std::move(host).value();
+    if (binary_size && binary_inputs_ == BinaryInputs::kViewOfBody) {
+      tensor.tensor = Tensor::Borrow(const_cast<char*>(binary_.data() + binary_offset_), DLDevice{kDLCPU, 0}, *shape,
+                                     *dtype);
+    } else {
+      auto host = Tensor::EmptyHost(*shape, *dtype);
+      if (!host.ok()) return fail(host.status());
+      tensor.tensor = std::move(host).value();
+    }
     if (binary_size) {
-      if (nbytes > 0) std::memcpy(tensor.tensor.data(), binary_.data() + binary_offset_, nbytes);
+      if (nbytes > 0 && binary_inputs_ == BinaryInputs::kCopied)
+        std::memcpy(tensor.tensor.data(), binary_.data() + binary_offset_, nbytes);
       binary_offset_ += nbytes;
       if (IsBool(*dtype)) {
         const auto* bytes = tensor.tensor.data_as<const uint8_t>();
@@ -360,6 +367,7 @@ class RequestParser {
 
   std::string_view binary_;
   const RestParseLimits& limits_;
+  const BinaryInputs binary_inputs_;
   uint64_t binary_offset_ = 0;
   uint64_t decoded_bytes_ = 0;
 };
@@ -477,7 +485,7 @@ bool RestOutputFormat::IsBinary(std::string_view output) const {
 }
 
 Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optional<size_t> json_header_length,
-                                               const RestParseLimits& limits) {
+                                               const RestParseLimits& limits, BinaryInputs binary_inputs) {
   std::string_view json_text = body, binary;
   if (json_header_length) {
     if (*json_header_length > body.size())
@@ -488,7 +496,7 @@ Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optio
   }
   HETRT_ASSIGN_OR_RETURN(json root, ParseJson(json_text, "the inference request", limits.max_json_depth));
   try {
-    return RequestParser(binary, limits).Parse(root);
+    return RequestParser(binary, limits, binary_inputs).Parse(root);
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("out of memory decoding the inference request's tensors");
   }

@@ -46,8 +46,14 @@ struct RestParseLimits {
 // and the inputs with parameters.binary_data_size take the rest, in input
 // order. Without it the whole body is JSON. Every error is InvalidArgument (or
 // DataLoss for malformed JSON) naming the input and what was expected.
+// How the binary inputs hold their bytes: a copy of them, or a view of `body`,
+// which must then outlive the request (the REST frontend keeps the body until
+// the request has run: every executor copies an input into its own storage,
+// so a large input is copied once instead of twice).
+enum class BinaryInputs { kCopied, kViewOfBody };
 Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optional<size_t> json_header_length,
-                                               const RestParseLimits& limits = {});
+                                               const RestParseLimits& limits = {},
+                                               BinaryInputs binary_inputs = BinaryInputs::kCopied);
 
 // A response body; `json_header_length` set when binary outputs follow the JSON
 // (the Inference-Header-Content-Length header to send).

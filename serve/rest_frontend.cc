@@ -285,13 +285,14 @@ class RestFrontend final : public HttpListener {
     if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
     auto header_length = JsonHeaderLength(req);
     if (!header_length.ok()) return SendError(res, header_length.status());
-    auto parsed = ParseRestInferRequest(body, *header_length);
+    // Binary inputs view `body`, which lives until the request has run.
+    auto parsed = ParseRestInferRequest(body, *header_length, {}, BinaryInputs::kViewOfBody);
     if (!parsed.ok()) return SendError(res, parsed.status());
-    std::string().swap(body);  // the tensors hold their own copy now
     InferRequest& request = parsed->request;
     request.model = req.matches[1];
     request.version = req.matches[2];
     auto response = server_.Infer(std::move(request));
+    std::string().swap(body);  // nothing views it any more: not held while the response is encoded
     if (!response.ok()) return SendError(res, response.status());
     auto encoded = EncodeRestInferResponse(*response, parsed->output_format);
     if (!encoded.ok()) return SendError(res, encoded.status());

@@ -12,7 +12,7 @@
 #include "hetrt/plugin_host/plugin_registry.h"
 #include "hetrt/serve/frontend.h"
 #include "hetrt/serve/inference_server.h"
-#include "hetrt/serve/grpc_locks.h"
+#include "hetrt/serve/process_tuning.h"
 #include "hetrt/serve/scheduling.h"
 
 namespace hetrt::cli {
@@ -56,6 +56,7 @@ void DefaultCpuOption(serve::ServerOptions& options, const char* key, int64_t va
 
 int Serve(ServeArgs& args) {
   serve::SkipGrpcDeadlockChecksForThisProcess();
+  serve::KeepLargeBuffersForThisProcess();
   // First, so that the threads started below inherit it (serve/scheduling.h).
   if (args.scheduling == "batch")
     if (Status s = serve::UseBatchSchedulingForThisProcess(); !s.ok())

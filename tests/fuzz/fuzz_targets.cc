@@ -119,7 +119,8 @@ void RestInferRequest(const uint8_t* data, size_t size) {
   }
   serve::RestParseLimits limits;
   limits.max_input_bytes = 64 << 20;
-  auto parsed = serve::ParseRestInferRequest(body, header, limits);
+  // As the REST frontend parses: binary inputs view the body (alive until the end).
+  auto parsed = serve::ParseRestInferRequest(body, header, limits, serve::BinaryInputs::kViewOfBody);
   if (!parsed.ok()) return;
   // The decoded inputs, sent back as outputs, exercise the encoder too.
   serve::InferResponse response;

@@ -286,6 +286,33 @@ TEST(RestCodec, BinaryInputsMixedWithJson) {
   EXPECT_EQ(r->request.inputs[2].tensor.shape(), (std::vector<int64_t>{2}));
 }
 
+// The REST frontend keeps the body until the request has run, and its binary
+// inputs view it (one copy of a large input less); by default they are copies.
+TEST(RestCodec, BinaryInputsViewTheBodyWhenAsked) {
+  const std::vector<float> a = {1.5f, -2.25f, 3.0f};
+  const std::string json_text = R"({"inputs":[
+      {"name":"a","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}},
+      {"name":"b","datatype":"INT8","shape":[2],"data":[-5,6]}]})";
+  auto [body, header] = WithBinary(json_text, Bytes(a));
+  const char* binary = body.data() + header;
+  auto viewed = ParseRestInferRequest(body, header, {}, BinaryInputs::kViewOfBody);
+  ASSERT_TRUE(viewed.ok()) << viewed.status().ToString();
+  EXPECT_EQ(viewed->request.inputs[0].tensor.data(), binary);
+  EXPECT_EQ(Values<float>(viewed->request.inputs[0].tensor), a);
+  EXPECT_EQ(Values<int8_t>(viewed->request.inputs[1].tensor), (std::vector<int8_t>{-5, 6}));  // JSON: decoded
+  auto copied = Parse(body, header);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_NE(copied->request.inputs[0].tensor.data(), binary);
+  EXPECT_EQ(Values<float>(copied->request.inputs[0].tensor), a);
+  // A BOOL byte other than 0 or 1 is refused either way.
+  auto [bad_bool, bool_header] =
+      WithBinary(R"({"inputs":[{"name":"x","datatype":"BOOL","shape":[2],"parameters":{"binary_data_size":2}}]})",
+                 std::string("\x01\x02", 2));
+  auto refused = ParseRestInferRequest(bad_bool, bool_header, {}, BinaryInputs::kViewOfBody);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("BOOL bytes are 0 or 1"), std::string::npos) << refused.status().message();
+}
+
 TEST(RestCodec, HeaderEqualToBodyMeansJsonOnly) {
   const std::string body = OneInput("FP32", "[1]", "[4]");
   auto r = Parse(body, body.size());
