@@ -1,6 +1,9 @@
 #include "hetrt/base/tensor.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "hetrt/base/dtype.h"
@@ -8,20 +11,38 @@
 namespace hetrt {
 namespace {
 
+// malloc, aligned by hand, with the offset to the block stored just before the
+// data. glibc's aligned_alloc carves an aligned block out of a larger chunk and
+// frees the slack: a freed large tensor then no longer fits the next request
+// of the same size, the heap grows instead, and every request's 6 MiB tensor
+// faults its pages in anew. Blocks of one size from malloc are reused.
 class HostAllocatorImpl final : public Allocator {
  public:
   DLDevice device() const override { return {kDLCPU, 0}; }
   Result<void*> Allocate(uint64_t nbytes, uint64_t alignment) override {
     if (alignment < kTensorAlignment) alignment = kTensorAlignment;
-    // aligned_alloc needs a size that is a multiple of the alignment; 0 bytes still
-    // gets a unique pointer so that "defined" tensors always have data.
-    uint64_t rounded = (nbytes + alignment - 1) / alignment * alignment;
-    if (rounded == 0) rounded = alignment;
-    void* p = std::aligned_alloc(alignment, rounded);
-    if (p == nullptr) return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes failed");
-    return p;
+    if ((alignment & (alignment - 1)) != 0)
+      return InvalidArgument("host allocation: alignment " + std::to_string(alignment) + " is not a power of two");
+    constexpr uint64_t kOffsetBytes = sizeof(uint64_t);
+    if (alignment > std::numeric_limits<size_t>::max() / 4 ||
+        nbytes > std::numeric_limits<size_t>::max() - alignment - kOffsetBytes)
+      return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes is too large");
+    // Room for the offset and the alignment; a zero-byte tensor still gets a
+    // unique pointer, so that "defined" tensors always have data.
+    auto* block = static_cast<std::byte*>(std::malloc(static_cast<size_t>(nbytes + alignment + kOffsetBytes)));
+    if (block == nullptr) return ResourceExhausted("host allocation of " + std::to_string(nbytes) + " bytes failed");
+    const uintptr_t start = reinterpret_cast<uintptr_t>(block) + kOffsetBytes;
+    std::byte* data = block + ((start + alignment - 1) & ~(alignment - 1)) - reinterpret_cast<uintptr_t>(block);
+    const uint64_t offset = static_cast<uint64_t>(data - block);
+    std::memcpy(data - kOffsetBytes, &offset, sizeof offset);
+    return static_cast<void*>(data);
   }
-  void Free(void* data) override { std::free(data); }
+  void Free(void* data) override {
+    if (data == nullptr) return;
+    uint64_t offset = 0;
+    std::memcpy(&offset, static_cast<std::byte*>(data) - sizeof offset, sizeof offset);
+    std::free(static_cast<std::byte*>(data) - offset);
+  }
   void* HostPointer(void* data) const override { return data; }
 };
 
