@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -306,7 +307,11 @@ class RequestParser {
       return fail(InvalidArgument("the inputs decode to more than " + std::to_string(limits_.max_input_bytes) +
                                   " bytes, the most this server accepts"));
 
-    if (binary_size && binary_inputs_ == BinaryInputs::kViewOfBody) {
+    // A view only where TVM-compiled code may read it as its own (aligned as
+    // every tensor hetrt allocates); a copy otherwise.
+    const bool view = binary_size && binary_inputs_ == BinaryInputs::kViewOfBody && nbytes > 0 &&
+                      reinterpret_cast<uintptr_t>(binary_.data() + binary_offset_) % kTensorAlignment == 0;
+    if (view) {
       tensor.tensor = Tensor::Borrow(const_cast<char*>(binary_.data() + binary_offset_), DLDevice{kDLCPU, 0}, *shape,
                                      *dtype);
     } else {
@@ -315,8 +320,7 @@ class RequestParser {
       tensor.tensor = std::move(host).value();
     }
     if (binary_size) {
-      if (nbytes > 0 && binary_inputs_ == BinaryInputs::kCopied)
-        std::memcpy(tensor.tensor.data(), binary_.data() + binary_offset_, nbytes);
+      if (!view && nbytes > 0) std::memcpy(tensor.tensor.data(), binary_.data() + binary_offset_, nbytes);
       binary_offset_ += nbytes;
       if (IsBool(*dtype)) {
         const auto* bytes = tensor.tensor.data_as<const uint8_t>();

@@ -46,10 +46,12 @@ struct RestParseLimits {
 // and the inputs with parameters.binary_data_size take the rest, in input
 // order. Without it the whole body is JSON. Every error is InvalidArgument (or
 // DataLoss for malformed JSON) naming the input and what was expected.
-// How the binary inputs hold their bytes: a copy of them, or a view of `body`,
-// which must then outlive the request (the REST frontend keeps the body until
-// the request has run: every executor copies an input into its own storage,
-// so a large input is copied once instead of twice).
+// How the binary inputs hold their bytes: a copy of them, or a view of `body`
+// where it is aligned to kTensorAlignment (a copy elsewhere). A view's body
+// must outlive the request: the REST frontend places the body so that the
+// binary data is aligned and keeps it until the request has run (every
+// executor copies an input into its own storage, so a large input is copied
+// once instead of twice).
 enum class BinaryInputs { kCopied, kViewOfBody };
 Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optional<size_t> json_header_length,
                                                const RestParseLimits& limits = {},

@@ -7,8 +7,11 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include "http_server.h"
@@ -48,16 +51,32 @@ void SendError(httplib::Response& res, const Status& status) {
 // Reads the request body, at most `limit` bytes; false once `res` holds the
 // error. A larger Content-Length is skipped by httplib and answered 413 here; a
 // chunked body ends when it passes the limit.
+// Reads the request body into `*body`, from `*start` on. With `aligned_byte`
+// (none: nullptr) and a Content-Length, the body is placed so that its byte `aligned_byte`
+// (where the binary inputs begin) lies on a kTensorAlignment boundary: the
+// inputs can then be used in place.
 bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit, std::string* body,
-              httplib::Response& res) {
+              httplib::Response& res, const size_t* aligned_byte = nullptr, size_t* start = nullptr) {
+  if (start != nullptr) *start = 0;
   const bool has_length = req.has_header("Content-Length");
   // HTTP/1.1: without Content-Length or Transfer-Encoding there is no body
   // (httplib would wait for the client to close instead).
   if (!has_length && !req.has_header("Transfer-Encoding")) return true;
   bool too_large = has_length && req.get_header_value<uint64_t>("Content-Length") > limit;
-  if (has_length && !too_large) body->reserve(static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length")));
+  size_t pad = 0;
+  if (has_length && !too_large) {
+    const auto length = static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length"));
+    // Never reallocated below: the content stays where it was placed.
+    body->reserve(length + (aligned_byte && start != nullptr ? kTensorAlignment : 0));
+    if (aligned_byte && start != nullptr) {
+      const uintptr_t at = reinterpret_cast<uintptr_t>(body->data()) + *aligned_byte;
+      pad = static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
+      body->assign(pad, '\0');
+      *start = pad;
+    }
+  }
   const bool ok = reader([&](const char* data, size_t size) {
-    if (size > limit - body->size()) {
+    if (size > limit - (body->size() - pad)) {
       too_large = true;
       return false;
     }
@@ -281,12 +300,18 @@ class RestFrontend final : public HttpListener {
   }
 
   void Infer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    std::string body;
-    if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
+    // The header first: the body is placed by it. Its error comes after the
+    // body is read, as every other error does.
     auto header_length = JsonHeaderLength(req);
+    std::string body;
+    size_t start = 0;
+    const size_t* binary_at = header_length.ok() && header_length->has_value() ? &**header_length : nullptr;
+    if (!ReadBody(req, reader, max_request_bytes_, &body, res, binary_at, &start)) return;
     if (!header_length.ok()) return SendError(res, header_length.status());
-    // Binary inputs view `body`, which lives until the request has run.
-    auto parsed = ParseRestInferRequest(body, *header_length, {}, BinaryInputs::kViewOfBody);
+    // Binary inputs view `body` (placed so that they are aligned), which lives
+    // until the request has run.
+    auto parsed =
+        ParseRestInferRequest(std::string_view(body).substr(start), *header_length, {}, BinaryInputs::kViewOfBody);
     if (!parsed.ok()) return SendError(res, parsed.status());
     InferRequest& request = parsed->request;
     request.model = req.matches[1];

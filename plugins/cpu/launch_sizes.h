@@ -24,21 +24,26 @@ class LaunchSizes {
     if (slot.lambda.load(std::memory_order_relaxed) != lambda) return -1;
     return slot.serial_ns.load(std::memory_order_relaxed);
   }
-  // A measurement counts as the shorter of it and the site's previous one: a
+  // A measurement counts as the median of it and the site's two before: a
   // launch the OS preempted (a busy server's core is shared) reads as long
-  // once, where a site that grew reads long twice in a row. A longer count
-  // replaces the estimate at once; a shorter one only wears it down by an
-  // eighth per launch. A site whose size varies (a symbolic batch) is thus
-  // taken at its recent largest, and goes serial only after a run of short
-  // launches, rather than running every large launch after a small one on
-  // one thread.
+  // once, where a site that grew, or one whose size alternates, reads long in
+  // two of its last three launches. A longer count replaces the estimate at
+  // once; a shorter one only wears it down by an eighth per launch. A site
+  // whose size varies (a symbolic batch) is thus taken at its recent largest,
+  // and goes serial only after a run of short launches, rather than running
+  // every large launch after a small one on one thread.
   void Record(hetrt_parallel_lambda_t lambda, int64_t serial_ns) {
     Slot& slot = SlotOf(lambda);
     const int64_t measured = serial_ns;
     if (slot.lambda.load(std::memory_order_relaxed) == lambda) {
-      serial_ns = std::min(serial_ns, slot.last_ns.load(std::memory_order_relaxed));
+      const int64_t last = slot.last_ns.load(std::memory_order_relaxed);
+      const int64_t before_last = slot.before_last_ns.load(std::memory_order_relaxed);
+      serial_ns = Median(measured, last < 0 ? measured : last, before_last < 0 ? measured : before_last);
+      slot.before_last_ns.store(last, std::memory_order_relaxed);
       const int64_t before = slot.serial_ns.load(std::memory_order_relaxed);
       serial_ns = std::max(serial_ns, before - before / 8);
+    } else {
+      slot.before_last_ns.store(-1, std::memory_order_relaxed);
     }
     slot.last_ns.store(measured, std::memory_order_relaxed);
     slot.serial_ns.store(serial_ns, std::memory_order_relaxed);
@@ -49,8 +54,10 @@ class LaunchSizes {
   struct Slot {
     std::atomic<hetrt_parallel_lambda_t> lambda{nullptr};
     std::atomic<int64_t> serial_ns{-1};
-    std::atomic<int64_t> last_ns{-1};  // the latest measurement
+    std::atomic<int64_t> last_ns{-1};         // the latest measurement
+    std::atomic<int64_t> before_last_ns{-1};  // the one before it
   };
+  static int64_t Median(int64_t a, int64_t b, int64_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
   static constexpr size_t kSlots = 256;  // a model's parallel loops, with room to spare
 
   static size_t Index(hetrt_parallel_lambda_t lambda) {

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "hetrt/base/dtype.h"
@@ -286,31 +288,60 @@ TEST(RestCodec, BinaryInputsMixedWithJson) {
   EXPECT_EQ(r->request.inputs[2].tensor.shape(), (std::vector<int64_t>{2}));
 }
 
-// The REST frontend keeps the body until the request has run, and its binary
-// inputs view it (one copy of a large input less); by default they are copies.
-TEST(RestCodec, BinaryInputsViewTheBodyWhenAsked) {
+// `body` copied into `storage` so that its byte `at` is kTensorAlignment-aligned
+// (as the REST frontend places a body whose binary inputs start there).
+std::string_view PlacedSoThatByteIsAligned(const std::string& body, size_t at, std::string& storage) {
+  storage.reserve(body.size() + kTensorAlignment);
+  const uintptr_t byte = reinterpret_cast<uintptr_t>(storage.data()) + at;
+  const size_t pad = static_cast<size_t>((kTensorAlignment - byte % kTensorAlignment) % kTensorAlignment);
+  storage.assign(pad, '\0');
+  storage += body;
+  return std::string_view(storage).substr(pad);
+}
+
+// The REST frontend keeps the body until the request has run, and a binary
+// input that is aligned in it views it (one copy of a large input less); one
+// that is not (or the default) is a copy.
+TEST(RestCodec, AlignedBinaryInputsViewTheBodyWhenAsked) {
   const std::vector<float> a = {1.5f, -2.25f, 3.0f};
   const std::string json_text = R"({"inputs":[
       {"name":"a","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}},
-      {"name":"b","datatype":"INT8","shape":[2],"data":[-5,6]}]})";
-  auto [body, header] = WithBinary(json_text, Bytes(a));
-  const char* binary = body.data() + header;
+      {"name":"b","datatype":"INT8","shape":[2],"data":[-5,6]},
+      {"name":"c","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]})";
+  auto [text, header] = WithBinary(json_text, Bytes(a) + Bytes(a));
+  std::string storage;
+  const std::string_view body = PlacedSoThatByteIsAligned(text, header, storage);
   auto viewed = ParseRestInferRequest(body, header, {}, BinaryInputs::kViewOfBody);
   ASSERT_TRUE(viewed.ok()) << viewed.status().ToString();
-  EXPECT_EQ(viewed->request.inputs[0].tensor.data(), binary);
+  EXPECT_EQ(viewed->request.inputs[0].tensor.data(), body.data() + header);
   EXPECT_EQ(Values<float>(viewed->request.inputs[0].tensor), a);
   EXPECT_EQ(Values<int8_t>(viewed->request.inputs[1].tensor), (std::vector<int8_t>{-5, 6}));  // JSON: decoded
-  auto copied = Parse(body, header);
+  // 12 bytes further on: not aligned, so a copy (TVM-compiled code may assume alignment).
+  EXPECT_NE(viewed->request.inputs[2].tensor.data(), body.data() + header + 12);
+  EXPECT_EQ(Values<float>(viewed->request.inputs[2].tensor), a);
+  auto copied = ParseRestInferRequest(body, header);
   ASSERT_TRUE(copied.ok()) << copied.status().ToString();
-  EXPECT_NE(copied->request.inputs[0].tensor.data(), binary);
+  EXPECT_NE(copied->request.inputs[0].tensor.data(), body.data() + header);
   EXPECT_EQ(Values<float>(copied->request.inputs[0].tensor), a);
+  // A body whose binary part is not aligned: copies, with the same values.
+  std::string shifted_storage;
+  const std::string_view shifted = PlacedSoThatByteIsAligned(" " + text, header, shifted_storage).substr(1);
+  auto unaligned = ParseRestInferRequest(shifted, header, {}, BinaryInputs::kViewOfBody);
+  ASSERT_TRUE(unaligned.ok()) << unaligned.status().ToString();
+  EXPECT_NE(unaligned->request.inputs[0].tensor.data(), shifted.data() + header);
+  EXPECT_EQ(Values<float>(unaligned->request.inputs[0].tensor), a);
   // A BOOL byte other than 0 or 1 is refused either way.
   auto [bad_bool, bool_header] =
       WithBinary(R"({"inputs":[{"name":"x","datatype":"BOOL","shape":[2],"parameters":{"binary_data_size":2}}]})",
                  std::string("\x01\x02", 2));
-  auto refused = ParseRestInferRequest(bad_bool, bool_header, {}, BinaryInputs::kViewOfBody);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("BOOL bytes are 0 or 1"), std::string::npos) << refused.status().message();
+  std::string bool_storage;
+  const std::string_view bool_body = PlacedSoThatByteIsAligned(bad_bool, bool_header, bool_storage);
+  for (BinaryInputs mode : {BinaryInputs::kViewOfBody, BinaryInputs::kCopied}) {
+    auto refused = ParseRestInferRequest(bool_body, bool_header, {}, mode);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("BOOL bytes are 0 or 1"), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 TEST(RestCodec, HeaderEqualToBodyMeansJsonOnly) {
