@@ -3,7 +3,8 @@ of them, reports not ready (REST) and NOT_SERVING (gRPC health) while they
 finish, and exits 0; the listeners print their lines; /metrics counts what was
 served; dynamic batching through REST returns the unbatched rows; a burst of new
 connections is accepted whole; a client that keeps sending does not hold the
-drain; every listener's accept backlog holds a burst.
+drain; every listener's accept backlog holds a burst; `--scheduling` sets the
+policy of every thread of the server.
 
 Usage: serve_lifecycle_test.py HETRT MAKE_BATCH_MODEL  (fixtures from $HETRT_FIXTURES)
 """
@@ -292,6 +293,40 @@ def listen_backlogs(hetrt, fixtures):
     shutil.rmtree(repo)
 
 
+def thread_policies(pid):
+    """{thread name: set of scheduling policies} of a process, from /proc (stat field 41)."""
+    policies = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue  # a thread that ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        policies.setdefault(name, set()).add(int(stat[stat.rindex(")") + 1:].split()[38]))
+    return policies
+
+
+def scheduling_policies(hetrt, fixtures):
+    """--scheduling batch (the default) runs every thread of the server SCHED_BATCH
+    (3): the main thread, gRPC's, the HTTP workers, the instance threads and the
+    CPU pool's, all started after the choice; --scheduling default leaves them
+    SCHED_OTHER (0) when no model has several instances."""
+    repo = fixture_repository(fixtures, {"mlp": ("mlp", ["deploy.so"], None)})
+    request = {"data": np.zeros((1, 784), dtype=np.float32)}
+    for flags, wanted in (((), {3}), (("--scheduling", "default"), {0})):
+        with Server(hetrt, repo, extra_args=flags) as server:
+            for address in (server.http,):
+                status, _ = infer_binary(address, "mlp", request)
+                check(status == 200, f"mlp answered {status} with {flags}")
+            policies = thread_policies(server.proc.pid)
+            check("hetrt-instance" in policies, f"no instance thread among {sorted(policies)}")
+            for name, seen in sorted(policies.items()):
+                check(seen == wanted, f"{flags or 'default flags'}: thread {name!r} runs policies {sorted(seen)}, "
+                      f"expected {sorted(wanted)}")
+    shutil.rmtree(repo)
+
+
 def main():
     hetrt, make_batch_model = sys.argv[1], sys.argv[2]
     fixtures = os.path.join(os.environ.get("HETRT_FIXTURES",
@@ -304,6 +339,7 @@ def main():
     simultaneous_connections(hetrt, fixtures)
     chatty_client_does_not_hold_the_drain(hetrt, fixtures)
     listen_backlogs(hetrt, fixtures)
+    scheduling_policies(hetrt, fixtures)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 
