@@ -7,15 +7,15 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
 
-#include "http_server.h"
 #include "hetrt/serve/frontend.h"
+#include "http_server.h"
 #include "rest_codec.h"
 
 namespace hetrt::serve {
@@ -48,13 +48,12 @@ void SendError(httplib::Response& res, const Status& status) {
   SendJson(res, HttpStatusOf(status), EncodeError(status.message()));
 }
 
-// Reads the request body, at most `limit` bytes; false once `res` holds the
-// error. A larger Content-Length is skipped by httplib and answered 413 here; a
-// chunked body ends when it passes the limit.
-// Reads the request body into `*body`, from `*start` on. With `aligned_byte`
-// (none: nullptr) and a Content-Length, the body is placed so that its byte `aligned_byte`
-// (where the binary inputs begin) lies on a kTensorAlignment boundary: the
-// inputs can then be used in place.
+// Reads the request body, at most `limit` bytes, into `*body` from `*start` on;
+// false once `res` holds the error. A larger Content-Length is skipped by
+// httplib and answered 413 here; a chunked body ends when it passes the limit.
+// With `aligned_byte` and `start` and a Content-Length, the body is placed so
+// that its byte `aligned_byte` (where the binary inputs begin) lies on a
+// kTensorAlignment boundary: the inputs can then be used in place.
 bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit, std::string* body,
               httplib::Response& res, const size_t* aligned_byte = nullptr, size_t* start = nullptr) {
   if (start != nullptr) *start = 0;
@@ -63,12 +62,13 @@ bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
   // (httplib would wait for the client to close instead).
   if (!has_length && !req.has_header("Transfer-Encoding")) return true;
   bool too_large = has_length && req.get_header_value<uint64_t>("Content-Length") > limit;
+  const bool place = aligned_byte != nullptr && start != nullptr;
   size_t pad = 0;
   if (has_length && !too_large) {
     const auto length = static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length"));
     // Never reallocated below: the content stays where it was placed.
-    body->reserve(length + (aligned_byte && start != nullptr ? kTensorAlignment : 0));
-    if (aligned_byte && start != nullptr) {
+    body->reserve(length + (place ? kTensorAlignment : 0));
+    if (place) {
       const uintptr_t at = reinterpret_cast<uintptr_t>(body->data()) + *aligned_byte;
       pad = static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
       body->assign(pad, '\0');

@@ -32,21 +32,22 @@ class LaunchSizes {
   // whose size varies (a symbolic batch) is thus taken at its recent largest,
   // and goes serial only after a run of short launches, rather than running
   // every large launch after a small one on one thread.
-  void Record(hetrt_parallel_lambda_t lambda, int64_t serial_ns) {
+  void Record(hetrt_parallel_lambda_t lambda, int64_t measured_ns) {
     Slot& slot = SlotOf(lambda);
-    const int64_t measured = serial_ns;
+    int64_t estimate = measured_ns;
     if (slot.lambda.load(std::memory_order_relaxed) == lambda) {
       const int64_t last = slot.last_ns.load(std::memory_order_relaxed);
       const int64_t before_last = slot.before_last_ns.load(std::memory_order_relaxed);
-      serial_ns = Median(measured, last < 0 ? measured : last, before_last < 0 ? measured : before_last);
-      slot.before_last_ns.store(last, std::memory_order_relaxed);
+      const int64_t count =
+          Median(measured_ns, last < 0 ? measured_ns : last, before_last < 0 ? measured_ns : before_last);
       const int64_t before = slot.serial_ns.load(std::memory_order_relaxed);
-      serial_ns = std::max(serial_ns, before - before / 8);
+      estimate = std::max(count, before - before / 8);
+      slot.before_last_ns.store(last, std::memory_order_relaxed);
     } else {
-      slot.before_last_ns.store(-1, std::memory_order_relaxed);
+      slot.before_last_ns.store(-1, std::memory_order_relaxed);  // a new site in the slot
     }
-    slot.last_ns.store(measured, std::memory_order_relaxed);
-    slot.serial_ns.store(serial_ns, std::memory_order_relaxed);
+    slot.last_ns.store(measured_ns, std::memory_order_relaxed);
+    slot.serial_ns.store(estimate, std::memory_order_relaxed);
     slot.lambda.store(lambda, std::memory_order_relaxed);
   }
 
@@ -57,7 +58,9 @@ class LaunchSizes {
     std::atomic<int64_t> last_ns{-1};         // the latest measurement
     std::atomic<int64_t> before_last_ns{-1};  // the one before it
   };
-  static int64_t Median(int64_t a, int64_t b, int64_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
+  static int64_t Median(int64_t a, int64_t b, int64_t c) {
+    return std::max(std::min(a, b), std::min(std::max(a, b), c));
+  }
   static constexpr size_t kSlots = 256;  // a model's parallel loops, with room to spare
 
   static size_t Index(hetrt_parallel_lambda_t lambda) {

@@ -316,9 +316,8 @@ def scheduling_policies(hetrt, fixtures):
     request = {"data": np.zeros((1, 784), dtype=np.float32)}
     for flags, wanted in (((), {3}), (("--scheduling", "default"), {0})):
         with Server(hetrt, repo, extra_args=flags) as server:
-            for address in (server.http,):
-                status, _ = infer_binary(address, "mlp", request)
-                check(status == 200, f"mlp answered {status} with {flags}")
+            status, _ = infer_binary(server.http, "mlp", request)  # the instance thread has started
+            check(status == 200, f"mlp answered {status} with {flags}")
             policies = thread_policies(server.proc.pid)
             check("hetrt-instance" in policies, f"no instance thread among {sorted(policies)}")
             for name, seen in sorted(policies.items()):
