@@ -195,30 +195,12 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
   for (uint32_t i = 0; i < args.size(); ++i) {
     const RelaxValue& v = args[i];
     switch (v.kind()) {
-      case RelaxValue::Kind::kTensor:
-        values[i].v_handle = v.tensor().dl();
-        codes[i] = HETRT_TYPE_DLTENSOR;
-        break;
-      case RelaxValue::Kind::kInt:
-        values[i].v_int64 = v.int_value();
-        codes[i] = HETRT_TYPE_INT;
-        break;
-      case RelaxValue::Kind::kFloat:
-        values[i].v_float64 = v.float_value();
-        codes[i] = HETRT_TYPE_FLOAT;
-        break;
-      case RelaxValue::Kind::kDataType:
-        values[i].v_type = v.dtype();
-        codes[i] = HETRT_TYPE_DATATYPE;
-        break;
-      case RelaxValue::Kind::kNull:
-        values[i].v_handle = nullptr;
-        codes[i] = HETRT_TYPE_NULL;
-        break;
-      case RelaxValue::Kind::kString:
-        values[i].v_str = v.string().c_str();
-        codes[i] = HETRT_TYPE_STR;
-        break;
+      case RelaxValue::Kind::kTensor: codes[i] = HETRT_TYPE_DLTENSOR, values[i].v_handle = v.tensor().dl(); break;
+      case RelaxValue::Kind::kInt: codes[i] = HETRT_TYPE_INT, values[i].v_int64 = v.int_value(); break;
+      case RelaxValue::Kind::kFloat: codes[i] = HETRT_TYPE_FLOAT, values[i].v_float64 = v.float_value(); break;
+      case RelaxValue::Kind::kDataType: codes[i] = HETRT_TYPE_DATATYPE, values[i].v_type = v.dtype(); break;
+      case RelaxValue::Kind::kNull: codes[i] = HETRT_TYPE_NULL, values[i].v_handle = nullptr; break;
+      case RelaxValue::Kind::kString: codes[i] = HETRT_TYPE_STR, values[i].v_str = v.string().c_str(); break;
       default:
         if (v.is(RelaxValue::Kind::kShape) || v.is(RelaxValue::Kind::kTuple))
           if (hetrt_ffi_safe_call_t ffi = FfiSafeCallOf(kernel)) return CallFfi(kernel, ffi, args, extra_ints, result);

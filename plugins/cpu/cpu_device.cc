@@ -299,6 +299,7 @@ hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
 hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
   HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (args->event == nullptr) return nullptr;  // like free(NULL)
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
   delete args->event;
   return nullptr;

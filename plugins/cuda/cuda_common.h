@@ -6,6 +6,7 @@
 
 #include "cuda_driver.h"
 #include "hetrt/plugin_abi.h"
+#include "hetrt/sdk/device_facts.h"
 #include "hetrt/sdk/plugin.h"
 
 namespace hetrt::cuda {

@@ -17,9 +17,6 @@ struct hetrt_event {
 namespace hetrt::cuda {
 namespace {
 
-// The calling thread's current device and streams, per instance.
-using Current = sdk::ThreadCurrent<hetrt_stream>;
-
 // The entries of the device table.
 struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
   HETRT_SDK_DEVICE_ENTRIES
@@ -47,23 +44,7 @@ hetrt_error_t* StreamOf(Device* d, hetrt_stream* stream, CUstream* out) {
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->compute_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->integrated && d->can_map_host; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = d->max_threads_per_block; return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->warp_size; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = d->shared_per_block; return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->multiprocessors; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ: args->value = d->clock_khz; return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->async_engines > 0; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 256; return nullptr;  // cuMemAlloc's, and pinned pages
-    default:
-      return MakeError(HETRT_STATUS_NOT_FOUND, "the CUDA plugin does not know device attribute " +
-                                                   std::to_string(static_cast<int>(args->attribute)));
-  }
+  return d->facts.Answer(args, "cuda:" + std::to_string(d->id));
 }
 
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
@@ -89,9 +70,9 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       data = a.host;
       break;
     case HETRT_MEMORY_HOST_VISIBLE: {
-      if (!d->integrated || !d->can_map_host)
+      if (!d->maps_host_memory)
         return MakeError(HETRT_STATUS_UNIMPLEMENTED,
-                         "HOST_VISIBLE memory needs an integrated GPU that maps host memory; " + d->display_name +
+                         "HOST_VISIBLE memory needs an integrated GPU that maps host memory; " + d->facts.name +
                              " is a discrete GPU");
       if (CUresult r = cu->cuMemHostAlloc(&a.host, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))
         return inst->Error(d, what + " of mapped host memory (cuMemHostAlloc)", r);
@@ -134,7 +115,6 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
 
 hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   hetrt_instance* inst = args->self;
-  if (args->data == nullptr) return nullptr;
   Allocation a;
   {
     std::lock_guard<std::mutex> lock(inst->allocations_mutex);
@@ -203,8 +183,7 @@ hetrt_error_t* EnablePeers(hetrt_instance* inst, Device* a, Device* b) {
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
-  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, ResolveSide, &src, &dst)) return e;
   Device* d = src.device ? src.device : dst.device;
   if (d == nullptr) {
     if (a->src_device.device_type != kDLCUDA && a->dst_device.device_type != kDLCUDA)
@@ -277,7 +256,6 @@ hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* ar
   CUstream stream = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &stream)) return e;
   hetrt_event* event = args->event;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   if (!event->recorded) return nullptr;  // never recorded: complete
   // CUDA orders streams on events of any device of the process.
   const CUresult r = args->self->driver()->cuStreamWaitEvent(stream, event->event, 0);
@@ -332,7 +310,6 @@ hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = ActiveDevice(inst, args->device, &d)) return e;
   hetrt_event* event = args->event;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   CUstream stream = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &stream)) return e;
   const Driver* cu = inst->driver();
@@ -351,7 +328,6 @@ hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
 
 hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
-  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   if (!e->recorded) return nullptr;
   if (hetrt_error_t* err = args->self->Activate(e->device)) return err;
@@ -371,7 +347,6 @@ hetrt_error_t* SynchronizeEvent(hetrt_instance* inst, hetrt_event* e) {
 }
 
 hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
-  if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   return SynchronizeEvent(args->self, args->event);
 }
@@ -530,10 +505,6 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
 
 }  // namespace
 
-int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
-
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) { return Current::Get(inst->serial, device_id); }
-
 const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 
 }  // namespace hetrt::cuda
@@ -565,22 +536,25 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::cuda::Device>& list)
     };
     d->compute_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     d->compute_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    d->multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    d->max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-    d->warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-    d->shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-    d->shared_per_block_optin =
-        std::max(d->shared_per_block, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
-    d->clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-    d->async_engines = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
-    d->integrated = attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0;
-    d->can_map_host = attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) != 0;
+    hetrt::sdk::DeviceFacts& f = d->facts;
+    f.multiprocessor_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    f.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    f.warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    const int shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    f.max_shared_memory_per_block = shared_per_block;
+    d->shared_per_block_optin = std::max(shared_per_block, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    f.max_clock_rate_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    f.copy_streams = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT) > 0;
+    d->maps_host_memory =
+        attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) != 0 && attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) != 0;
+    f.host_unified_memory = d->maps_host_memory;
     size_t total = 0;
-    if (cu->cuDeviceTotalMem(&total, d->handle) == CUDA_SUCCESS) d->total_memory = total;
-    d->compute_version = std::to_string(d->compute_major) + "." + std::to_string(d->compute_minor);
-    d->driver_version = VersionString(cu->version);
-    d->display_name = d->name + ", compute " + d->compute_version + ", " + std::to_string(d->multiprocessors) +
-                      " SMs, driver " + VersionString(cu->version);
+    f.total_memory = cu->cuDeviceTotalMem(&total, d->handle) == CUDA_SUCCESS ? static_cast<int64_t>(total) : f.kUnknown;
+    f.max_alignment = 256;  // cuMemAlloc's, and pinned pages
+    f.compute_version = std::to_string(d->compute_major) + "." + std::to_string(d->compute_minor);
+    f.driver_version = VersionString(cu->version);
+    f.name = d->name + ", compute " + f.compute_version + ", " + std::to_string(f.multiprocessor_count) +
+             " SMs, driver " + f.driver_version;
     list.Add(std::move(d));
   }
 }

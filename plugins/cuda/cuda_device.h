@@ -20,15 +20,13 @@ namespace hetrt::cuda {
 struct Device {
   int id = 0;
   CUdevice handle = 0;
-  // Attributes, read at discovery.
-  std::string name;             // "NVIDIA H100 80GB HBM3"
-  std::string display_name;     // "<name>, compute 9.0, driver 13.0"
-  std::string compute_version;  // "9.0"
-  std::string driver_version;   // "13.0"
-  int compute_major = 0, compute_minor = 0, multiprocessors = 0, max_threads_per_block = 0, warp_size = 0;
-  int shared_per_block = 0, shared_per_block_optin = 0, clock_khz = 0, async_engines = 0;
-  bool integrated = false, can_map_host = false;
-  uint64_t total_memory = 0;
+  // Read at discovery. facts.name, "<name>, compute 9.0, 132 SMs, driver
+  // 13.0", names the device in messages.
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  sdk::DeviceFacts facts;
+  int compute_major = 0, compute_minor = 0;
+  int shared_per_block_optin = 0;  // dynamic shared memory a kernel may opt into
+  bool maps_host_memory = false;   // integrated, and maps host memory: HOST_VISIBLE works
 
   // The primary context and the streams the plugin keeps, made on first use.
   std::mutex context_mutex;
@@ -103,14 +101,13 @@ struct hetrt_stream {
 
 namespace hetrt::cuda {
 
-// The calling thread's current device of `inst` (set_device; 0 by default) and
-// its current stream on a device (stream_set_current; NULL: the device's
-// default stream). Kernel-launch hot path: no allocation, no lock.
-int CurrentDevice(const hetrt_instance* inst);
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id);
-// The CUstream kernels launched now on `d` from this thread go to.
+// The calling thread's current device and streams, per instance (set_device,
+// stream_set_current). Kernel-launch hot path: no allocation, no lock.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
+// The CUstream kernels launched now on `d` from this thread go to (NULL
+// current stream: the device's default stream).
 inline CUstream LaunchStream(const hetrt_instance* inst, const Device* d) {
-  const hetrt_stream* s = CurrentStream(inst, d->id);
+  const hetrt_stream* s = Current::Get(inst->serial, d->id);
   return s ? s->stream : d->stream;
 }
 

@@ -85,9 +85,10 @@ struct hetrt_plugin_module {
     if (r == CUDA_SUCCESS) return nullptr;
     std::string why = "loading the module of kernel '" + for_kernel + "' (" + image + ")";
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
-      why += ": it has no code for this GPU (compute " + d->compute_version + ")";
+      why += ": it has no code for this GPU (compute " + d->facts.compute_version + ")";
     else if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
-      why += ": its PTX is newer than the driver (" + d->driver_version + ") compiles; a newer NVIDIA driver is needed";
+      why += ": its PTX is newer than the driver (" + d->facts.driver_version +
+             ") compiles; a newer NVIDIA driver is needed";
     if (log[0] != '\0') why += "; JIT log: " + std::string(log);
     *out = nullptr;
     return inst->Error(d, why, r);
@@ -115,7 +116,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
                       " launch values), got " + std::to_string(num_args));
     return -1;
   }
-  const int device_id = CurrentDevice(inst);
+  const int device_id = Current::Device(inst->serial);
   Device* d = nullptr;
   auto fail = [inst](hetrt_error_t* e) { return sdk::FailCall(inst->host, e); };
   if (hetrt_error_t* e = inst->devices.Find(DLDevice{kDLCUDA, device_id}, &d)) {

@@ -18,9 +18,6 @@ struct hetrt_event {
 namespace hetrt::opencl {
 namespace {
 
-// The calling thread's current device and streams, per instance.
-using Current = sdk::ThreadCurrent<hetrt_stream>;
-
 // The entries of the device table.
 struct DeviceEntries : sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
   HETRT_SDK_DEVICE_ENTRIES
@@ -91,28 +88,7 @@ hetrt_error_t* CreateMapped(Device* d, size_t size, uint64_t alignment, cl_mem* 
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->device_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = static_cast<int64_t>(d->max_work_group); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK:
-      args->value = static_cast<int64_t>(d->local_mem);
-      return nullptr;
-    case HETRT_DEVICE_ATTR_MULTIPROCESSOR_COUNT: args->value = d->compute_units; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_CLOCK_RATE_KHZ:
-      args->value = static_cast<int64_t>(d->max_clock_mhz) * 1000;
-      return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = 1; return nullptr;
-    // Pinned memory is where the driver maps it: on the buffer's base address
-    // boundary (CreateMapped refuses a mapping that misses the alignment asked).
-    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = d->base_address_alignment; return nullptr;
-    default:
-      return MakeError(HETRT_STATUS_NOT_FOUND, "the OpenCL plugin does not know device attribute " +
-                                                   std::to_string(static_cast<int>(args->attribute)));
-  }
+  return d->facts.Answer(args, "opencl:" + std::to_string(args->device.device_id));
 }
 
 hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
@@ -152,8 +128,7 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
       void* host = nullptr;
       if (hetrt_error_t* e = CreateMapped(d, size, args->alignment, &mem, &host)) return e;
       try {
-        std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-        inst->pinned.emplace(host, hetrt_instance::Pinned{mem, args->device.device_id, args->nbytes});
+        inst->pinned.Add(host, hetrt_instance::Pinned{mem, args->device.device_id, args->nbytes});
       } catch (...) {
         clEnqueueUnmapMemObject(d->queue, mem, host, 0, nullptr, nullptr);
         clReleaseMemObject(mem);
@@ -172,20 +147,11 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
 
 hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   hetrt_instance* inst = args->self;
-  Device* d = nullptr;
-  if (hetrt_error_t* e = inst->devices.Find(args->device, &d)) return e;
-  if (args->data == nullptr) return nullptr;
   cl_int status = CL_SUCCESS;
   if (args->kind == HETRT_MEMORY_HOST_PINNED) {
-    hetrt_instance::Pinned p{};
-    {
-      std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-      auto it = inst->pinned.find(args->data);
-      if (it == inst->pinned.end())
-        return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not HOST_PINNED memory of this OpenCL instance");
-      p = it->second;
-      inst->pinned.erase(it);
-    }
+    const std::optional<hetrt_instance::Pinned> taken = inst->pinned.Take(args->data);
+    if (!taken) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not HOST_PINNED memory of this OpenCL instance");
+    const hetrt_instance::Pinned& p = *taken;
     Device* owner = inst->devices.at(p.device_id);
     status = clEnqueueUnmapMemObject(owner->queue, p.buffer, args->data, 0, nullptr, nullptr);
     const cl_int released = clReleaseMemObject(p.buffer);
@@ -197,8 +163,7 @@ hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   if (desc->allocated_by != inst)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not memory this OpenCL instance allocated");
   desc->allocated_by = nullptr;
-  Device* owner = inst->devices.at(desc->device_id);
-  if (owner == nullptr) owner = d;
+  Device* owner = inst->devices.at(desc->device_id);  // allocated by this instance: one of its devices
   // Releasing is safe right after: the buffer goes once queued commands are done.
   if (desc->host) status = clEnqueueUnmapMemObject(owner->queue, desc->buffer, desc->host, 0, nullptr, nullptr);
   const cl_int released = clReleaseMemObject(desc->buffer);
@@ -222,13 +187,10 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side
     return nullptr;
   }
   if (hetrt_error_t* e = side.CheckDeviceType(kDLOpenCL, "an OpenCL")) return e;
-  {
-    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    if (auto it = inst->pinned.find(const_cast<void*>(side.ptr)); it != inst->pinned.end()) {
-      if (side.Exceeds(it->second.nbytes)) return side.RangeError(it->second.nbytes, "pinned buffer");
-      out->host = host;
-      return nullptr;
-    }
+  if (const std::optional<hetrt_instance::Pinned> p = inst->pinned.Find(side.ptr)) {
+    if (side.Exceeds(p->nbytes)) return side.RangeError(p->nbytes, "pinned buffer");
+    out->host = host;
+    return nullptr;
   }
   auto* desc = const_cast<BufferDescriptor*>(static_cast<const BufferDescriptor*>(side.ptr));
   if (side.Exceeds(desc->size)) return side.RangeError(desc->size);
@@ -239,8 +201,7 @@ hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
-  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, ResolveSide, &src, &dst)) return e;
   if (!src.buffer && !dst.buffer)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is an OpenCL buffer");
   Device* d = nullptr;
@@ -324,7 +285,6 @@ hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* ar
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
   hetrt_event* event = args->event;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   if (event->marker == nullptr) return nullptr;  // never recorded: complete
   if (event->device->context != d->context)
     return MakeError(HETRT_STATUS_UNIMPLEMENTED,
@@ -393,7 +353,6 @@ hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
 }
 
 hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
-  if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   Device* d = nullptr;
   cl_command_queue q = nullptr;
   if (hetrt_error_t* e = FindQueue(args, &d, &q)) return e;
@@ -409,7 +368,6 @@ hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
 
 hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
-  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   if (e->marker == nullptr) return nullptr;  // never recorded: complete
   cl_int status = CL_SUCCESS;
@@ -422,7 +380,6 @@ hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
 
 hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
-  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   return e->marker ? WaitEvent(e, args->self->WaitPollUs()) : nullptr;
 }
@@ -507,10 +464,6 @@ hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
 
 }  // namespace
 
-int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
-
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id) { return Current::Get(inst->serial, device_id); }
-
 void ReleaseWorkspace(void* data) {
   auto* desc = static_cast<BufferDescriptor*>(data);
   clReleaseMemObject(desc->buffer);
@@ -575,17 +528,23 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::opencl::Device>& lis
       d->context = ctx;
       d->name = DeviceString(id, CL_DEVICE_NAME) + " (" + PlatformString(p, CL_PLATFORM_NAME) + ")";
       d->version = DeviceString(id, CL_DRIVER_VERSION);
-      d->display_name = d->name + ", driver " + d->version;
-      d->device_version = DeviceString(id, CL_DEVICE_VERSION);
+      hetrt::sdk::DeviceFacts& f = d->facts;
+      f.name = d->name + ", driver " + d->version;
+      f.driver_version = d->version;
+      f.compute_version = DeviceString(id, CL_DEVICE_VERSION);
       d->host_unified = DeviceValue<cl_bool>(id, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
-      d->total_memory = DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
-      d->local_mem = DeviceValue<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
-      d->max_work_group = DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-      d->compute_units = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
-      d->max_clock_mhz = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
+      f.host_unified_memory = d->host_unified;
+      f.total_memory = static_cast<int64_t>(DeviceValue<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE));
+      f.max_shared_memory_per_block = static_cast<int64_t>(DeviceValue<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE));
+      f.max_threads_per_block = static_cast<int64_t>(DeviceValue<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+      f.multiprocessor_count = DeviceValue<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
+      f.max_clock_rate_khz = int64_t{DeviceValue<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY)} * 1000;
+      f.copy_streams = 1;
       // In bits; 64 bytes (what PoCL maps at) where the driver does not say.
+      // Pinned memory is where the driver maps it: on this boundary
+      // (CreateMapped refuses a mapping that misses the alignment asked).
       const cl_uint align_bits = DeviceValue<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
-      d->base_address_alignment = align_bits >= 8 ? align_bits / 8 : 64;
+      f.max_alignment = align_bits >= 8 ? align_bits / 8 : 64;
       list.Add(std::move(d));
     }
   }
@@ -605,7 +564,7 @@ hetrt_error_t* hetrt_instance::NativeStream(DLDevice device, hetrt_stream* curre
 // Reclaims what the core left (pinned memory, workspace buffers), then the
 // queues and contexts; root devices and platforms need no release.
 hetrt_instance::~hetrt_instance() {
-  for (auto& [host_ptr, p] : pinned) {
+  for (auto& [host_ptr, p] : pinned.TakeAll()) {
     clEnqueueUnmapMemObject(devices.at(p.device_id)->queue, p.buffer, host_ptr, 0, nullptr, nullptr);
     clReleaseMemObject(p.buffer);
   }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/sdk/pinned_blocks.h"
 #include "hetrt/sdk/wake_up.h"
 #include "opencl_common.h"
 
@@ -24,15 +25,11 @@ struct Device {
   cl_command_queue clock_queue = nullptr;  // device_clock samples here, never behind user work
   std::string name;                        // "pthread-skylake (Portable Computing Language)"
   std::string version;                     // driver version, part of the program cache key
-  // Attributes, read once at discovery.
-  std::string display_name;  // "<name>, driver <version>"
-  std::string device_version;
+  // Read once at discovery; facts.name is "<name>, driver <version>".
+  // facts.max_alignment is CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where the
+  // driver places buffers (and PoCL their mappings).
+  sdk::DeviceFacts facts;
   bool host_unified = false;
-  cl_ulong total_memory = 0, local_mem = 0;
-  size_t max_work_group = 0;
-  cl_uint compute_units = 0, max_clock_mhz = 0;
-  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where the driver places buffers (and PoCL their mappings).
-  cl_uint base_address_alignment = 0;
   // memory_stats: allocate() minus free() of this instance.
   sdk::MemoryCounters memory_counters;
   sdk::WorkspacePool<cl_command_queue> workspace;  // keyed by the queue a block was freed on
@@ -62,8 +59,7 @@ struct hetrt_instance {
     int device_id;
     uint64_t nbytes;
   };
-  std::mutex pinned_mutex;
-  std::unordered_map<void*, Pinned> pinned;
+  hetrt::sdk::PinnedBlocks<Pinned> pinned;
 
   // stream_get_current's native_stream (ABI 2.4): the queue of `current`
   // (NULL: the device's default queue).
@@ -84,14 +80,13 @@ struct hetrt_stream {
 
 namespace hetrt::opencl {
 
-// The calling thread's current device of `inst` (set_device; 0 by default) and
-// its current stream on a device (stream_set_current; NULL: the default
-// queue). Kernel-launch hot path: no allocation, no lock.
-int CurrentDevice(const hetrt_instance* inst);
-hetrt_stream* CurrentStream(const hetrt_instance* inst, int device_id);
-// The queue kernels launched now on `d` from this thread go to.
+// The calling thread's current device and streams, per instance (set_device,
+// stream_set_current). Kernel-launch hot path: no allocation, no lock.
+using Current = sdk::ThreadCurrent<hetrt_stream>;
+// The queue kernels launched now on `d` from this thread go to (NULL current
+// stream: the device's default queue).
 inline cl_command_queue LaunchQueue(const hetrt_instance* inst, const Device* d, int device_id) {
-  const hetrt_stream* s = CurrentStream(inst, device_id);
+  const hetrt_stream* s = Current::Get(inst->serial, device_id);
   return s ? s->queue : d->queue;
 }
 // Releases a workspace buffer (teardown).

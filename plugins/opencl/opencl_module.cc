@@ -175,7 +175,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
                 " launch extents), got " + std::to_string(num_args));
     return -1;
   }
-  const int device_id = CurrentDevice(inst);
+  const int device_id = Current::Device(inst->serial);
   Device* device = inst->devices.at(device_id);
   if (device == nullptr) {
     ReportError("OpenCL kernel '" + k->name + "': no OpenCL device " + std::to_string(device_id));
@@ -236,7 +236,7 @@ int32_t Launch(Kernel* k, hetrt_value_t* args, int32_t* codes, int32_t num_args)
     global[d] = work[d] * work[3 + d];
     local[d] = work[3 + d];
   }
-  const hetrt_stream* stream = CurrentStream(inst, device_id);
+  const hetrt_stream* stream = Current::Get(inst->serial, device_id);
   cl_int status =
       clEnqueueNDRangeKernel(stream ? stream->queue : device->queue, kernel, static_cast<cl_uint>(k->launch.work_dim()),
                              nullptr, global, local, 0, nullptr, nullptr);

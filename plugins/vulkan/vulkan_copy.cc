@@ -21,14 +21,11 @@ struct Side {
 
 hetrt_error_t* ResolveSide(hetrt_instance* inst, const sdk::CopySide& side, Side* out) {
   if (hetrt_error_t* e = side.CheckDeviceType(kDLVulkan, "a Vulkan")) return e;
-  {
-    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    if (auto it = inst->pinned.find(const_cast<void*>(side.ptr)); it != inst->pinned.end()) {
-      Buffer* b = it->second;
-      if (side.Exceeds(b->size)) return side.RangeError(b->size, "pinned buffer");
-      *out = Side{b, side.offset, static_cast<uint8_t*>(b->mapped) + side.offset, true};
-      return nullptr;
-    }
+  if (const std::optional<Buffer*> pinned = inst->pinned.Find(side.ptr)) {
+    Buffer* b = *pinned;
+    if (side.Exceeds(b->size)) return side.RangeError(b->size, "pinned buffer");
+    *out = Side{b, side.offset, static_cast<uint8_t*>(b->mapped) + side.offset, true};
+    return nullptr;
   }
   if (side.device.device_type == kDLCPU) {
     out->host = const_cast<uint8_t*>(static_cast<const uint8_t*>(side.ptr)) + side.offset;
@@ -123,8 +120,7 @@ hetrt_error_t* CopyToHost(hetrt_instance* inst, StreamCore* s, const Side& src, 
 hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* a) {
   hetrt_instance* inst = a->self;
   Side src, dst;
-  auto resolve = [inst](const sdk::CopySide& side, Side* out) { return ResolveSide(inst, side, out); };
-  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, resolve, &src, &dst)) return e;
+  if (hetrt_error_t* e = sdk::ResolveCopySides(*a, ResolveSide, &src, &dst)) return e;
   const bool src_device = src.buffer && !src.pinned, dst_device = dst.buffer && !dst.pinned;
   if (!src_device && !dst_device)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "neither side of the copy is Vulkan device memory");

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hetrt/sdk/pinned_blocks.h"
 #include "hetrt/sdk/wake_up.h"
 #include "vulkan_common.h"
 
@@ -92,18 +93,16 @@ struct Device {
   int num_queues = 1;  // 2: copy streams get a queue of their own
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
-  std::string name;              // "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string display_name;      // "<name> (cpu), Mesa 22.3.6, Vulkan 1.3.230"
-  std::string driver;            // driverInfo, else the packed driver version
-  std::string api_version;       // "1.3.230"
-  uint32_t max_spirv = 0x10300;  // highest SPIR-V version the device consumes
-  bool host_unified = false;
-  int device_type = 0;           // memory type of DEVICE allocations
-  bool device_mappable = false;  // ... host-visible and coherent: mapped for direct copies
-  int visible_type = -1;         // HOST_VISIBLE allocations (-1: none)
-  int pinned_type = -1;          // HOST_PINNED allocations and staging (-1: none)
-  uint64_t total_memory = 0;     // device-local heaps
-  uint32_t subgroup_size = 0;
+  std::string name;  // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  // What device_attribute reports: facts.name "<name> (cpu), Mesa 22.3.6,
+  // Vulkan 1.3.230", facts.driver_version driverInfo (else the packed driver
+  // version), facts.compute_version the API version "1.3.230".
+  sdk::DeviceFacts facts;
+  uint32_t max_spirv = 0x10300;       // highest SPIR-V version the device consumes
+  int device_type = 0;                // memory type of DEVICE allocations
+  bool device_mappable = false;       // ... host-visible and coherent: mapped for direct copies
+  int visible_type = -1;              // HOST_VISIBLE allocations (-1: none)
+  int pinned_type = -1;               // HOST_PINNED allocations and staging (-1: none)
   uint32_t max_push_descriptors = 0;  // 0: no VK_KHR_push_descriptor
   PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
   PFN_vkGetCalibratedTimestampsEXT calibrated = nullptr;  // with VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT
@@ -167,8 +166,7 @@ struct hetrt_instance {
   }
 
   // HOST_PINNED allocations: host pointer -> mapped buffer.
-  std::mutex pinned_mutex;
-  std::unordered_map<void*, hetrt::vulkan::Buffer*> pinned;
+  hetrt::sdk::PinnedBlocks<hetrt::vulkan::Buffer*> pinned;
 
   ~hetrt_instance();
 
@@ -198,11 +196,11 @@ struct hetrt_event {
 
 namespace hetrt::vulkan {
 
-// The calling thread's current device of `inst` (set_device; 0 by default) and
-// its current stream on a device (stream_set_current; NULL: the device's
-// default stream). Kernel-launch hot path: no allocation, no lock.
+// The calling thread's current device and streams, per instance (set_device,
+// stream_set_current). Kernel-launch hot path: no allocation, no lock.
 using Current = sdk::ThreadCurrent<hetrt_stream>;
-int CurrentDevice(const hetrt_instance* inst);
+// The stream work on `device` from this thread goes to (NULL current stream:
+// the device's default stream).
 StreamCore* CurrentStream(const hetrt_instance* inst, Device* device);
 
 // ---- Memory (vulkan_memory.cc) ----

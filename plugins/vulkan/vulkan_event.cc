@@ -72,7 +72,6 @@ hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
   hetrt_event* event = args->event;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   if (event->device != d)
     return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "the event belongs to another Vulkan device than " + d->name);
   StreamCore* s = nullptr;
@@ -99,7 +98,6 @@ hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
 
 hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
-  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   StreamCore* s = e->stream.get();
   if (s == nullptr || e->value == 0) return nullptr;  // never recorded: complete
@@ -116,7 +114,6 @@ hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
 
 hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   hetrt_event* e = args->event;
-  if (e == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   args->complete = 1;
   if (e->stream == nullptr) return nullptr;
   return FlushAndWait(e->stream.get(), e->value, args->self->WaitPollUs());

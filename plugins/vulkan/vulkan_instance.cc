@@ -22,26 +22,13 @@ std::string VersionString(uint32_t v) {
 hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   Device* d = nullptr;
   if (hetrt_error_t* e = args->self->devices.Find(args->device, &d)) return e;
-  const VkPhysicalDeviceLimits& limits = d->props.limits;
   switch (args->attribute) {
-    case HETRT_DEVICE_ATTR_NAME: args->string = d->display_name.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_DRIVER_VERSION: args->string = d->driver.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_COMPUTE_VERSION: args->string = d->api_version.c_str(); return nullptr;
-    case HETRT_DEVICE_ATTR_HOST_UNIFIED_MEMORY: args->value = d->host_unified; return nullptr;
-    case HETRT_DEVICE_ATTR_TOTAL_MEMORY: args->value = static_cast<int64_t>(d->total_memory); return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: args->value = limits.maxComputeWorkGroupInvocations; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: args->value = limits.maxComputeSharedMemorySize; return nullptr;
-    case HETRT_DEVICE_ATTR_WARP_SIZE: args->value = d->subgroup_size; return nullptr;
-    case HETRT_DEVICE_ATTR_COPY_STREAMS: args->value = d->num_queues > 1; return nullptr;
-    case HETRT_DEVICE_ATTR_MAX_ALIGNMENT: args->value = 4096; return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_MESSAGES:
       args->value = static_cast<int64_t>(args->self->validation_messages.load());
       return nullptr;
     case HETRT_VULKAN_ATTR_VALIDATION_ENABLED: args->value = args->self->validation; return nullptr;
     case HETRT_VULKAN_ATTR_SUBMISSIONS: args->value = static_cast<int64_t>(d->submissions.load()); return nullptr;
-    default:
-      return MakeError(HETRT_STATUS_NOT_FOUND, "the Vulkan plugin does not know device attribute " +
-                                                   std::to_string(static_cast<int>(args->attribute)));
+    default: return d->facts.Answer(args, "vulkan:" + std::to_string(args->device.device_id));
   }
 }
 
@@ -64,8 +51,6 @@ void SavePipelineCache(Device* d) {
   else
     std::remove(tmp.c_str());
 }
-
-int CurrentDevice(const hetrt_instance* inst) { return Current::Device(inst->serial); }
 
 StreamCore* CurrentStream(const hetrt_instance* inst, Device* device) {
   const hetrt_stream* current = Current::Get(inst->serial, device->id);
@@ -260,18 +245,22 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     push.pNext = &v11;
     vkGetPhysicalDeviceProperties2(physical, &props2);
     d->props = props2.properties;
-    d->subgroup_size = v11.subgroupSize;
     d->name = d->props.deviceName;
     if (d->props.apiVersion < VK_API_VERSION_1_2) {
       skip(d->name + ": Vulkan " + VersionString(d->props.apiVersion) + " (hetrt needs 1.2 for timeline semaphores)");
       continue;
     }
     d->max_spirv = d->props.apiVersion >= VK_API_VERSION_1_3 ? 0x10600 : 0x10500;
-    d->api_version = VersionString(d->props.apiVersion);
-    d->driver = driver.driverInfo[0] ? std::string(driver.driverName) + " " + driver.driverInfo
-                                     : std::to_string(d->props.driverVersion);
-    d->display_name =
-        d->name + " (" + DeviceTypeName(d->props.deviceType) + "), " + d->driver + ", Vulkan " + d->api_version;
+    hetrt::sdk::DeviceFacts& facts = d->facts;
+    facts.compute_version = VersionString(d->props.apiVersion);
+    facts.driver_version = driver.driverInfo[0] ? std::string(driver.driverName) + " " + driver.driverInfo
+                                                : std::to_string(d->props.driverVersion);
+    facts.name = d->name + " (" + DeviceTypeName(d->props.deviceType) + "), " + facts.driver_version + ", Vulkan " +
+                 facts.compute_version;
+    facts.max_threads_per_block = d->props.limits.maxComputeWorkGroupInvocations;
+    facts.max_shared_memory_per_block = d->props.limits.maxComputeSharedMemorySize;
+    facts.warp_size = v11.subgroupSize;
+    facts.max_alignment = 4096;
     uint32_t count = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
     std::vector<VkExtensionProperties> extensions(count);
@@ -327,6 +316,7 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     d->family = static_cast<uint32_t>(family);
     const VkQueueFamilyProperties& qf = families[static_cast<size_t>(family)];
     d->num_queues = qf.queueCount > 1 ? 2 : 1;
+    facts.copy_streams = d->num_queues > 1;
     d->timestamp_mask = qf.timestampValidBits == 0    ? 0
                         : qf.timestampValidBits >= 64 ? UINT64_MAX
                                                       : (uint64_t{1} << qf.timestampValidBits) - 1;
@@ -396,10 +386,11 @@ void hetrt_instance::Discover(hetrt::sdk::DeviceList<hetrt::vulkan::Device>& lis
     if (d->pinned_type < 0) d->pinned_type = FindMemoryType(*d, req.memoryTypeBits, kMappable);
     const bool shares_host = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
                              d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
-    d->host_unified = shares_host && d->device_mappable;
+    facts.host_unified_memory = shares_host && d->device_mappable;
+    facts.total_memory = 0;
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-        d->total_memory += d->memory.memoryHeaps[h].size;
+        facts.total_memory += static_cast<int64_t>(d->memory.memoryHeaps[h].size);
     // Pipeline cache, seeded from disk when HETRT_VULKAN_CACHE_DIR holds one for this driver.
     d->cache_file = CacheFile(d->props);
     const std::vector<char> cached = d->cache_file.empty() ? std::vector<char>{} : ReadCache(d->cache_file, d->props);
@@ -441,7 +432,7 @@ hetrt_instance::~hetrt_instance() {
       delete static_cast<Buffer*>(data);
     });
   }
-  for (auto& [host_ptr, b] : pinned) {
+  for (auto& [host_ptr, b] : pinned.TakeAll()) {
     DestroyBuffer(devices.at(b->device_id), b);
     delete b;
   }

@@ -189,8 +189,7 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   }
   if (args->kind == HETRT_MEMORY_HOST_PINNED) {
     try {
-      std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-      inst->pinned.emplace(buffer->mapped, buffer.get());
+      inst->pinned.Add(buffer->mapped, buffer.get());
     } catch (...) {
       DestroyBuffer(d, buffer.get());
       throw;
@@ -207,17 +206,11 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
 
 hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   hetrt_instance* inst = args->self;
-  Device* d = nullptr;
-  if (hetrt_error_t* e = inst->devices.Find(args->device, &d)) return e;
-  if (args->data == nullptr) return nullptr;
   Buffer* b = nullptr;
   if (args->kind == HETRT_MEMORY_HOST_PINNED) {
-    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    auto it = inst->pinned.find(args->data);
-    if (it == inst->pinned.end())
-      return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not HOST_PINNED memory of this Vulkan instance");
-    b = it->second;
-    inst->pinned.erase(it);
+    const std::optional<Buffer*> taken = inst->pinned.Take(args->data);
+    if (!taken) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "not HOST_PINNED memory of this Vulkan instance");
+    b = *taken;
   } else {
     b = static_cast<Buffer*>(args->data);
     if (b->magic != kBufferMagic || b->kind == HETRT_MEMORY_HOST_PINNED)

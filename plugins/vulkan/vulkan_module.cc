@@ -164,7 +164,7 @@ hetrt_error_t* BuildPipeline(Function* f, Device* d, Pipeline** out) {
   if (f->shader->version > d->max_spirv) {
     char v[32];
     std::snprintf(v, sizeof v, "%u.%u", f->shader->version >> 16, (f->shader->version >> 8) & 0xff);
-    return bad(std::string("SPIR-V ") + v + " is newer than Vulkan " + d->api_version + " consumes");
+    return bad(std::string("SPIR-V ") + v + " is newer than Vulkan " + d->facts.compute_version + " consumes");
   }
   const uint32_t scalar_bytes = 8 * f->num_scalars;
   if (!f->ubo && scalar_bytes > d->props.limits.maxPushConstantsSize)
@@ -253,7 +253,7 @@ int32_t Launch(Function* f, hetrt_value_t* args, int32_t* codes, int32_t num_arg
     return fail("takes " + std::to_string(expected) + " arguments (" + std::to_string(f->num_buffers) + " buffers + " +
                 std::to_string(f->num_scalars) + " scalars + " + std::to_string(expected - num_params) +
                 " launch values), got " + std::to_string(num_args));
-  const int device_id = CurrentDevice(inst);
+  const int device_id = Current::Device(inst->serial);
   Device* d = inst->devices.at(device_id);
   if (d == nullptr)
     return fail("no Vulkan device " + std::to_string(device_id) + " (" + std::to_string(inst->devices.count()) +

@@ -377,7 +377,6 @@ hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* ar
   StreamCore* s = nullptr;
   if (hetrt_error_t* e = StreamOf(d, args->stream, &s)) return e;
   hetrt_event* event = args->event;
-  if (event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
   StreamCore* source = event->stream.get();
   if (source == nullptr || event->value == 0) return nullptr;  // never recorded: complete
   if (source->device != d)

@@ -95,6 +95,24 @@ TEST(Streams, EventsNeverRecordedAreCompleteAndWaitingForThemDoesNothing) {
   HETRT_CHECK_OK(c.EventCall(c.api()->event_destroy, event));
 }
 
+// Every call that acts on an event refuses a NULL one with INVALID_ARGUMENT
+// (never a crash); destroying NULL does nothing, as free(NULL) does.
+TEST(Streams, CallsOnANullEventAreRefusedAndDestroyingOneDoesNothing) {
+  HETRT_REQUIRE_DEVICE();
+  HETRT_REQUIRE_CALL(event_create);
+  const DeviceClient c = Client();
+  const hetrt_device_api_t* api = c.api();
+  auto refused = [](const Status& status, const char* call) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << call << " on a NULL event: " << status.ToString();
+  };
+  if (api->event_record) refused(c.Record(nullptr, nullptr), "event_record");
+  if (api->event_query) refused(c.EventCall(api->event_query, nullptr), "event_query");
+  if (api->event_synchronize) refused(c.SynchronizeEvent(nullptr), "event_synchronize");
+  if (api->event_timestamp) refused(c.Timestamp(nullptr).status(), "event_timestamp");
+  if (api->stream_wait_event) refused(c.WaitEvent(nullptr, nullptr), "stream_wait_event");
+  if (api->event_destroy) HETRT_CHECK_OK(c.DestroyEvent(nullptr));
+}
+
 // Events recorded one after another on a stream: complete once synchronized,
 // timestamps in record order, elapsed time from first to last not negative,
 // and both a stream and the default stream can wait for them.

@@ -109,6 +109,19 @@ TEST(Memory, UnknownKindsOtherDevicesAndImpossibleSizesAreRefused) {
   EXPECT_EQ(after.num_allocations, before.num_allocations) << "a refused allocation was counted";
 }
 
+// free(NULL) does nothing, as free(3); a free naming a device the plugin
+// does not have is refused, even of a block it allocated on another.
+TEST(Memory, FreeOfNullDoesNothingAndAFreeOnAnotherDeviceIsRefused) {
+  HETRT_REQUIRE_DEVICE();
+  const DeviceClient c = Client();
+  HETRT_CHECK_OK(c.Free(nullptr));
+  HETRT_CHECK_OK_AND_ASSIGN(auto count, Ctx().plugin->CountDevices(Ctx().device.device_type));
+  const DeviceClient beyond(Ctx().plugin, DLDevice{Ctx().device.device_type, count.count});
+  HETRT_CHECK_OK_AND_ASSIGN(auto buffer, c.Allocate(64));
+  EXPECT_FALSE(beyond.Free(buffer.data).ok()) << "freed on " << DeviceToString(beyond.device());
+  HETRT_CHECK_OK(c.Free(buffer.data));  // still there, and freed where it lives
+}
+
 // On an instance of its own, so that nothing else allocates meanwhile.
 TEST(Memory, StatisticsRiseAndFallPerInstanceAndKeepThePeak) {
   HETRT_REQUIRE_DEVICE();

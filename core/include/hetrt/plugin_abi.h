@@ -329,6 +329,8 @@ typedef struct hetrt_allocate_args {
 } hetrt_allocate_args_t;
 HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_allocate_args_t, host_pointer); /* 2.0 */
 
+/* free of NULL data does nothing (as free(3)); a device the instance does not
+ * have is INVALID_ARGUMENT or NOT_FOUND, whatever the data. */
 typedef struct hetrt_free_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;
@@ -452,9 +454,11 @@ typedef struct hetrt_event_record_args {
 } hetrt_event_record_args_t;
 HETRT_DEFINE_ARGS_MIN_SIZE(hetrt_event_record_args_t, stream); /* 2.0 */
 
-/* event_destroy; event_synchronize: the host blocks until the event's work is
- * done and gets that work's first error (the event carries it); event_query:
- * never blocks, sets `complete`, returns the error once the work failed. */
+/* event_destroy (of NULL: nothing); event_synchronize: the host blocks until
+ * the event's work is done and gets that work's first error (the event
+ * carries it); event_query: never blocks, sets `complete`, returns the error
+ * once the work failed. These, event_record, event_timestamp and
+ * stream_wait_event refuse a NULL event with INVALID_ARGUMENT. */
 typedef struct hetrt_event_args {
   HETRT_ARGS_HEADER;
   hetrt_instance_t* self;

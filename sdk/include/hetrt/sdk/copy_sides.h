@@ -35,7 +35,8 @@ struct CopySide {
   }
 };
 
-// Resolves both sides with `resolve(const CopySide&, Side*) -> hetrt_error_t*`.
+// Resolves both sides with the plugin's
+// `resolve(hetrt_instance_t* self, const CopySide&, Side*) -> hetrt_error_t*`.
 template <class Side, class Resolve>
 hetrt_error_t* ResolveCopySides(const hetrt_copy_args_t& a, Resolve&& resolve, Side* src, Side* dst) {
   const CopySide sides[2] = {{a.src_device, a.src, a.src_offset, a.nbytes, "source"},
@@ -43,7 +44,7 @@ hetrt_error_t* ResolveCopySides(const hetrt_copy_args_t& a, Resolve&& resolve, S
   Side* out[2] = {src, dst};
   for (int i = 0; i < 2; ++i) {
     if (sides[i].ptr == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, std::string("NULL copy ") + sides[i].which);
-    if (hetrt_error_t* e = resolve(sides[i], out[i])) return e;
+    if (hetrt_error_t* e = resolve(a.self, sides[i], out[i])) return e;
   }
   return nullptr;
 }

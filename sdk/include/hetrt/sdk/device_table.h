@@ -12,6 +12,7 @@
 //   const hetrt_device_api_t kDeviceApi = hetrt::sdk::DeviceTable<DeviceEntries, kLabel>();
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "hetrt/sdk/device_facts.h"
 #include "hetrt/sdk/entry.h"
 #include "hetrt/sdk/error.h"
 #include "hetrt/sdk/thread_current.h"
@@ -100,7 +102,9 @@ class DeviceList {
 
 // Declares the entries of the device table that differ between plugins as
 // static members; CommonDeviceEntries (or HETRT_SDK_COMMON_DEVICE_ENTRIES,
-// for a plugin that writes them too) gives the other five.
+// for a plugin that writes them too) gives the other five. With
+// CommonDeviceEntries, Free sees only a device of the instance and non-NULL
+// data (FreeOnKnownDevice, below).
 #define HETRT_SDK_DEVICE_ENTRIES                                               \
   static hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args);  \
   static hetrt_error_t* Allocate(hetrt_allocate_args_t* args);                 \
@@ -132,7 +136,7 @@ class DeviceList {
 // device_count, can_copy, memory_stats, set_device and stream_get_current of a
 // plugin whose instance has `devices` (a DeviceList) and `serial` (an
 // InstanceSerial), whose devices count allocations in `memory_counters` and
-// know their `total_memory`, and whose current streams are kept in
+// know their `facts` (device_facts.h), and whose current streams are kept in
 // ThreadCurrent<Stream> (and, optionally, that report the native queue of a
 // stream through an instance method NativeStream, below):
 //   struct DeviceEntries : hetrt::sdk::CommonDeviceEntries<hetrt_instance, hetrt_stream> {
@@ -153,7 +157,8 @@ struct CommonDeviceEntries {
     Instance* self = args->self;
     typename std::remove_pointer_t<decltype(self->devices.at(0))>* d = nullptr;
     if (hetrt_error_t* e = self->devices.Find(args->device, &d)) return e;
-    d->memory_counters.Report(args, d->total_memory);
+    // bytes_limit: 0 when the device does not know its memory.
+    d->memory_counters.Report(args, static_cast<uint64_t>(std::max<int64_t>(d->facts.total_memory, 0)));
     return nullptr;
   }
   static hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
@@ -187,24 +192,45 @@ struct CommonDeviceEntries {
     }
   }
 
- private:
+  // An error unless `device` is one of the instance's devices.
   static hetrt_error_t* CheckDevice(Instance* self, DLDevice device) {
     typename std::remove_pointer_t<decltype(self->devices.at(0))>* d = nullptr;
     return self->devices.Find(device, &d);
   }
 };
 
+// What every free of a CommonDeviceEntries plugin does before the plugin's
+// own: the device must be one of the instance's, and free(NULL) does nothing
+// (as free(3) does).
+template <class Impl>
+hetrt_error_t* FreeOnKnownDevice(hetrt_free_args_t* args) {
+  if (hetrt_error_t* e = Impl::CheckDevice(args->self, args->device)) return e;
+  return args->data == nullptr ? nullptr : Impl::Free(args);
+}
+
 // The free entry of a plugin whose entries can count failed frees: every
 // error free returns is counted once, here, whatever path in the plugin made
 // it (a free with an unusable args struct names no device and is not counted).
 template <class Impl, const char* Label>
 hetrt_error_t* CountingFree(hetrt_free_args_t* args) noexcept {
-  hetrt_error_t* error = Entry<&Impl::Free, Label>::Call(args);
+  hetrt_error_t* error = Entry<&FreeOnKnownDevice<Impl>, Label>::Call(args);
   if (error != nullptr && args != nullptr && args->struct_size >= kArgsMinSize<hetrt_free_args_t> &&
       args->self != nullptr)
     Impl::CountFailedFree(args);
   return error;
 }
+
+// The entries that act on an event (record, query, synchronize, timestamp, a
+// stream's wait) refuse a NULL one here, the same way in every plugin.
+template <auto F>
+struct OnEvent;
+template <class Args, hetrt_error_t* (*F)(Args*)>
+struct OnEvent<F> {
+  static hetrt_error_t* Call(Args* args) {
+    if (args->event == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL event");
+    return F(args);
+  }
+};
 
 // The device table: each entry `Impl` has wrapped in Entry<..., Label>; an
 // entry it lacks stays NULL (the core reports it as unimplemented).
@@ -214,6 +240,8 @@ constexpr hetrt_device_api_t DeviceTable() {
   api.struct_size = sizeof api;
 #define HETRT_SDK_ENTRY(field, Name) \
   if constexpr (requires { &Impl::Name; }) api.field = Entry<&Impl::Name, Label>::Call;
+#define HETRT_SDK_EVENT_ENTRY(field, Name) \
+  if constexpr (requires { &Impl::Name; }) api.field = Entry<&OnEvent<&Impl::Name>::Call, Label>::Call;
   HETRT_SDK_ENTRY(device_count, DeviceCount)
   HETRT_SDK_ENTRY(device_attribute, DeviceAttribute)
   HETRT_SDK_ENTRY(memory_stats, MemoryStats)
@@ -228,21 +256,22 @@ constexpr hetrt_device_api_t DeviceTable() {
   HETRT_SDK_ENTRY(stream_create, StreamCreate)
   HETRT_SDK_ENTRY(stream_destroy, StreamDestroy)
   HETRT_SDK_ENTRY(stream_synchronize, StreamSynchronize)
-  HETRT_SDK_ENTRY(stream_wait_event, StreamWaitEvent)
+  HETRT_SDK_EVENT_ENTRY(stream_wait_event, StreamWaitEvent)
   HETRT_SDK_ENTRY(stream_set_current, StreamSetCurrent)
   HETRT_SDK_ENTRY(stream_get_current, StreamGetCurrent)
   HETRT_SDK_ENTRY(event_create, EventCreate)
   HETRT_SDK_ENTRY(event_destroy, EventDestroy)
-  HETRT_SDK_ENTRY(event_record, EventRecord)
-  HETRT_SDK_ENTRY(event_query, EventQuery)
-  HETRT_SDK_ENTRY(event_synchronize, EventSynchronize)
+  HETRT_SDK_EVENT_ENTRY(event_record, EventRecord)
+  HETRT_SDK_EVENT_ENTRY(event_query, EventQuery)
+  HETRT_SDK_EVENT_ENTRY(event_synchronize, EventSynchronize)
   HETRT_SDK_ENTRY(event_elapsed_ms, EventElapsed)
-  HETRT_SDK_ENTRY(event_timestamp, EventTimestamp)
+  HETRT_SDK_EVENT_ENTRY(event_timestamp, EventTimestamp)
   HETRT_SDK_ENTRY(device_clock, DeviceClock)
   HETRT_SDK_ENTRY(workspace_alloc, WorkspaceAlloc)
   HETRT_SDK_ENTRY(workspace_free, WorkspaceFree)
   HETRT_SDK_ENTRY(set_device, SetDevice)
 #undef HETRT_SDK_ENTRY
+#undef HETRT_SDK_EVENT_ENTRY
   return api;
 }
 
