@@ -40,26 +40,27 @@ tail -3 "$out/conformance.log"
 for m in mlp_cuda hetero_cuda_seed; do
   d=/work/shared/fixtures/tvm-0.18/$m
   "$bin/hetrt" run "$d/deploy.so" --inputs "$d/inputs.params" --device cpu --device cuda --repeat 200 \
-    --save-outputs "$out/$m.out.params" > "$out/run_$m.txt" 2>&1
+    --save-outputs "/tmp/$m.out.params" > "/tmp/run_$m.txt" 2>&1
   rc=$?
-  tail -3 "$out/run_$m.txt"
-  if [ $rc -ne 0 ] && ! grep -q "no code for this GPU" "$out/run_$m.txt"; then
+  { echo "== run $m (rc $rc)"; tail -3 "/tmp/run_$m.txt"; } | tee -a "$out/fixtures.txt"
+  if [ $rc -ne 0 ] && ! grep -q "no code for this GPU" "/tmp/run_$m.txt"; then
     echo "== FAILED ($rc): run $m"; echo "run $m" >> "$out/failed"
   fi
 done
 # The two-branch model (CPU branch + CUDA branch) per node and per instruction:
-# the graph executor asynchronous and sequential, and the Relax VM.
+# the graph executor asynchronous and sequential, and the Relax VM, in one
+# file (the device tool brings back eight files at most).
 tb=.gpu/models/two_branch_cuda
 step "bench graph" "$bin/hetrt" bench $tb/graph.so --inputs $tb/inputs.params --device cpu --device cuda \
-  --repeat 500 --warmup 20 --trace "/tmp/two_branch_graph.trace.json" > "$out/two_branch_graph.txt" 2>&1
+  --repeat 500 --warmup 20 --trace "/tmp/two_branch_graph.trace.json" > "/tmp/two_branch_graph.txt" 2>&1
 step "bench graph sequential" "$bin/hetrt" bench $tb/graph.so --inputs $tb/inputs.params --device cpu --device cuda \
-  --repeat 500 --warmup 20 --sequential --trace "/tmp/two_branch_graph_seq.trace.json" > "$out/two_branch_graph_seq.txt" 2>&1
+  --repeat 500 --warmup 20 --sequential --trace "/tmp/two_branch_graph_seq.trace.json" > "/tmp/two_branch_graph_seq.txt" 2>&1
 step "bench relax" "$bin/hetrt" bench $tb/relax.so --inputs $tb/inputs.params --device cuda --device cpu \
-  --repeat 500 --warmup 20 --trace "/tmp/two_branch_relax.trace.json" > "$out/two_branch_relax.txt" 2>&1
-tail -n 4 "$out"/two_branch_*.txt
+  --repeat 500 --warmup 20 --trace "/tmp/two_branch_relax.trace.json" > "/tmp/two_branch_relax.txt" 2>&1
+for f in graph graph_seq relax; do { echo "== two_branch $f"; cat "/tmp/two_branch_$f.txt"; } >> "$out/two_branch.txt"; done
+tail -n 4 /tmp/two_branch_*.txt
 step cuda_bench timeout 180 "$bin/cuda_bench" --benchmark_min_time=0.2 --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_out="$out/cuda_bench.json" --benchmark_out_format=json \
-  > "$out/cuda_bench.txt" 2>&1
+  --benchmark_report_aggregates_only=true > "$out/cuda_bench.txt" 2>&1
 grep -E 'median|mean' "$out/cuda_bench.txt" | head -40
 [ ! -s "$out/failed" ] || status=1
 echo "== status $status"
