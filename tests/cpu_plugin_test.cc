@@ -413,6 +413,24 @@ TEST_F(CpuPluginTest, CallsRefuseANullSelfOrAnArgsStructSmallerThanAbi2) {
   EXPECT_EQ(CodeOf(Parallel().num_threads(nullptr)), HETRT_STATUS_INVALID_ARGUMENT);
 }
 
+// The SDK's entry guard asks the plugin whether `self` is a live instance: a
+// pointer to memory that is not one (here zeros; after instance_destroy, the
+// cleared tag) is refused by every table, not trusted.
+TEST_F(CpuPluginTest, CallsRefuseASelfThatIsNotALiveInstance) {
+  alignas(64) static std::byte not_an_instance[4096] = {};
+  auto* stray = reinterpret_cast<hetrt_instance_t*>(not_an_instance);
+  auto count = Args<hetrt_device_count_args_t>(stray);
+  count.device_type = kDLCPU;
+  hetrt_error_t* error = Device().device_count(&count);
+  EXPECT_EQ(CodeOf(error), HETRT_STATUS_INVALID_ARGUMENT);
+  auto threads = Args<hetrt_parallel_num_threads_args_t>(stray);
+  EXPECT_EQ(Consume(Parallel().num_threads(&threads)), "self is not a live instance of this plugin (destroyed?)");
+  auto option = Args<hetrt_set_option_args_t>(stray);
+  option.key = "num_threads";
+  option.value = "1";
+  EXPECT_EQ(CodeOf(g_api->set_option(&option)), HETRT_STATUS_INVALID_ARGUMENT);
+}
+
 TEST_F(CpuPluginTest, ErrorMessageGivesCodeAndMessageOfTheError) {
   hetrt_error_t* error = SetOption(self_, "num_fairies", "3");
   ASSERT_NE(error, nullptr);

@@ -12,6 +12,7 @@
 
 #include "cpu_info.h"
 #include "cpu_instance.h"
+#include "hetrt/sdk/device_table.h"
 #include "plugin_error.h"
 #include "workspace_pool.h"
 
@@ -51,6 +52,13 @@ uint64_t MonotonicNs() {
 
 bool IsOurDevice(DLDevice device) { return device.device_type == kDLCPU && device.device_id == 0; }
 
+// The entries of the device table (hetrt/sdk/device_table.h builds it; the
+// CPU plugin writes all of them itself).
+struct DeviceEntries {
+  HETRT_SDK_DEVICE_ENTRIES
+  HETRT_SDK_COMMON_DEVICE_ENTRIES
+};
+
 hetrt_error_t* CheckDevice(DLDevice device) {
   if (IsOurDevice(device)) return nullptr;
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
@@ -71,8 +79,7 @@ hetrt_error_t* CheckEvent(const hetrt_instance_t* self, const hetrt_event_t* eve
                     static_cast<const void*>(event));
 }
 
-hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_count_args_t);
+hetrt_error_t* DeviceEntries::DeviceCount(hetrt_device_count_args_t* args) {
   if (args->device_type != kDLCPU) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: device type %d is not served (only 1, kDLCPU)",
                       static_cast<int>(args->device_type));
@@ -82,8 +89,7 @@ hetrt_error_t* DeviceCount(hetrt_device_count_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_attribute_args_t);
+hetrt_error_t* DeviceEntries::DeviceAttribute(hetrt_device_attribute_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->value = 0;
   args->string = nullptr;
@@ -112,8 +118,7 @@ hetrt_error_t* DeviceAttribute(hetrt_device_attribute_args_t* args) {
                     static_cast<int>(attribute));
 }
 
-hetrt_error_t* MemoryStats(hetrt_memory_stats_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_memory_stats_args_t);
+hetrt_error_t* DeviceEntries::MemoryStats(hetrt_memory_stats_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->self->memory_counters.Report(args, 0);
   return nullptr;
@@ -126,8 +131,7 @@ hetrt_error_t* CheckKind(int32_t kind) {
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: unknown memory kind %d", static_cast<int>(kind));
 }
 
-hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_allocate_args_t);
+hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
   args->data = nullptr;
   args->host_pointer = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
@@ -162,8 +166,7 @@ hetrt_error_t* Allocate(hetrt_allocate_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* Free(hetrt_free_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_free_args_t);
+hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   hetrt_instance_t* self = args->self;
   if (hetrt_error_t* error = CheckKind(args->kind)) {
@@ -183,15 +186,13 @@ hetrt_error_t* Free(hetrt_free_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* CanCopy(hetrt_can_copy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_can_copy_args_t);
+hetrt_error_t* DeviceEntries::CanCopy(hetrt_can_copy_args_t* args) {
   // Never an error: the core asks about every pair and stages the rest.
   args->can_copy = IsOurDevice(args->src_device) && IsOurDevice(args->dst_device) ? 1 : 0;
   return nullptr;
 }
 
-hetrt_error_t* Copy(hetrt_copy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_copy_args_t);
+hetrt_error_t* DeviceEntries::Copy(hetrt_copy_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->src_device)) return error;
   if (hetrt_error_t* error = CheckDevice(args->dst_device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
@@ -221,16 +222,14 @@ std::vector<CurrentStream>::iterator FindCurrent(const hetrt_instance_t* self) {
                       [self](const CurrentStream& entry) { return entry.instance_id == self->id; });
 }
 
-hetrt_error_t* StreamCreate(hetrt_stream_create_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_create_args_t);
+hetrt_error_t* DeviceEntries::StreamCreate(hetrt_stream_create_args_t* args) {
   args->stream = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->stream = new hetrt_stream_t{args->self};
   return nullptr;
 }
 
-hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t);
+hetrt_error_t* DeviceEntries::StreamDestroy(hetrt_stream_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (args->stream == nullptr) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: the default stream cannot be destroyed");
@@ -245,21 +244,18 @@ hetrt_error_t* StreamDestroy(hetrt_stream_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* StreamSynchronize(hetrt_stream_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_args_t);
+hetrt_error_t* DeviceEntries::StreamSynchronize(hetrt_stream_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return CheckStream(args->self, args->stream);
 }
 
-hetrt_error_t* StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_wait_event_args_t);
+hetrt_error_t* DeviceEntries::StreamWaitEvent(hetrt_stream_wait_event_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   return CheckEvent(args->self, args->event);  // the event's work is already done
 }
 
-hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t);
+hetrt_error_t* DeviceEntries::StreamSetCurrent(hetrt_stream_current_args_t* args) {
   args->previous = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
@@ -278,8 +274,7 @@ hetrt_error_t* StreamSetCurrent(hetrt_stream_current_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_stream_current_args_t);
+hetrt_error_t* DeviceEntries::StreamGetCurrent(hetrt_stream_current_args_t* args) {
   args->stream = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   auto current = FindCurrent(args->self);
@@ -287,8 +282,7 @@ hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_create_args_t);
+hetrt_error_t* DeviceEntries::EventCreate(hetrt_event_create_args_t* args) {
   args->event = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   // Every event keeps its time: HETRT_EVENT_TIMING costs the CPU nothing.
@@ -296,8 +290,7 @@ hetrt_error_t* EventCreate(hetrt_event_create_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
+hetrt_error_t* DeviceEntries::EventDestroy(hetrt_event_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (args->event == nullptr) return nullptr;  // like free(NULL)
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
@@ -305,8 +298,7 @@ hetrt_error_t* EventDestroy(hetrt_event_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_record_args_t);
+hetrt_error_t* DeviceEntries::EventRecord(hetrt_event_record_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckStream(args->self, args->stream)) return error;
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
@@ -315,16 +307,14 @@ hetrt_error_t* EventRecord(hetrt_event_record_args_t* args) {
 }
 
 // Query and synchronize: everything recorded on the CPU is already complete.
-hetrt_error_t* EventQuery(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
+hetrt_error_t* DeviceEntries::EventQuery(hetrt_event_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (hetrt_error_t* error = CheckEvent(args->self, args->event)) return error;
   args->complete = 1;
   return nullptr;
 }
 
-hetrt_error_t* EventSynchronize(hetrt_event_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_args_t);
+hetrt_error_t* DeviceEntries::EventSynchronize(hetrt_event_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return CheckEvent(args->self, args->event);
 }
@@ -338,8 +328,7 @@ hetrt_error_t* RecordedNs(const hetrt_instance_t* self, const hetrt_event_t* eve
                     static_cast<const void*>(event));
 }
 
-hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_elapsed_args_t);
+hetrt_error_t* DeviceEntries::EventElapsed(hetrt_event_elapsed_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -350,14 +339,12 @@ hetrt_error_t* EventElapsedMs(hetrt_event_elapsed_args_t* args) {
   return nullptr;
 }
 
-hetrt_error_t* EventTimestamp(hetrt_event_timestamp_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_event_timestamp_args_t);
+hetrt_error_t* DeviceEntries::EventTimestamp(hetrt_event_timestamp_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   return RecordedNs(args->self, args->event, &args->device_ns);
 }
 
-hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_device_clock_args_t);
+hetrt_error_t* DeviceEntries::DeviceClock(hetrt_device_clock_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   // The device clock is the host clock.
   args->device_ns = args->host_ns = MonotonicNs();
@@ -367,8 +354,7 @@ hetrt_error_t* DeviceClock(hetrt_device_clock_args_t* args) {
 
 // Hot path: a failure builds an error value, success touches no heap once the
 // thread's stack is warm. The stacks are per thread and shared by instances.
-hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t);
+hetrt_error_t* DeviceEntries::WorkspaceAlloc(hetrt_workspace_args_t* args) {
   args->data = nullptr;
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   args->data = ThreadWorkspace().Allocate(args->nbytes);
@@ -377,8 +363,7 @@ hetrt_error_t* WorkspaceAlloc(hetrt_workspace_args_t* args) {
                     static_cast<unsigned long long>(args->nbytes));
 }
 
-hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_workspace_args_t);
+hetrt_error_t* DeviceEntries::WorkspaceFree(hetrt_workspace_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
   if (ThreadWorkspace().Free(args->data)) return nullptr;
   return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
@@ -387,38 +372,11 @@ hetrt_error_t* WorkspaceFree(hetrt_workspace_args_t* args) {
                     args->data);
 }
 
-hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_set_device_args_t);
+hetrt_error_t* DeviceEntries::SetDevice(hetrt_set_device_args_t* args) {
   return CheckDevice(args->device);  // one CPU device: nothing to select
 }
 
-constexpr hetrt_device_api_t kDeviceApi{
-    .struct_size = sizeof(hetrt_device_api_t),
-    .device_count = Guarded<DeviceCount>,
-    .device_attribute = Guarded<DeviceAttribute>,
-    .memory_stats = Guarded<MemoryStats>,
-    .allocate = Guarded<Allocate>,
-    .free = Guarded<Free>,
-    .can_copy = Guarded<CanCopy>,
-    .copy = Guarded<Copy>,
-    .stream_create = Guarded<StreamCreate>,
-    .stream_destroy = Guarded<StreamDestroy>,
-    .stream_synchronize = Guarded<StreamSynchronize>,
-    .stream_wait_event = Guarded<StreamWaitEvent>,
-    .stream_set_current = Guarded<StreamSetCurrent>,
-    .stream_get_current = Guarded<StreamGetCurrent>,
-    .event_create = Guarded<EventCreate>,
-    .event_destroy = Guarded<EventDestroy>,
-    .event_record = Guarded<EventRecord>,
-    .event_query = Guarded<EventQuery>,
-    .event_synchronize = Guarded<EventSynchronize>,
-    .event_elapsed_ms = Guarded<EventElapsedMs>,
-    .event_timestamp = Guarded<EventTimestamp>,
-    .device_clock = Guarded<DeviceClock>,
-    .workspace_alloc = Guarded<WorkspaceAlloc>,
-    .workspace_free = Guarded<WorkspaceFree>,
-    .set_device = Guarded<SetDevice>,
-};
+const hetrt_device_api_t kDeviceApi = sdk::DeviceTable<DeviceEntries, kLabel>();
 
 }  // namespace
 

@@ -52,37 +52,20 @@ struct hetrt_instance {
   std::string name;
 };
 
+// Every entry point (hetrt/sdk/entry.h) refuses an instance whose tag
+// instance_destroy has cleared.
+template <>
+struct hetrt::sdk::InstanceLiveness<hetrt_instance> {
+  static bool IsLive(const hetrt_instance* self) noexcept {
+    return self->tag.load(std::memory_order_relaxed) == hetrt_instance::kLiveTag;
+  }
+};
+
 namespace hetrt::cpu {
 
 // Caps set_option and HETRT_NUM_THREADS against values that would only exhaust
 // the process's threads.
 inline constexpr int32_t kMaxThreads = 1024;
-
-inline bool IsLive(const hetrt_instance_t* self) {
-  return self != nullptr && self->tag.load(std::memory_order_relaxed) == hetrt_instance::kLiveTag;
-}
-
-// Every entry point starts here: the caller's struct must be at least as large
-// as in the minor that introduced it (<type>_MIN_SIZE, plugin_abi.h: the rule
-// every plugin and the SDK share), and `self` must be a live instance.
-inline hetrt_error_t* CheckCall(bool holds_fields, const hetrt_instance_t* self, const char* type) {
-  if (!holds_fields) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
-                      "cpu plugin: %s is null or smaller than in the ABI minor that introduced it", type);
-  }
-  if (!IsLive(self)) {
-    return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: %s.self is not a live instance of this plugin", type);
-  }
-  return nullptr;
-}
-
-#define HETRT_CPU_CHECK_CALL(args, type)                                                                   \
-  do {                                                                                                     \
-    const bool holds_ = (args) != NULL && (args)->struct_size >= static_cast<size_t>(type##_MIN_SIZE);    \
-    if (hetrt_error_t* error_ = ::hetrt::cpu::CheckCall(holds_, holds_ ? (args)->self : nullptr, #type)) { \
-      return error_;                                                                                       \
-    }                                                                                                      \
-  } while (0)
 
 void Log(const hetrt_instance_t* self, hetrt_log_level_t level, const char* message);
 

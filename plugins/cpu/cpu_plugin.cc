@@ -125,7 +125,7 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
   }
 
   // Owned by the unique_ptr until it is handed out, so every failure path
-  // (including a throw caught by Guarded) stops the pool and frees it.
+  // (including a throw caught by Entry) stops the pool and frees it.
   auto deleter = [](hetrt_instance_t* self) { DestroyInstance(self); };
   std::unique_ptr<hetrt_instance_t, decltype(deleter)> self(new hetrt_instance_t, deleter);
   self->id = g_next_instance_id.fetch_add(1);
@@ -152,15 +152,11 @@ hetrt_error_t* InstanceCreate(hetrt_instance_create_args_t* args) {
 }
 
 hetrt_error_t* InstanceDestroy(hetrt_instance_destroy_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_instance_destroy_args_t);
   DestroyInstance(args->self);
   return nullptr;
 }
 
-hetrt_error_t* SetOption(hetrt_set_option_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_set_option_args_t);
-  return ApplyOption(args->self, args->key, args->value);
-}
+hetrt_error_t* SetOption(hetrt_set_option_args_t* args) { return ApplyOption(args->self, args->key, args->value); }
 
 }  // namespace
 }  // namespace hetrt::cpu
@@ -172,9 +168,9 @@ extern "C" HETRT_PLUGIN_EXPORT const hetrt_plugin_api_t* hetrt_plugin_get_api(vo
   static const hetrt_plugin_api_t api = hetrt::sdk::PluginTable({
       .name = "cpu",
       .version = "0.2.0",
-      .instance_create = Guarded<InstanceCreate>,
-      .instance_destroy = Guarded<InstanceDestroy>,
-      .set_option = Guarded<SetOption>,
+      .instance_create = Entry<InstanceCreate>::Call,
+      .instance_destroy = Entry<InstanceDestroy>::Call,
+      .set_option = Entry<SetOption>::Call,
       .device_types = kDeviceTypes,
       .device = CpuDeviceApi(),
       .parallel = ParallelApi(),

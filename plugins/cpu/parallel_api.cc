@@ -48,7 +48,6 @@ void SwapPool(hetrt_instance_t* self, ThreadPool* next) {
 }
 
 hetrt_error_t* Launch(hetrt_parallel_launch_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_parallel_launch_args_t);
   args->failed_task = -1;
   if (args->lambda == nullptr || args->num_task < 0) {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT, "cpu plugin: parallel launch with a null lambda or num_task %d",
@@ -66,7 +65,6 @@ hetrt_error_t* Launch(hetrt_parallel_launch_args_t* args) {
 }
 
 hetrt_error_t* Barrier(hetrt_parallel_barrier_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_parallel_barrier_args_t);
   if (const char* message = ThreadPool::Barrier(args->env)) {
     return MakeErrorf(HETRT_STATUS_FAILED_PRECONDITION, "%s", message);
   }
@@ -74,16 +72,15 @@ hetrt_error_t* Barrier(hetrt_parallel_barrier_args_t* args) {
 }
 
 hetrt_error_t* NumThreads(hetrt_parallel_num_threads_args_t* args) {
-  HETRT_CPU_CHECK_CALL(args, hetrt_parallel_num_threads_args_t);
   args->num_threads = args->self->num_threads.load();
   return nullptr;
 }
 
 constexpr hetrt_parallel_api_t kParallelApi{
     .struct_size = sizeof(hetrt_parallel_api_t),
-    .launch = Guarded<Launch>,
-    .barrier = Guarded<Barrier>,
-    .num_threads = Guarded<NumThreads>,
+    .launch = Entry<Launch>::Call,
+    .barrier = Entry<Barrier>::Call,
+    .num_threads = Entry<NumThreads>::Call,
 };
 
 }  // namespace

@@ -17,12 +17,10 @@ using sdk::ErrorDestroy;
 using sdk::ErrorMessage;
 using sdk::MakeErrorf;
 
-// Wraps an entry point so that no C++ exception crosses the ABI; costs nothing
-// on the path that does not throw. (The CPU plugin checks its args struct
-// field by field itself: HETRT_CPU_CHECK_CALL.)
-template <auto Fn, typename Args>
-hetrt_error_t* Guarded(Args* args) noexcept {
-  return sdk::Guard<Fn, kLabel>::Call(args);
-}
+// Every entry point of the plugin's tables: its args struct checked (size at
+// the minor that introduced it, a live `self`) and no C++ exception crossing
+// the ABI, as in every plugin built on the SDK.
+template <auto F>
+using Entry = sdk::Entry<F, kLabel>;
 
 }  // namespace hetrt::cpu

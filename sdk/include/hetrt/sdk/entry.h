@@ -23,9 +23,19 @@
 
 namespace hetrt::sdk {
 
+// A plugin whose instances can tell a live one from a destroyed one (a tag
+// its instance_destroy clears) specializes this for its hetrt_instance, in
+// the header that defines it, so that every Entry refuses a `self` that is
+// not live instead of using freed memory:
+//   template <> struct hetrt::sdk::InstanceLiveness<hetrt_instance> {
+//     static bool IsLive(const hetrt_instance* self) noexcept;
+//   };
+template <class Instance>
+struct InstanceLiveness {};
+
 // NULL when `args` is usable: non-NULL, its struct_size covering at least the
-// fields the struct had in the minor that introduced it, and a non-NULL `self`
-// where the struct has one.
+// fields the struct had in the minor that introduced it, and a non-NULL (and,
+// where the plugin can tell, live) `self` where the struct has one.
 template <class Args>
 hetrt_error_t* CheckArgs(const Args* args) noexcept {
   if (args == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL args struct");
@@ -33,8 +43,13 @@ hetrt_error_t* CheckArgs(const Args* args) noexcept {
     return MakeErrorf(HETRT_STATUS_INVALID_ARGUMENT,
                       "args struct too small: struct_size %zu < %zu (its size in the ABI minor that introduced it)",
                       args->struct_size, kArgsMinSize<Args>);
-  if constexpr (requires { args->self; })
+  if constexpr (requires { args->self; }) {
     if (args->self == nullptr) return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "NULL instance (self)");
+    using Liveness = InstanceLiveness<std::remove_cvref_t<decltype(*args->self)>>;
+    if constexpr (requires { Liveness::IsLive(args->self); })
+      if (!Liveness::IsLive(args->self))
+        return MakeError(HETRT_STATUS_INVALID_ARGUMENT, "self is not a live instance of this plugin (destroyed?)");
+  }
   return nullptr;
 }
 
