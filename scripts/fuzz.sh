@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest RelaxExecutable FfiModuleBlob
-  DevicePayload)
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest HttpRequestHead
+  RelaxExecutable FfiModuleBlob DevicePayload)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 build=${HETRT_FUZZ_BUILD:-build-fuzz}
 if [ -z "${HETRT_FUZZ_BUILD:-}" ]; then
@@ -36,6 +36,7 @@ seed Npy "$fixtures"/*/*.npy
 seed ElfSymbols "$fixtures"/*/lib.so
 seed MlfTar "$fixtures"/mlf/*.tar
 seed RestInferRequest tests/fuzz/seeds/rest/*
+seed HttpRequestHead tests/fuzz/seeds/http_head/*
 seed FfiModuleBlob tests/fuzz/seeds/ffi_blob/*
 seed DevicePayload tests/fuzz/seeds/device_payload/*
 mkdir -p build-fuzz/corpus/ModuleBlob

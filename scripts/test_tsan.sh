@@ -24,6 +24,13 @@ for t in async_executor_test graph_executor_test cpu_plugin_test stress_test ser
   echo "tsan: $t"
   ./build-tsan/bin/$t --gtest_brief=1
 done
+# hetrt serve itself: REST's fast path (the instance thread writes responses
+# the worker's connection then reads past), pipelining, slow readers, and the
+# requests left to httplib.
+echo "tsan: hetrt serve (rest_binary_test.py)"
+TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
+  /usr/bin/python3 tests/serve/rest_binary_test.py build-tsan/bin/hetrt > build-tsan/rest_binary_test.log 2>&1 ||
+  { tail -60 build-tsan/rest_binary_test.log; exit 1; }
 # The CPU's streams, events and current stream per thread are checked by the conformance kit.
 profiles=sdk/conformance/profiles
 echo "tsan: hetrt-conformance (cpu)"

@@ -99,23 +99,63 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
 void HttpServer::Serve(Connection connection) {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(limits_.read_write_timeout);
   SocketStream stream(connection.fd, timeout, timeout);
+  // The fast path's last response until it is out: the connection is read,
+  // parked or closed only after it.
+  std::shared_ptr<PendingReply> pending;
+  auto settle = [&pending] {
+    const bool sent = pending == nullptr || pending->Await();
+    pending.reset();
+    return sent;
+  };
   for (;;) {
     if (stream.buffered() == 0) {
       // A new connection's request is usually on its way: it is parked at
       // once rather than holding a worker while a client may never send.
       const int ready =
-          WaitReadable(connection.fd, connection.requests == 0 ? std::chrono::milliseconds(0) : limits_.linger);
-      if (ready < 0) return Close(connection);
+          WaitReadable(connection.fd, connection.requests == 0 ? std::chrono::milliseconds(0) : limits_.linger,
+                       pending ? WorkerWakeFd() : -1);
+      if (ready == 2) {  // the response's rest is this worker's to write
+        if (!settle()) return Close(connection);
+        continue;
+      }
+      if (!settle() || ready < 0) return Close(connection);
       if (ready == 0) return Park(connection);
     }
-    bool closed = false;
+    if (!settle()) return Close(connection);
     const bool last =
         connection.requests + 1 >= limits_.max_requests_per_connection || ending_.load(std::memory_order_relaxed);
+    if (fast_route_ != nullptr && !last) {
+      const Fast fast = ServeFast(stream, &pending);
+      if (fast == Fast::kBroken) {
+        settle();
+        return Close(connection);
+      }
+      if (fast == Fast::kTaken) {
+        ++connection.requests;
+        connection.idle_since = Clock::now();
+        continue;
+      }
+    }
+    bool closed = false;
     const bool served = process_request(stream, last, closed, nullptr);
     ++connection.requests;
     connection.idle_since = Clock::now();
     if (!served || closed || last) return Close(connection);
   }
+}
+
+HttpServer::Fast HttpServer::ServeFast(SocketStream& stream, std::shared_ptr<PendingReply>* pending) {
+  const std::string_view bytes = stream.PeekHead();
+  if (bytes.empty()) return Fast::kNotTaken;  // httplib reads it (or finds the connection gone)
+  const std::optional<RequestHead> head = RequestHead::Parse(bytes);
+  if (!head || head->method() != "POST" || !head->content_length() || *head->content_length() > payload_max_length_ ||
+      head->Has("Transfer-Encoding") || head->Has("Expect") || head->Has("Content-Encoding"))
+    return Fast::kNotTaken;
+  if (RequestHead::SameText(head->Field("Connection"), "close") || !fast_route_->Takes(*head)) return Fast::kNotTaken;
+  stream.Consume(bytes.size());
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(limits_.read_write_timeout);
+  *pending = std::make_shared<PendingReply>(stream.socket(), WorkerWakeFd(), timeout);
+  return fast_route_->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
 }
 
 void HttpServer::Park(Connection connection) {

@@ -9,6 +9,12 @@
 // (parked ones included) are bounded; past the bound a new connection waits
 // unread until another closes.
 //
+// One route may take a fast path past httplib (FastRoute: hetrt serve's
+// infer): the worker parses the request's head in place, hands the request
+// on and goes back to waiting for the connection's next request, while the
+// thread that finishes the request writes the response (http_reply.h). A
+// queued request then costs the worker no sleep and wake-up of its own.
+//
 // Thread contract: the listen call and the stop follow httplib's rules; the
 // rest runs on the workers and the parking thread this class owns.
 #pragma once
@@ -28,6 +34,9 @@
 #include <vector>
 
 #include "connection_pool.h"
+#include "http_reply.h"
+#include "http_request_head.h"
+#include "socket_stream.h"
 
 namespace hetrt::serve {
 
@@ -45,6 +54,25 @@ class HttpServer final : public httplib::Server {
   };
   explicit HttpServer(const Limits& limits);
   ~HttpServer() override;
+
+  // A POST route served past httplib. Only plain requests come to it: HTTP/1.1
+  // with a Content-Length within the payload limit, no Transfer-Encoding,
+  // Expect, Content-Encoding or "Connection: close", a head that fits the read
+  // buffer, and not a connection's last request. Everything else, and what
+  // Takes declines, goes through httplib's routes.
+  class FastRoute {
+   public:
+    virtual ~FastRoute() = default;
+    // Whether the route serves this request; reads nothing.
+    virtual bool Takes(const RequestHead& head) const = 0;
+    // Copies what it needs of `head` first (its views die with the first
+    // read), reads the body (exactly Content-Length bytes) from `body`, and
+    // answers through `reply` from any thread. False when the body could not
+    // be read (the connection closes once `reply` is sent).
+    virtual bool Serve(const RequestHead& head, SocketStream& body, HttpReply reply) = 0;
+  };
+  // Before listening; the route outlives the server's listening.
+  void SetFastRoute(FastRoute* route) { fast_route_ = route; }
 
   // From now on, a connection closes after the request it is serving: for a
   // stop that has waited long enough for clients to finish by themselves.
@@ -78,12 +106,16 @@ class HttpServer final : public httplib::Server {
   void Open();      // at each listen: the pool, the epoll set, the parking thread
   void Shutdown();  // when the accept loop ends: close parked, serve the rest, stop
   void Serve(Connection connection);
+  enum class Fast { kNotTaken, kTaken, kBroken };
+  // The fast path for the request at the head of `stream`, if it takes it.
+  Fast ServeFast(SocketStream& stream, std::shared_ptr<PendingReply>* pending);
   void Park(Connection connection);
   void Close(const Connection& connection);
   void WatchParked();
   void Resume(const Connection& connection);
 
   const Limits limits_;
+  FastRoute* fast_route_ = nullptr;
   std::atomic<bool> ending_{false};
   std::shared_ptr<ConnectionPool> pool_;
   int epoll_fd_ = -1;

@@ -48,6 +48,19 @@ void SendError(httplib::Response& res, const Status& status) {
   SendJson(res, HttpStatusOf(status), EncodeError(status.message()));
 }
 
+// Makes room in `*body` for `length` bytes (never reallocated after: views of
+// it stay valid) and returns where they start: with `aligned_byte`, placed so
+// that their byte `aligned_byte` (where the binary inputs begin) lies on a
+// kTensorAlignment boundary, so that the inputs can be used in place.
+size_t PlaceBody(std::string* body, size_t length, const size_t* aligned_byte) {
+  body->reserve(length + (aligned_byte ? kTensorAlignment : 0));
+  if (aligned_byte == nullptr) return 0;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(body->data()) + *aligned_byte;
+  const size_t pad = static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
+  body->assign(pad, '\0');
+  return pad;
+}
+
 // Reads the request body, at most `limit` bytes, into `*body` from `*start` on;
 // false once `res` holds the error. A larger Content-Length is skipped by
 // httplib and answered 413 here; a chunked body ends when it passes the limit.
@@ -62,18 +75,11 @@ bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
   // (httplib would wait for the client to close instead).
   if (!has_length && !req.has_header("Transfer-Encoding")) return true;
   bool too_large = has_length && req.get_header_value<uint64_t>("Content-Length") > limit;
-  const bool place = aligned_byte != nullptr && start != nullptr;
   size_t pad = 0;
   if (has_length && !too_large) {
-    const auto length = static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length"));
-    // Never reallocated below: the content stays where it was placed.
-    body->reserve(length + (place ? kTensorAlignment : 0));
-    if (place) {
-      const uintptr_t at = reinterpret_cast<uintptr_t>(body->data()) + *aligned_byte;
-      pad = static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
-      body->assign(pad, '\0');
-      *start = pad;
-    }
+    pad = PlaceBody(body, static_cast<size_t>(req.get_header_value<uint64_t>("Content-Length")),
+                    start != nullptr ? aligned_byte : nullptr);
+    if (start != nullptr) *start = pad;
   }
   const bool ok = reader([&](const char* data, size_t size) {
     if (size > limit - (body->size() - pad)) {
@@ -94,15 +100,56 @@ bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
   return true;
 }
 
-Result<std::optional<size_t>> JsonHeaderLength(const httplib::Request& req) {
-  constexpr const char* kHeader = "Inference-Header-Content-Length";
-  if (!req.has_header(kHeader)) return std::optional<size_t>();
-  const std::string text = req.get_header_value(kHeader);
+constexpr const char* kJsonHeaderLength = "Inference-Header-Content-Length";
+
+// The binary extension's Inference-Header-Content-Length, when `present`.
+Result<std::optional<size_t>> JsonHeaderLength(bool present, std::string_view text) {
+  if (!present) return std::optional<size_t>();
   size_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return InvalidArgument(std::string(kHeader) + " must be a byte count, not '" + text + "'");
+    return InvalidArgument(std::string(kJsonHeaderLength) + " must be a byte count, not '" + std::string(text) + "'");
   return std::optional<size_t>(value);
+}
+
+// What an infer request is answered with, on either path.
+struct InferAnswer {
+  int status = 200;
+  const char* content_type = "application/json";
+  std::string body;
+  std::optional<size_t> json_header_length;  // binary outputs follow the JSON
+};
+
+InferAnswer ErrorAnswer(const Status& status) {
+  return {HttpStatusOf(status), "application/json", EncodeError(status.message()), std::nullopt};
+}
+
+InferAnswer AnswerOf(const Result<InferResponse>& response, const RestOutputFormat& format) {
+  if (!response.ok()) return ErrorAnswer(response.status());
+  auto encoded = EncodeRestInferResponse(*response, format);
+  if (!encoded.ok()) return ErrorAnswer(encoded.status());
+  if (!encoded->json_header_length) return {200, "application/json", std::move(encoded->body), std::nullopt};
+  return {200, "application/octet-stream", std::move(encoded->body), encoded->json_header_length};
+}
+
+// {model, version} of "/v2/models/{m}[/versions/{v}]/infer" as httplib's
+// route matches it; nothing for a target with escapes or a query, which
+// httplib decodes.
+std::optional<std::pair<std::string_view, std::string_view>> InferTarget(std::string_view target) {
+  constexpr std::string_view kPrefix = "/v2/models/", kSuffix = "/infer", kVersions = "/versions/";
+  if (target.size() <= kPrefix.size() + kSuffix.size() || !target.starts_with(kPrefix) || !target.ends_with(kSuffix) ||
+      target.find_first_of("%?#") != std::string_view::npos)
+    return std::nullopt;
+  const std::string_view path = target.substr(kPrefix.size(), target.size() - kPrefix.size() - kSuffix.size());
+  const size_t slash = path.find('/');
+  const std::string_view model = path.substr(0, slash);
+  if (model.empty()) return std::nullopt;
+  if (slash == std::string_view::npos) return std::pair{model, std::string_view()};
+  const std::string_view rest = path.substr(slash);
+  if (!rest.starts_with(kVersions)) return std::nullopt;
+  const std::string_view version = rest.substr(kVersions.size());
+  if (version.empty() || version.find('/') != std::string_view::npos) return std::nullopt;
+  return std::pair{model, version};
 }
 
 // One httplib server accepting on its own thread; subclasses add the routes.
@@ -247,6 +294,7 @@ class RestFrontend final : public HttpListener {
       return httplib::Server::HandlerResponse::Handled;
     });
     AddRoutes();
+    http_.SetFastRoute(&fast_infer_);
   }
   // Handlers use this object's members: stop them before it goes.
   ~RestFrontend() override { Stop(); }
@@ -302,7 +350,7 @@ class RestFrontend final : public HttpListener {
   void Infer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     // The header first: the body is placed by it. Its error comes after the
     // body is read, as every other error does.
-    auto header_length = JsonHeaderLength(req);
+    auto header_length = JsonHeaderLength(req.has_header(kJsonHeaderLength), req.get_header_value(kJsonHeaderLength));
     std::string body;
     size_t start = 0;
     const size_t* binary_at = header_length.ok() && header_length->has_value() ? &**header_length : nullptr;
@@ -318,18 +366,69 @@ class RestFrontend final : public HttpListener {
     request.version = req.matches[2];
     auto response = server_.Infer(std::move(request));
     std::string().swap(body);  // nothing views it any more: not held while the response is encoded
-    if (!response.ok()) return SendError(res, response.status());
-    auto encoded = EncodeRestInferResponse(*response, parsed->output_format);
-    if (!encoded.ok()) return SendError(res, encoded.status());
-    if (encoded->json_header_length) {
-      res.set_header("Inference-Header-Content-Length", std::to_string(*encoded->json_header_length));
-      SetBody(res, 200, std::move(encoded->body), "application/octet-stream");
-    } else {
-      SendJson(res, 200, std::move(encoded->body));
-    }
+    InferAnswer answer = AnswerOf(response, parsed->output_format);
+    if (answer.json_header_length) res.set_header(kJsonHeaderLength, std::to_string(*answer.json_header_length));
+    SetBody(res, answer.status, std::move(answer.body), answer.content_type);
   }
 
+  // The infer route past httplib (HttpServer::FastRoute): the worker parses
+  // and hands the request on; the thread that runs it writes the answer.
+  class FastInfer final : public HttpServer::FastRoute {
+   public:
+    FastInfer(InferenceServer& server, size_t max_request_bytes) : server_(server), max_(max_request_bytes) {}
+
+    bool Takes(const RequestHead& head) const override {
+      return head.content_length() && *head.content_length() <= max_ && InferTarget(head.target()).has_value();
+    }
+
+    bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
+      const auto [model_view, version_view] = *InferTarget(head.target());
+      std::string model(model_view), version(version_view);
+      auto header_length = JsonHeaderLength(head.Has(kJsonHeaderLength), head.Field(kJsonHeaderLength));
+      const size_t length = static_cast<size_t>(*head.content_length());
+      // Binary inputs view the body, which lives (at one address) until the
+      // request has run.
+      auto body = std::make_shared<std::string>();
+      const size_t* binary_at = header_length.ok() && header_length->has_value() ? &**header_length : nullptr;
+      const size_t start = PlaceBody(body.get(), length, binary_at);
+      body->resize(start + length);
+      if (!stream.ReadFully(body->data() + start, length)) {
+        // As httplib's path answers it; the connection then closes.
+        const InferAnswer ended =
+            ErrorAnswer(InvalidArgument("the request body ended early (client disconnected or timed out)"));
+        reply.Send(ended.status, ended.content_type, ended.body, "Connection", "close");
+        return false;
+      }
+      if (!header_length.ok()) return Send(reply, ErrorAnswer(header_length.status()));
+      auto parsed =
+          ParseRestInferRequest(std::string_view(*body).substr(start), *header_length, {}, BinaryInputs::kViewOfBody);
+      if (!parsed.ok()) return Send(reply, ErrorAnswer(parsed.status()));
+      parsed->request.model = std::move(model);
+      parsed->request.version = std::move(version);
+      // InferDone is a std::function, which copies: the reply is shared.
+      auto answer_to = std::make_shared<HttpReply>(std::move(reply));
+      server_.InferAsync(std::move(parsed->request), [body, answer_to, format = std::move(parsed->output_format)](
+                                                         Result<InferResponse> response) mutable {
+        body.reset();  // nothing views it any more
+        Send(*answer_to, AnswerOf(response, format));
+      });
+      return true;
+    }
+
+   private:
+    static bool Send(HttpReply& reply, InferAnswer answer) {
+      const std::string length = answer.json_header_length ? std::to_string(*answer.json_header_length) : "";
+      reply.Send(answer.status, answer.content_type, std::move(answer.body),
+                 answer.json_header_length ? kJsonHeaderLength : "", length);
+      return true;
+    }
+
+    InferenceServer& server_;
+    const size_t max_;
+  };
+
   InferenceServer& server_;
+  FastInfer fast_infer_{server_, max_request_bytes_};
 };
 
 class MetricsFrontend final : public HttpListener {

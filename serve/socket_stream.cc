@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -42,7 +43,51 @@ void IpAndPort(const sockaddr_storage& address, socklen_t length, std::string& i
 
 }  // namespace
 
-int WaitReadable(int fd, std::chrono::milliseconds timeout) { return PollFor(fd, POLLIN, timeout); }
+int WaitReadable(int fd, std::chrono::milliseconds timeout, int wake_fd) {
+  if (wake_fd < 0) return PollFor(fd, POLLIN, timeout);
+  pollfd entries[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  for (;;) {
+    const int ready = ::poll(entries, 2, static_cast<int>(timeout.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return ready;
+    if (entries[1].revents & POLLIN) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd, &count, sizeof(count));
+      return 2;
+    }
+    return (entries[0].revents & POLLIN) != 0 ? 1 : -1;
+  }
+}
+
+std::string_view SocketStream::PeekHead() {
+  constexpr std::string_view kEnd = "\r\n\r\n";
+  size_t searched = 0;  // bytes already known not to end the head
+  for (;;) {
+    const std::string_view seen(buffer_ + begin_, buffered());
+    const size_t end = seen.find(kEnd, searched);
+    if (end != std::string_view::npos) return seen.substr(0, end + kEnd.size());
+    searched = seen.size() >= kEnd.size() - 1 ? seen.size() - (kEnd.size() - 1) : 0;
+    if (begin_ > 0) {  // room at the end for what follows
+      std::memmove(buffer_, buffer_ + begin_, buffered());
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (end_ == sizeof(buffer_) || PollFor(fd_, POLLIN, read_timeout_) <= 0) return {};
+    const ssize_t n = Receive(fd_, buffer_ + end_, sizeof(buffer_) - end_);
+    if (n <= 0) return {};
+    end_ += static_cast<size_t>(n);
+  }
+}
+
+bool SocketStream::ReadFully(char* into, size_t size) {
+  while (size > 0) {
+    const ssize_t n = read(into, size);
+    if (n <= 0) return false;
+    into += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
 
 bool SocketStream::is_readable() const { return buffered() > 0 || PollFor(fd_, POLLIN, read_timeout_) > 0; }
 

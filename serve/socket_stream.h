@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace hetrt::serve {
 
@@ -30,6 +31,15 @@ class SocketStream final : public httplib::Stream {
   // Bytes received that no request has consumed yet (a pipelined request).
   size_t buffered() const { return end_ - begin_; }
 
+  // The head of the next request (through its empty line), read into the
+  // buffer but not consumed; "" when it does not fit in the buffer or the
+  // connection ended or timed out first. The view lives until the next read.
+  std::string_view PeekHead();
+  void Consume(size_t bytes) { begin_ += std::min(bytes, buffered()); }
+  // Exactly `size` bytes into `into`; false when the connection ended or
+  // made no progress for the read timeout first.
+  bool ReadFully(char* into, size_t size);
+
  private:
   const int fd_;
   const std::chrono::milliseconds read_timeout_, write_timeout_;
@@ -38,7 +48,8 @@ class SocketStream final : public httplib::Stream {
 };
 
 // Waits up to `timeout` for `fd` to be readable (data or end of stream): 1
-// readable, 0 not within the timeout, -1 an error or a hang-up.
-int WaitReadable(int fd, std::chrono::milliseconds timeout);
+// readable, 0 not within the timeout, -1 an error or a hang-up; with a
+// `wake_fd` (an eventfd), 2 when that was signalled (and is then drained).
+int WaitReadable(int fd, std::chrono::milliseconds timeout, int wake_fd = -1);
 
 }  // namespace hetrt::serve

@@ -188,6 +188,15 @@ TEST(ParserFuzz, RestInferRequest) {
   FuzzFromSeeds(&fuzz::RestInferRequest, seeds, 50000);
 }
 
+TEST(ParserFuzz, HttpRequestHead) {
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(HETRT_FUZZ_REGRESSIONS_DIR) + "/../seeds/http_head"))
+    seeds.push_back(ReadFileBytes(e.path().string()).value());
+  ASSERT_GE(seeds.size(), 3u);
+  FuzzFromSeeds(&fuzz::HttpRequestHead, seeds, 50000);
+}
+
 TEST(ParserFuzz, ElfSymbols) {
   std::vector<std::vector<uint8_t>> seeds;
   const std::string dir = testing::TvmFixture("add3");

@@ -11,6 +11,7 @@
 #include "hetrt/formats/params.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module/module_loader.h"
+#include "http_request_head.h"
 #include "rest_codec.h"
 
 namespace hetrt::fuzz {
@@ -104,6 +105,19 @@ void MlfTar(const uint8_t* data, size_t size) {
   limits.max_total_bytes = 64 << 20;  // keep a fuzz input from asking for gigabytes
   auto pkg = MlfPackage::ReadBytes({data, size}, "fuzz", limits);
   if (pkg.ok()) (void)pkg->GraphJson();
+}
+
+void HttpRequestHead(const uint8_t* data, size_t size) {
+  const std::string_view head(reinterpret_cast<const char*>(data), size);
+  auto parsed = serve::RequestHead::Parse(head);
+  if (!parsed) return;
+  // Every view lies inside the input.
+  for (std::string_view part : {parsed->method(), parsed->target(), parsed->Field("Content-Length"),
+                                parsed->Field("Inference-Header-Content-Length"), parsed->Field("connection")})
+    if (!part.empty() && (part.data() < head.data() || part.data() + part.size() > head.data() + head.size()))
+      __builtin_trap();
+  (void)parsed->Has("Transfer-Encoding");
+  (void)parsed->content_length();
 }
 
 void RestInferRequest(const uint8_t* data, size_t size) {

@@ -17,6 +17,9 @@ void ElfSymbols(const uint8_t* data, size_t size);
 void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
 // A REST inference request body, "#<N>\n" first for Inference-Header-Content-Length: N.
 void RestInferRequest(const uint8_t* data, size_t size);
+// The head of an HTTP/1.1 request as the REST fast path parses it (through
+// its empty line), then every field looked up.
+void HttpRequestHead(const uint8_t* data, size_t size);
 // A Relax VM executable image (the relax.Executable blob entry's payload),
 // read with either ABI's constant tags.
 void RelaxExecutable(const uint8_t* data, size_t size);

@@ -16,6 +16,7 @@ import shutil
 import socket
 import sys
 import threading
+import time
 import unittest
 
 import numpy as np
@@ -307,6 +308,132 @@ class BadBinaryRequests(unittest.TestCase):
         finally:
             for s in idle:
                 s.close()
+
+
+def raw_request(path, body, fields):
+    """One HTTP/1.1 request as bytes, with exactly the header fields given."""
+    head = f"POST {path} HTTP/1.1\r\nHost: hetrt\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    return head.encode() + b"\r\n" + body
+
+
+def binary_infer_request(model, request_id, extra_fields=None):
+    body, json_length = request_body([("data", mlp_input(), True)], binary_output=True, request_id=request_id)
+    fields = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_length),
+              "Content-Length": str(len(body)), **(extra_fields or {})}
+    return raw_request(f"/v2/models/{model}/infer", body, fields)
+
+
+def read_responses(sock, count):
+    """`count` HTTP responses read off `sock`: [(status, {field: value}, body)]."""
+    buffered, responses = b"", []
+    while len(responses) < count:
+        end = buffered.find(b"\r\n\r\n")
+        if end < 0:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError(f"the connection ended after {len(responses)} of {count} responses")
+            buffered += chunk
+            continue
+        lines = buffered[:end].decode().split("\r\n")
+        fields = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+        length = int(fields["content-length"])
+        while len(buffered) < end + 4 + length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError("the connection ended inside a response body")
+            buffered += chunk
+        responses.append((int(lines[0].split()[1]), fields, buffered[end + 4:end + 4 + length]))
+        buffered = buffered[end + 4 + length:]
+    return responses
+
+
+def response_id(response):
+    status, fields, body = response
+    json_length = int(fields.get("inference-header-content-length", len(body)))
+    return json.loads(body[:json_length])["id"]
+
+
+class FastPathConnections(unittest.TestCase):
+    """Plain infer requests skip httplib (serve/http_server.h: FastRoute); these
+    talk to the server over raw sockets to hold it to HTTP/1.1 on that path."""
+
+    def connect(self, receive_buffer=None):
+        host, port = SERVER.http.rsplit(":", 1)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.settimeout(30)
+        sock.connect((host, int(port)))
+        return sock
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        with self.connect() as sock:
+            sock.sendall(b"".join(binary_infer_request("mlp", f"p{i}") for i in range(8)))
+            responses = read_responses(sock, 8)
+        self.assertEqual([r[0] for r in responses], [200] * 8)
+        self.assertEqual([response_id(r) for r in responses], [f"p{i}" for i in range(8)])
+
+    def test_chunked_expect_and_close_requests_are_answered_too(self):
+        body, json_length = request_body([("data", mlp_input(), True)], binary_output=True, request_id="chunked")
+        chunked = raw_request("/v2/models/mlp/infer", f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n",
+                              {"Inference-Header-Content-Length": str(json_length),
+                               "Transfer-Encoding": "chunked"})
+        with self.connect() as sock:
+            sock.sendall(chunked + binary_infer_request("mlp", "after-chunked"))
+            responses = read_responses(sock, 2)
+            self.assertEqual([response_id(r) for r in responses], ["chunked", "after-chunked"])
+            sock.sendall(binary_infer_request("mlp", "closing", {"Connection": "close"}))
+            (status, fields, _), = read_responses(sock, 1)
+            self.assertEqual(status, 200)
+            self.assertEqual(fields.get("connection", "").lower(), "close")
+            self.assertEqual(sock.recv(1), b"", "the connection stays open after Connection: close")
+        with self.connect() as sock:
+            request = binary_infer_request("mlp", "expect", {"Expect": "100-continue"})
+            head, body = request.split(b"\r\n\r\n", 1)
+            sock.sendall(head + b"\r\n\r\n")
+            self.assertTrue(sock.recv(64).startswith(b"HTTP/1.1 100"))
+            sock.sendall(body)
+            self.assertEqual(response_id(read_responses(sock, 1)[0]), "expect")
+
+    def test_a_client_that_does_not_read_its_responses_holds_up_no_one_else(self):
+        # Far more response bytes than the socket buffers hold: the server's
+        # writes would block, and are left to the connection's worker.
+        count = 600
+        stalled = self.connect(receive_buffer=4096)
+        sender = threading.Thread(target=lambda: stalled.sendall(
+            b"".join(binary_infer_request("mlp", f"s{i}") for i in range(count))))
+        sender.start()
+        try:
+            for i in range(5):
+                start = time.monotonic()
+                reply = infer("mlp", [("data", mlp_input(), True)], binary_output=True)
+                self.assertEqual(reply.status, 200)
+                self.assertLess(time.monotonic() - start, 2.5, "a client that does not read held up another")
+            responses = read_responses(stalled, count)
+        finally:
+            sender.join()
+            stalled.close()
+        self.assertEqual([r[0] for r in responses], [200] * count)
+        self.assertEqual([response_id(r) for r in responses], [f"s{i}" for i in range(count)])
+
+    def test_a_body_cut_short_closes_only_its_connection(self):
+        request = binary_infer_request("mlp", "cut")
+        with self.connect() as sock:
+            sock.sendall(request[:-100])
+            sock.shutdown(socket.SHUT_WR)
+            (status, fields, body), = read_responses(sock, 1)
+            self.assertEqual(status, 400)
+            self.assertIn(b"ended early", body)
+            self.assertEqual(sock.recv(1), b"", "the connection stays open after a cut body")
+        reply = infer("mlp", [("data", mlp_input(), True)], binary_output=True)
+        self.assertEqual(reply.status, 200)
+
+    def test_escaped_and_unknown_targets_are_left_to_the_router(self):
+        with self.connect() as sock:
+            sock.sendall(binary_infer_request("ml%70", "escaped") + binary_infer_request("nosuch", "unknown"))
+            escaped, unknown = read_responses(sock, 2)
+        self.assertEqual((escaped[0], response_id(escaped)), (200, "escaped"))
+        self.assertEqual(unknown[0], 404)
 
 
 def main():
