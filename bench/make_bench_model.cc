@@ -12,6 +12,7 @@
 // Usage: make_bench_model KIND DIR
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -63,6 +64,11 @@ int Report(const Status& status) {
 int main(int argc, char** argv) {
   const std::string kind = argc == 3 ? argv[1] : "";
   const std::string dir = argc == 3 ? argv[2] : "";
+  std::error_code made;
+  if (!dir.empty() && !std::filesystem::create_directories(dir, made) && made) {
+    std::fprintf(stderr, "cannot make %s: %s\n", dir.c_str(), made.message().c_str());
+    return 1;
+  }
   if (kind == "two_stage")
     return hetrt::kernels::WriteDeployLibrary(
         hetrt::kernels::BuildTwoStageModel(kDLOpenCL, hetrt::kernels::kServingTwoStageShape), kDLOpenCL, dir);

@@ -1,12 +1,13 @@
 #include "http_reply.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
 namespace hetrt::serve {
 namespace {
@@ -41,47 +42,53 @@ int WorkerWakeFd() {
 }
 
 PendingReply::State PendingReply::Write(bool dont_wait) {
-  const size_t total = head_.size() + body_.size();
-  while (written_ < total) {
-    iovec parts[2];
-    int count = 0;
-    if (written_ < head_.size()) parts[count++] = {head_.data() + written_, head_.size() - written_};
-    const size_t body_from = written_ > head_.size() ? written_ - head_.size() : 0;
-    if (body_from < body_.size()) parts[count++] = {body_.data() + body_from, body_.size() - body_from};
+  for (;;) {
+    // The unwritten rest of head_, body_ and the tail's parts, as iovecs.
+    iovec parts[64];
+    size_t count = 0, skip = written_;
+    auto add = [&](std::string_view bytes) {
+      if (skip >= bytes.size()) {
+        skip -= bytes.size();
+        return;
+      }
+      if (count < std::size(parts)) parts[count++] = {const_cast<char*>(bytes.data()) + skip, bytes.size() - skip};
+      skip = 0;
+    };
+    add(head_);
+    add(body_);
+    for (std::string_view part : tail_.parts) add(part);
+    if (count == 0) return kSent;
     msghdr message{};
     message.msg_iov = parts;
-    message.msg_iovlen = static_cast<size_t>(count);
-    // MSG_NOSIGNAL: a client that hung up gives EPIPE, not a SIGPIPE.
-    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    message.msg_iovlen = count;
+    // MSG_NOSIGNAL: a client that hung up gives EPIPE, not a SIGPIPE. The
+    // worker's write blocks in the kernel (one call for megabytes), for at
+    // most the write timeout without progress (SO_SNDTIMEO, set below).
+    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL | (dont_wait ? MSG_DONTWAIT : 0));
     if (n > 0) {
       written_ += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (dont_wait) return kLeft;
-      pollfd entry{fd_, POLLOUT, 0};
-      int ready;
-      do ready = ::poll(&entry, 1, static_cast<int>(write_timeout_.count()));
-      while (ready < 0 && errno == EINTR);
-      if (ready > 0 && (entry.revents & POLLOUT) != 0) continue;
-    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && dont_wait) return kLeft;
     return kFailed;  // an error, a hang-up, or no progress within the write timeout
   }
-  return kSent;
 }
 
 void PendingReply::Send(int status, std::string_view content_type, std::string body, std::string_view extra_field,
-                        std::string_view extra_value) noexcept {
+                        std::string_view extra_value, ReplyTail tail) noexcept {
   State state = kFailed;
   try {
     head_.reserve(160);
     head_.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(Reason(status));
     head_.append("\r\nContent-Type: ").append(content_type);
-    head_.append("\r\nContent-Length: ").append(std::to_string(body.size()));
+    size_t length = body.size();
+    for (std::string_view part : tail.parts) length += part.size();
+    head_.append("\r\nContent-Length: ").append(std::to_string(length));
     if (!extra_field.empty()) head_.append("\r\n").append(extra_field).append(": ").append(extra_value);
     head_.append("\r\n\r\n");
     body_ = std::move(body);
+    tail_ = std::move(tail);
     state = Write(/*dont_wait=*/true);
   } catch (...) {  // out of memory: the connection closes without an answer
   }
@@ -97,19 +104,26 @@ void PendingReply::Send(int status, std::string_view content_type, std::string b
 bool PendingReply::Await() {
   int state;
   while ((state = state_.load(std::memory_order_acquire)) == kPending) state_.wait(kPending, std::memory_order_acquire);
-  if (state == kLeft) state = Write(/*dont_wait=*/false);
+  if (state == kLeft) {
+    timeval timeout{};
+    timeout.tv_sec = static_cast<time_t>(write_timeout_.count() / 1000);
+    timeout.tv_usec = static_cast<suseconds_t>(write_timeout_.count() % 1000 * 1000);
+    state = ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) == 0 ? Write(/*dont_wait=*/false)
+                                                                                      : kFailed;
+  }
   return state == kSent;
 }
 
 HttpReply::~HttpReply() {
-  if (pending_) pending_->Send(500, "application/json", R"({"error":"internal error: no response was made"})", {}, {});
+  if (pending_)
+    pending_->Send(500, "application/json", R"({"error":"internal error: no response was made"})", {}, {}, {});
 }
 
 void HttpReply::Send(int status, std::string_view content_type, std::string body, std::string_view extra_field,
-                     std::string_view extra_value) {
+                     std::string_view extra_value, ReplyTail tail) {
   if (!pending_) return;
   std::shared_ptr<PendingReply> pending = std::move(pending_);
-  pending->Send(status, content_type, std::move(body), extra_field, extra_value);
+  pending->Send(status, content_type, std::move(body), extra_field, extra_value, std::move(tail));
 }
 
 }  // namespace hetrt::serve

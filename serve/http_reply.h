@@ -11,8 +11,16 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hetrt::serve {
+
+// Bytes a response sends after its body from where they lie (a response's
+// binary outputs, in its tensors), and what keeps them there until written.
+struct ReplyTail {
+  std::vector<std::string_view> parts;
+  std::shared_ptr<const void> owner;
+};
 
 // The state the connection's worker and the answering thread share.
 class PendingReply {
@@ -22,7 +30,7 @@ class PendingReply {
 
   // Once, from any thread: writes what the socket takes now.
   void Send(int status, std::string_view content_type, std::string body, std::string_view extra_field,
-            std::string_view extra_value) noexcept;
+            std::string_view extra_value, ReplyTail tail) noexcept;
   // On the connection's worker: waits for Send, writes what it left (waiting
   // at most the write timeout for progress); false when the response could
   // not be written in full (the connection is then closed).
@@ -38,7 +46,8 @@ class PendingReply {
   const std::chrono::milliseconds write_timeout_;
   std::atomic<int> state_{kPending};
   std::string head_, body_;  // written by Send, then by Await once state_ says so
-  size_t written_ = 0;       // of head_ + body_
+  ReplyTail tail_;
+  size_t written_ = 0;  // of head_, body_ and tail_'s parts, in that order
 };
 
 // A fast route's handle on its response: Send exactly once, from any thread;
@@ -51,7 +60,7 @@ class HttpReply {
   ~HttpReply();
 
   void Send(int status, std::string_view content_type, std::string body, std::string_view extra_field = {},
-            std::string_view extra_value = {});
+            std::string_view extra_value = {}, ReplyTail tail = {});
 
  private:
   std::shared_ptr<PendingReply> pending_;  // NULL once sent

@@ -506,7 +506,8 @@ Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optio
   }
 }
 
-Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const RestOutputFormat& format) {
+Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const RestOutputFormat& format,
+                                         BinaryOutputs binary_outputs) {
   RestBody result;
   std::string& out = result.body;
   std::vector<const Tensor*> binary;
@@ -535,7 +536,13 @@ Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const Re
   out += "]}";
   if (!binary.empty()) {
     result.json_header_length = out.size();
-    for (const Tensor* t : binary) out.append(reinterpret_cast<const char*>(t->data()), t->nbytes());
+    for (const Tensor* t : binary) {
+      const std::string_view bytes(reinterpret_cast<const char*>(t->data()), t->nbytes());
+      if (binary_outputs == BinaryOutputs::kViewOfResponse)
+        result.binary_outputs.push_back(bytes);
+      else
+        out.append(bytes);
+    }
   }
   return result;
 }

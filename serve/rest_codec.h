@@ -62,7 +62,14 @@ Result<RestInferRequest> ParseRestInferRequest(std::string_view body, std::optio
 struct RestBody {
   std::string body;
   std::optional<size_t> json_header_length;
+  // With BinaryOutputs::kViewOfResponse: the binary outputs, in order, as
+  // views of the response's tensors; the body is `body` and then these.
+  std::vector<std::string_view> binary_outputs;
 };
+
+// Binary outputs copied after the JSON, or left in the response's tensors
+// for a writer that sends them from there (the caller keeps the response).
+enum class BinaryOutputs { kAppended, kViewOfResponse };
 
 // {"model_name", "model_version", "id" (when not empty), "outputs": [{"name",
 // "datatype", "shape", "data" | "parameters": {"binary_data_size"}}]}, binary
@@ -70,7 +77,8 @@ struct RestBody {
 // one, asked for as JSON, is an InvalidArgument error that says to ask for it
 // as binary (silently switching to binary would break a client that parses
 // only JSON; a string such as "NaN" is no JSON number either).
-Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const RestOutputFormat& format);
+Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const RestOutputFormat& format,
+                                         BinaryOutputs binary_outputs = BinaryOutputs::kAppended);
 
 // GET /v2: {"name", "version", "extensions"}.
 std::string EncodeServerMetadata(const std::string& name, const std::string& version,

@@ -52,11 +52,17 @@ void SendError(httplib::Response& res, const Status& status) {
 // it stay valid) and returns where they start: with `aligned_byte`, placed so
 // that their byte `aligned_byte` (where the binary inputs begin) lies on a
 // kTensorAlignment boundary, so that the inputs can be used in place.
+// Where a body placed in a buffer at `base` (with kTensorAlignment bytes to
+// spare) starts so that its byte `aligned_byte` lies on the boundary.
+size_t AlignedStart(const char* base, const size_t* aligned_byte) {
+  if (aligned_byte == nullptr) return 0;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(base) + *aligned_byte;
+  return static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
+}
+
 size_t PlaceBody(std::string* body, size_t length, const size_t* aligned_byte) {
   body->reserve(length + (aligned_byte ? kTensorAlignment : 0));
-  if (aligned_byte == nullptr) return 0;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(body->data()) + *aligned_byte;
-  const size_t pad = static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
+  const size_t pad = AlignedStart(body->data(), aligned_byte);
   body->assign(pad, '\0');
   return pad;
 }
@@ -118,18 +124,31 @@ struct InferAnswer {
   const char* content_type = "application/json";
   std::string body;
   std::optional<size_t> json_header_length;  // binary outputs follow the JSON
+  ReplyTail binary_outputs;                  // the fast path's: sent from the response's tensors
 };
 
 InferAnswer ErrorAnswer(const Status& status) {
-  return {HttpStatusOf(status), "application/json", EncodeError(status.message()), std::nullopt};
+  return {HttpStatusOf(status), "application/json", EncodeError(status.message()), std::nullopt, {}};
 }
 
 InferAnswer AnswerOf(const Result<InferResponse>& response, const RestOutputFormat& format) {
   if (!response.ok()) return ErrorAnswer(response.status());
   auto encoded = EncodeRestInferResponse(*response, format);
   if (!encoded.ok()) return ErrorAnswer(encoded.status());
-  if (!encoded->json_header_length) return {200, "application/json", std::move(encoded->body), std::nullopt};
-  return {200, "application/octet-stream", std::move(encoded->body), encoded->json_header_length};
+  if (!encoded->json_header_length) return {200, "application/json", std::move(encoded->body), std::nullopt, {}};
+  return {200, "application/octet-stream", std::move(encoded->body), encoded->json_header_length, {}};
+}
+
+// The same, with binary outputs left in the response's tensors: the writer
+// sends them from there, and the answer keeps the response until it has.
+InferAnswer ViewedAnswerOf(Result<InferResponse> response, const RestOutputFormat& format) {
+  if (!response.ok()) return ErrorAnswer(response.status());
+  auto kept = std::make_shared<const InferResponse>(std::move(*response));
+  auto encoded = EncodeRestInferResponse(*kept, format, BinaryOutputs::kViewOfResponse);
+  if (!encoded.ok()) return ErrorAnswer(encoded.status());
+  if (!encoded->json_header_length) return {200, "application/json", std::move(encoded->body), std::nullopt, {}};
+  return {200, "application/octet-stream", std::move(encoded->body), encoded->json_header_length,
+          ReplyTail{std::move(encoded->binary_outputs), std::move(kept)}};
 }
 
 // {model, version} of "/v2/models/{m}[/versions/{v}]/infer" as httplib's
@@ -387,12 +406,11 @@ class RestFrontend final : public HttpListener {
       auto header_length = JsonHeaderLength(head.Has(kJsonHeaderLength), head.Field(kJsonHeaderLength));
       const size_t length = static_cast<size_t>(*head.content_length());
       // Binary inputs view the body, which lives (at one address) until the
-      // request has run.
-      auto body = std::make_shared<std::string>();
+      // request has run. Not zeroed first: the socket fills every byte.
       const size_t* binary_at = header_length.ok() && header_length->has_value() ? &**header_length : nullptr;
-      const size_t start = PlaceBody(body.get(), length, binary_at);
-      body->resize(start + length);
-      if (!stream.ReadFully(body->data() + start, length)) {
+      std::shared_ptr<char[]> body = std::make_shared_for_overwrite<char[]>(length + kTensorAlignment);
+      const size_t start = AlignedStart(body.get(), binary_at);
+      if (!stream.ReadFully(body.get() + start, length)) {
         // As httplib's path answers it; the connection then closes.
         const InferAnswer ended =
             ErrorAnswer(InvalidArgument("the request body ended early (client disconnected or timed out)"));
@@ -400,8 +418,8 @@ class RestFrontend final : public HttpListener {
         return false;
       }
       if (!header_length.ok()) return Send(reply, ErrorAnswer(header_length.status()));
-      auto parsed =
-          ParseRestInferRequest(std::string_view(*body).substr(start), *header_length, {}, BinaryInputs::kViewOfBody);
+      auto parsed = ParseRestInferRequest(std::string_view(body.get() + start, length), *header_length, {},
+                                          BinaryInputs::kViewOfBody);
       if (!parsed.ok()) return Send(reply, ErrorAnswer(parsed.status()));
       parsed->request.model = std::move(model);
       parsed->request.version = std::move(version);
@@ -410,7 +428,7 @@ class RestFrontend final : public HttpListener {
       server_.InferAsync(std::move(parsed->request), [body, answer_to, format = std::move(parsed->output_format)](
                                                          Result<InferResponse> response) mutable {
         body.reset();  // nothing views it any more
-        Send(*answer_to, AnswerOf(response, format));
+        Send(*answer_to, ViewedAnswerOf(std::move(response), format));
       });
       return true;
     }
@@ -419,7 +437,7 @@ class RestFrontend final : public HttpListener {
     static bool Send(HttpReply& reply, InferAnswer answer) {
       const std::string length = answer.json_header_length ? std::to_string(*answer.json_header_length) : "";
       reply.Send(answer.status, answer.content_type, std::move(answer.body),
-                 answer.json_header_length ? kJsonHeaderLength : "", length);
+                 answer.json_header_length ? kJsonHeaderLength : "", length, std::move(answer.binary_outputs));
       return true;
     }
 

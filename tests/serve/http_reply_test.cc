@@ -50,8 +50,16 @@ TEST(PendingReply, WhatTheSocketDoesNotTakeTheWorkerWritesAfterAWakeUp) {
   Pair pair;
   const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   auto pending = std::make_shared<PendingReply>(pair.server, wake, 5s);
-  const std::string body(1 << 20, 'x');
-  HttpReply(pending).Send(200, "application/octet-stream", body, "Inference-Header-Content-Length", "7");
+  // A body and then two parts sent from where they lie (a response's
+  // outputs), which their owner keeps until they are written.
+  const std::string body(1 << 19, 'x');
+  auto outputs = std::make_shared<const std::string>(std::string(1 << 18, 'y') + std::string(1 << 18, 'z'));
+  const std::string_view tensors(*outputs);
+  ReplyTail tail{{tensors.substr(0, 1 << 18), tensors.substr(1 << 18)}, outputs};
+  std::weak_ptr<const std::string> owner = outputs;
+  outputs.reset();
+  HttpReply(pending).Send(200, "application/octet-stream", body, "Inference-Header-Content-Length", "7",
+                          std::move(tail));
   EXPECT_TRUE(Signalled(wake)) << "a 1 MiB body fit a 4 KiB socket buffer: the worker was not woken";
   std::string received;
   std::thread reader([&] { received = pair.ReadAll(); });
@@ -61,9 +69,12 @@ TEST(PendingReply, WhatTheSocketDoesNotTakeTheWorkerWritesAfterAWakeUp) {
   const std::string head =
       "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1048576\r\n"
       "Inference-Header-Content-Length: 7\r\n\r\n";
-  ASSERT_EQ(received.size(), head.size() + body.size());
+  ASSERT_EQ(received.size(), head.size() + (1u << 20));
   EXPECT_EQ(received.substr(0, head.size()), head);
-  EXPECT_EQ(received.substr(head.size()), body);
+  EXPECT_EQ(received.substr(head.size()), body + std::string(1 << 18, 'y') + std::string(1 << 18, 'z'));
+  EXPECT_FALSE(owner.expired()) << "the parts' owner went before the reply";
+  pending.reset();
+  EXPECT_TRUE(owner.expired()) << "the reply kept the parts' owner after it was done";
   ::close(wake);
 }
 

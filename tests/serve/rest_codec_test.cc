@@ -486,6 +486,26 @@ TEST(RestCodec, BinaryResponseOutputs) {
   EXPECT_EQ(j["outputs"][2]["parameters"]["binary_data_size"], 8);
   EXPECT_EQ(j["outputs"][2]["shape"], json({1, 1}));
   EXPECT_EQ(encoded->body.substr(n), Bytes(y0) + Bytes(y2));
+  EXPECT_TRUE(encoded->binary_outputs.empty());
+}
+
+// For a writer that sends outputs from the tensors themselves: the same JSON,
+// and views of exactly the tensors' bytes instead of copies.
+TEST(RestCodec, BinaryOutputsCanStayInTheResponsesTensors) {
+  const std::vector<float> y0 = {1, 2, 3};
+  const std::vector<double> y2 = {0.5};
+  RestOutputFormat format;
+  format.binary_by_default = true;
+  const InferResponse response =
+      Response({{"output_0", HostTensor({3}, kF32, Bytes(y0))}, {"output_2", HostTensor({1, 1}, kF64, Bytes(y2))}});
+  auto appended = EncodeRestInferResponse(response, format);
+  auto viewed = EncodeRestInferResponse(response, format, BinaryOutputs::kViewOfResponse);
+  ASSERT_TRUE(appended.ok() && viewed.ok());
+  ASSERT_EQ(viewed->json_header_length, appended->json_header_length);
+  EXPECT_EQ(viewed->body, appended->body.substr(0, *appended->json_header_length));
+  ASSERT_EQ(viewed->binary_outputs.size(), 2u);
+  EXPECT_EQ(static_cast<const void*>(viewed->binary_outputs[0].data()), response.outputs[0].tensor.data());
+  EXPECT_EQ(std::string(viewed->binary_outputs[0]) + std::string(viewed->binary_outputs[1]), Bytes(y0) + Bytes(y2));
 }
 
 TEST(RestCodec, NanAndInfinityNeedBinary) {
