@@ -105,6 +105,11 @@ bool PendingReply::Await() {
   int state;
   while ((state = state_.load(std::memory_order_acquire)) == kPending) state_.wait(kPending, std::memory_order_acquire);
   if (state == kLeft) {
+    // The wake-up is for this: taken here, it cannot end a later wait early.
+    if (wake_fd_ >= 0) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof(count));
+    }
     timeval timeout{};
     timeout.tv_sec = static_cast<time_t>(write_timeout_.count() / 1000);
     timeout.tv_usec = static_cast<suseconds_t>(write_timeout_.count() % 1000 * 1000);

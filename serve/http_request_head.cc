@@ -11,6 +11,17 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A control character other than HTAB: never part of a request line or a
+// field value (RFC 9112; a bare CR or LF would let two parsers frame the
+// message differently).
+bool IsControl(char c) { return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f; }
+
+bool HasControl(std::string_view s) {
+  for (char c : s)
+    if (IsControl(c)) return true;
+  return false;
+}
+
 // A token character of a field name (RFC 9110 tchar).
 bool IsTokenChar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
@@ -36,6 +47,7 @@ std::optional<RequestHead> RequestHead::Parse(std::string_view head) {
   if (line_end == std::string_view::npos) return std::nullopt;
   // "METHOD SP target SP HTTP/1.1"
   const std::string_view line = head.substr(0, line_end);
+  if (HasControl(line)) return std::nullopt;
   const size_t first = line.find(' ');
   const size_t last = line.rfind(' ');
   if (first == std::string_view::npos || first == 0 || last == first) return std::nullopt;
@@ -55,6 +67,7 @@ std::optional<RequestHead> RequestHead::Parse(std::string_view head) {
     for (char c : name)
       if (!IsTokenChar(c)) return std::nullopt;  // also refuses obsolete line folding
     const std::string_view value = Trim(field.substr(colon + 1));
+    if (HasControl(value)) return std::nullopt;
     if (RequestHead::SameText(name, "Content-Length")) {
       uint64_t length = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);

@@ -16,7 +16,9 @@ class RequestHead {
  public:
   static constexpr size_t kMaxFields = 32;
 
-  // NULL-free `head` through its empty line ("...\r\n\r\n").
+  // `head` through its empty line ("...\r\n\r\n"). A control character
+  // (but HTAB) in the request line or a field value, a bare CR or LF
+  // included, makes it fail.
   static std::optional<RequestHead> Parse(std::string_view head);
 
   std::string_view method() const { return method_; }

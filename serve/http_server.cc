@@ -102,9 +102,11 @@ void HttpServer::Serve(Connection connection) {
   // The fast path's last response until it is out: the connection is read,
   // parked or closed only after it.
   std::shared_ptr<PendingReply> pending;
-  auto settle = [&pending] {
-    const bool sent = pending == nullptr || pending->Await();
+  auto settle = [&pending, &connection] {
+    if (pending == nullptr) return true;
+    const bool sent = pending->Await();
     pending.reset();
+    connection.idle_since = Clock::now();  // keep-alive counts from the answer, not the request
     return sent;
   };
   for (;;) {
@@ -154,8 +156,15 @@ HttpServer::Fast HttpServer::ServeFast(SocketStream& stream, std::shared_ptr<Pen
   if (RequestHead::SameText(head->Field("Connection"), "close") || !fast_route_->Takes(*head)) return Fast::kNotTaken;
   stream.Consume(bytes.size());
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(limits_.read_write_timeout);
-  *pending = std::make_shared<PendingReply>(stream.socket(), WorkerWakeFd(), timeout);
-  return fast_route_->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
+  try {
+    *pending = std::make_shared<PendingReply>(stream.socket(), WorkerWakeFd(), timeout);
+    return fast_route_->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
+  } catch (...) {
+    // Out of memory, say (a body's buffer is made as its head arrives): the
+    // reply, dropped unsent, answers 500; the connection then closes, as its
+    // body may be unread.
+    return *pending ? Fast::kBroken : Fast::kNotTaken;
+  }
 }
 
 void HttpServer::Park(Connection connection) {

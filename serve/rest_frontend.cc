@@ -48,18 +48,18 @@ void SendError(httplib::Response& res, const Status& status) {
   SendJson(res, HttpStatusOf(status), EncodeError(status.message()));
 }
 
-// Makes room in `*body` for `length` bytes (never reallocated after: views of
-// it stay valid) and returns where they start: with `aligned_byte`, placed so
-// that their byte `aligned_byte` (where the binary inputs begin) lies on a
-// kTensorAlignment boundary, so that the inputs can be used in place.
 // Where a body placed in a buffer at `base` (with kTensorAlignment bytes to
-// spare) starts so that its byte `aligned_byte` lies on the boundary.
+// spare) starts so that its byte `aligned_byte` (where the binary inputs
+// begin) lies on a kTensorAlignment boundary: the inputs can then be used in
+// place. 0 without `aligned_byte`.
 size_t AlignedStart(const char* base, const size_t* aligned_byte) {
   if (aligned_byte == nullptr) return 0;
   const uintptr_t at = reinterpret_cast<uintptr_t>(base) + *aligned_byte;
   return static_cast<size_t>((kTensorAlignment - at % kTensorAlignment) % kTensorAlignment);
 }
 
+// Makes room in `*body` for `length` bytes (never reallocated after: views of
+// it stay valid) and returns where they start (AlignedStart).
 size_t PlaceBody(std::string* body, size_t length, const size_t* aligned_byte) {
   body->reserve(length + (aligned_byte ? kTensorAlignment : 0));
   const size_t pad = AlignedStart(body->data(), aligned_byte);

@@ -168,12 +168,12 @@ hetrt_error_t* DeviceEntries::Allocate(hetrt_allocate_args_t* args) {
 
 hetrt_error_t* DeviceEntries::Free(hetrt_free_args_t* args) {
   if (hetrt_error_t* error = CheckDevice(args->device)) return error;
+  if (args->data == nullptr) return nullptr;  // like free(NULL), whatever the kind
   hetrt_instance_t* self = args->self;
   if (hetrt_error_t* error = CheckKind(args->kind)) {
     self->memory_counters.FreeFailed();
     return error;
   }
-  if (args->data == nullptr) return nullptr;  // like free(NULL)
   AllocHeader* header = HeaderOf(args->data);
   if (header->tag != kAllocTag || header->owner != self) {
     self->memory_counters.FreeFailed();

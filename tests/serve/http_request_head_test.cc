@@ -47,8 +47,14 @@ TEST(RequestHead, LeavesEveryHeadItDoesNotFullyUnderstandToHttplib) {
       "POST\r\n\r\n",
       "",
       "POST /x HTTP/1.1\r\n\r\nextra",  // bytes after the head
+      // A bare LF or CR, or NUL: two parsers could frame the message differently.
+      "POST /x HTTP/1.1\r\nX: a\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+      "POST /x HTTP/1.1\r\nX: a\rb\r\n\r\n",
+      "POST /x\n HTTP/1.1\r\n\r\n",
   };
   for (const char* text : refused) EXPECT_FALSE(RequestHead::Parse(text).has_value()) << text;
+  const char with_nul[] = "POST /x HTTP/1.1\r\nX: a\0b\r\n\r\n";
+  EXPECT_FALSE(RequestHead::Parse(std::string_view(with_nul, sizeof with_nul - 1)).has_value());
   std::string many = "POST /x HTTP/1.1\r\n";
   for (size_t i = 0; i <= RequestHead::kMaxFields; ++i) many += "F" + std::to_string(i) + ": v\r\n";
   EXPECT_FALSE(RequestHead::Parse(many + "\r\n").has_value()) << "more fields than it keeps";

@@ -163,13 +163,13 @@ struct CommonDeviceEntries {
   }
   static hetrt_error_t* SetDevice(hetrt_set_device_args_t* args) {
     Instance* self = args->self;
-    if (hetrt_error_t* e = CheckDevice(self, args->device)) return e;
+    if (hetrt_error_t* e = CheckInstanceDevice(self, args->device)) return e;
     if (!Current::SetDevice(self->serial, args->device.device_id)) return Current::TableFull(self->devices.kind());
     return nullptr;
   }
   static hetrt_error_t* StreamGetCurrent(hetrt_stream_current_args_t* args) {
     Instance* self = args->self;
-    if (hetrt_error_t* e = CheckDevice(self, args->device)) return e;
+    if (hetrt_error_t* e = CheckInstanceDevice(self, args->device)) return e;
     args->stream = Current::Get(self->serial, args->device.device_id);
     // 2.4: the native queue behind it, from an instance that has one:
     //   hetrt_error_t* NativeStream(DLDevice device, Stream* current, void** out);
@@ -192,8 +192,9 @@ struct CommonDeviceEntries {
     }
   }
 
-  // An error unless `device` is one of the instance's devices.
-  static hetrt_error_t* CheckDevice(Instance* self, DLDevice device) {
+  // An error unless `device` is one of the instance's devices. (Named so that
+  // a plugin's own CheckDevice does not hide it.)
+  static hetrt_error_t* CheckInstanceDevice(Instance* self, DLDevice device) {
     typename std::remove_pointer_t<decltype(self->devices.at(0))>* d = nullptr;
     return self->devices.Find(device, &d);
   }
@@ -204,7 +205,7 @@ struct CommonDeviceEntries {
 // (as free(3) does).
 template <class Impl>
 hetrt_error_t* FreeOnKnownDevice(hetrt_free_args_t* args) {
-  if (hetrt_error_t* e = Impl::CheckDevice(args->self, args->device)) return e;
+  if (hetrt_error_t* e = Impl::CheckInstanceDevice(args->self, args->device)) return e;
   return args->data == nullptr ? nullptr : Impl::Free(args);
 }
 
