@@ -12,9 +12,9 @@
 
 #include "firmware_build.h"
 #include "graph_io.h"
-#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/formats/graph.h"
 #include "hetrt/mlf.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "in_process_model.h"
 #include "micro/session_checks.h"
 #include "micro_device.h"
@@ -22,6 +22,7 @@
 #include "project_writer.h"
 #include "remote_model.h"
 #include "test_support.h"
+#include "transport.h"
 
 namespace hetrt {
 namespace {
@@ -208,6 +209,23 @@ Result<std::string> FaultModel() {
   const std::string tar = testing::MlfFixtureNamed("mlp_graph").tar;
   if (!std::filesystem::exists(tar)) return NotFound("mlp graph MLF fixture");
   return tar;
+}
+
+// A device that stops reading: a write gives up after its 5 s bound instead of
+// waiting forever (a pipe, like QEMU's UART socket, is a blocking descriptor).
+TEST(MicroHostDriven, AWriteToADeviceThatStopsReadingGivesUpInsteadOfHanging) {
+  const std::string dir = ::testing::TempDir() + "/hetrt_silent_device_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string program = dir + "/device";
+  std::ofstream(program) << "#!/bin/sh\nexec sleep 60\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  auto transport = micro::MakePipeTransport(program, dir);  // removes `dir` when it goes
+  HETRT_ASSERT_OK(transport->Open());
+  const std::vector<uint8_t> bytes(1 << 20, 0x55);  // far more than a pipe holds
+  const Status written = transport->Write(bytes.data(), bytes.size());
+  EXPECT_EQ(written.code(), StatusCode::kUnavailable) << written.ToString();
+  EXPECT_NE(written.message().find("does not take bytes"), std::string::npos) << written.message();
+  transport->Close();
 }
 
 TEST(MicroHostDriven, GarbageOnTheLineIsSkipped) {

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -11,14 +12,22 @@ namespace hetrt::micro {
 void FdTransport::CloseFds() {
   if (write_fd_ >= 0 && write_fd_ != read_fd_) close(write_fd_);
   if (read_fd_ >= 0) close(read_fd_);
-  read_fd_ = write_fd_ = -1;
+  read_fd_ = write_fd_ = nonblocking_fd_ = -1;
 }
 
 Status FdTransport::Write(const uint8_t* data, size_t n) {
+  // The 5 s bound below needs a non-blocking descriptor: on a blocking one
+  // (QEMU's UART socket, TCP, a pipe) write() itself would wait for a device
+  // that stopped reading, without end.
+  if (write_fd_ >= 0 && nonblocking_fd_ != write_fd_) {
+    const int flags = fcntl(write_fd_, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) == 0) fcntl(write_fd_, F_SETFL, flags | O_NONBLOCK);
+    nonblocking_fd_ = write_fd_;
+  }
   while (n > 0) {
     const ssize_t w = write(write_fd_, data, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) {
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd p{write_fd_, POLLOUT, 0};
       if (poll(&p, 1, 5000) <= 0) return Unavailable(Describe() + ": the device does not take bytes (5 s)");
       continue;

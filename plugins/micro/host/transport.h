@@ -53,6 +53,7 @@ class FdTransport : public Transport {
  protected:
   void CloseFds();
   int read_fd_ = -1, write_fd_ = -1;  // the same descriptor for sockets and ttys
+  int nonblocking_fd_ = -1;           // write_fd_ once Write has made it non-blocking
 };
 
 }  // namespace hetrt::micro
