@@ -161,9 +161,9 @@ HttpServer::Fast HttpServer::ServeFast(SocketStream& stream, std::shared_ptr<Pen
     return fast_route_->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
   } catch (...) {
     // Out of memory, say (a body's buffer is made as its head arrives): the
-    // reply, dropped unsent, answers 500; the connection then closes, as its
-    // body may be unread.
-    return *pending ? Fast::kBroken : Fast::kNotTaken;
+    // reply, if made, answers 500 as it is dropped unsent. The head is
+    // consumed and the body may be unread: the connection closes.
+    return Fast::kBroken;
   }
 }
 

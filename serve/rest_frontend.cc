@@ -394,11 +394,11 @@ class RestFrontend final : public HttpListener {
   // and hands the request on; the thread that runs it writes the answer.
   class FastInfer final : public HttpServer::FastRoute {
    public:
-    FastInfer(InferenceServer& server, size_t max_request_bytes) : server_(server), max_(max_request_bytes) {}
+    explicit FastInfer(InferenceServer& server) : server_(server) {}
 
-    bool Takes(const RequestHead& head) const override {
-      return head.content_length() && *head.content_length() <= max_ && InferTarget(head.target()).has_value();
-    }
+    // (HttpServer offers only heads with a Content-Length within the payload
+    // limit, which the constructor of HttpListener set to max_request_bytes.)
+    bool Takes(const RequestHead& head) const override { return InferTarget(head.target()).has_value(); }
 
     bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
       const auto [model_view, version_view] = *InferTarget(head.target());
@@ -442,11 +442,10 @@ class RestFrontend final : public HttpListener {
     }
 
     InferenceServer& server_;
-    const size_t max_;
   };
 
   InferenceServer& server_;
-  FastInfer fast_infer_{server_, max_request_bytes_};
+  FastInfer fast_infer_{server_};
 };
 
 class MetricsFrontend final : public HttpListener {
