@@ -4,6 +4,9 @@
 //   large_relu    relu over a [1536, 1024] float32 tensor as DIR/deploy.so: 6 MiB
 //                 in, 6 MiB out and next to no compute, for bench/serve_load.py's
 //                 cost of moving large tensors;
+//   small_relu    relu over a [1, 784] float32 tensor (mlp's input) as
+//                 DIR/deploy.so: a model that costs next to nothing, so that
+//                 serve_load.py's ratios show what the server itself adds;
 //   two_branch_ACCEL  (ACCEL: opencl, vulkan, cuda) the two-branch model
 //                 (kernels/two_branch_model.h) as a graph (DIR/graph.so) and as
 //                 a Relax executable over the same kernels (DIR/relax.so), with
@@ -15,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "hetrt/formats/params.h"
 #include "hetrt/graph_builder.h"
@@ -29,9 +33,9 @@ using hetrt::GraphBuilder;
 using hetrt::Result;
 using hetrt::Status;
 
-Result<GraphBuilder::Built> BuildLargeRelu() {
+Result<GraphBuilder::Built> BuildRelu(std::vector<int64_t> shape) {
   GraphBuilder b;
-  const GraphBuilder::TensorSpec spec{{1536, 1024}, {kDLFloat, 32, 1}};
+  const GraphBuilder::TensorSpec spec{std::move(shape), {kDLFloat, 32, 1}};
   HETRT_ASSIGN_OR_RETURN(std::string relu, hetrt::kernels::FunctionName(hetrt::kernels::Op::kRelu, kDLCPU));
   b.AddOutput(b.AddOp1("relu", relu, {b.AddInput("data", spec)}, spec, kDLCPU));
   return b.Build();
@@ -72,11 +76,13 @@ int main(int argc, char** argv) {
   if (kind == "two_stage")
     return hetrt::kernels::WriteDeployLibrary(
         hetrt::kernels::BuildTwoStageModel(kDLOpenCL, hetrt::kernels::kServingTwoStageShape), kDLOpenCL, dir);
-  if (kind == "large_relu") return hetrt::kernels::WriteDeployLibrary(BuildLargeRelu(), kDLCPU, dir);
+  if (kind == "large_relu") return hetrt::kernels::WriteDeployLibrary(BuildRelu({1536, 1024}), kDLCPU, dir);
+  if (kind == "small_relu") return hetrt::kernels::WriteDeployLibrary(BuildRelu({1, 784}), kDLCPU, dir);
   if (kind == "two_branch_opencl") return Report(WriteTwoBranch(kDLOpenCL, dir));
   if (kind == "two_branch_vulkan") return Report(WriteTwoBranch(kDLVulkan, dir));
   if (kind == "two_branch_cuda") return Report(WriteTwoBranch(kDLCUDA, dir));
-  std::fprintf(stderr, "usage: %s two_stage|large_relu|two_branch_opencl|two_branch_vulkan|two_branch_cuda DIR\n",
+  std::fprintf(stderr,
+               "usage: %s two_stage|large_relu|small_relu|two_branch_opencl|two_branch_vulkan|two_branch_cuda DIR\n",
                argv[0]);
   return 2;
 }

@@ -15,7 +15,9 @@ Usage: serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_se
          [--model mlp] [--seconds 4] [--concurrency 1,4,16,64]
          [--protocols grpc,rest-binary,rest-json] [--json OUT]
          [--model-dir DIR]  (a folder with the model's deploy.so instead of the fixture:
-                             e.g. build/bin/make_bench_model large_relu DIR)
+                             build/bin/make_bench_model large_relu DIR for 6 MiB
+                             tensors, small_relu DIR for a model of next to no cost,
+                             whose ratios show what the server itself adds)
 Fixtures from $HETRT_FIXTURES (default <repo>/../shared/fixtures). Reports MB/s
 (request and response bytes) beside requests/s."""
 import argparse

@@ -89,6 +89,9 @@ struct ModelVersion::Instance {
   Model model;  // the executor and the module tree it runs (none for a whole-model one)
   Executor* executor = nullptr;
   GraphExecutor* graph = nullptr;  // the same executor when it is a graph one (profiled runs)
+  // Per metadata input: the graph takes a request's host tensor in place
+  // (GraphExecutor::InputBindsInPlace), sparing a copy of each input per run.
+  std::vector<bool> inputs_in_place;
   InstanceStats stats;
   bool busy = false;  // under mutex_: its thread or a caller is running it
   // A run's time, averaged over the last few (the warm-up's at first): whether
@@ -138,6 +141,9 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
                            : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
                                                                                  : "hetrt_library";
   HETRT_RETURN_IF_ERROR(mv->InitMetadata(), where);
+  for (auto& instance : mv->instances_)
+    for (int index : mv->input_index_)
+      instance->inputs_in_place.push_back(instance->graph != nullptr && instance->graph->InputBindsInPlace(index));
   HETRT_RETURN_IF_ERROR(mv->WarmUp(), where + ": warm-up run on zeros failed");
   mv->start_ns_ = NowNs();
   for (auto& instance : mv->instances_) {
@@ -459,7 +465,14 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
   for (size_t i = 0; i < input_index_.size(); ++i) {
     const int index = input_index_[i];
     if (!packed) {
-      HETRT_RETURN_IF_ERROR(ex.SetInput(index, batch[0]->request.inputs[i].tensor));
+      // In place, the executor views the request's tensor until the next
+      // run sets its inputs again; the request outlives this run.
+      const Tensor& given = batch[0]->request.inputs[i].tensor;
+      if (instance.inputs_in_place[i] && given.device().device_type == kDLCPU && given.dl()->byte_offset == 0 &&
+          reinterpret_cast<uintptr_t>(given.data()) % kTensorAlignment == 0)
+        HETRT_RETURN_IF_ERROR(instance.graph->SetInputZeroCopy(index, given));
+      else
+        HETRT_RETURN_IF_ERROR(ex.SetInput(index, given));
       continue;
     }
     TensorSpec spec = ex.InputSpec(index);

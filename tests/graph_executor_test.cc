@@ -336,8 +336,12 @@ TEST(GraphExecutor, ZeroCopyInputAlsoRebindsItsNopAliases) {
     x.data_as<float>()[i] = static_cast<float>(i);
     w.data_as<float>()[i] = 1000.f;
   }
+  EXPECT_TRUE(ex->InputBindsInPlace(0));  // x and a no-op view of it: nothing writes there
+  EXPECT_TRUE(ex->InputBindsInPlace(1));
+  const void* own = ex->InputTensor(0).data();
   HETRT_ASSERT_OK(ex->SetInput("w", w));
   HETRT_ASSERT_OK(ex->SetInputZeroCopy(0, x));
+  EXPECT_EQ(ex->InputTensor(0).data(), x.data());
   HETRT_ASSERT_OK(ex->Run());
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, ex->GetOutput(0));
   for (int i = 0; i < 10; ++i) EXPECT_EQ(y.data_as<float>()[i], 1000.f + static_cast<float>(i));
@@ -349,6 +353,40 @@ TEST(GraphExecutor, ZeroCopyInputAlsoRebindsItsNopAliases) {
   HETRT_ASSERT_OK_AND_ASSIGN(y, ex->GetOutput(0));
   for (int i = 0; i < 10; ++i) EXPECT_EQ(y.data_as<float>()[i], 999.f);
   EXPECT_EQ(x.data_as<float>()[3], 3.f);
+  EXPECT_EQ(ex->InputTensor(0).data(), own);  // back in the executor's own buffer, not a new one
+}
+
+// The planner may put a kernel's output into an input's storage once the input
+// is read: caller memory bound there would be written, or overrun when the
+// output is larger.
+TEST(GraphExecutor, ZeroCopyIsRefusedWhereAKernelWritesTheInputsStorage) {
+  HETRT_REQUIRE_FIXTURE(dir, "add3");
+  HETRT_ASSERT_OK_AND_ASSIGN(auto lib, LoadModuleFile(dir + "/lib.so"));
+  auto graph = [](const char* out_shape) {
+    return std::string(R"({"nodes": [
+      {"op": "null", "name": "x", "inputs": []},
+      {"op": "null", "name": "w", "inputs": []},
+      {"op": "tvm_op", "name": "add", "inputs": [[0, 0, 0], [1, 0, 0]],
+       "attrs": {"func_name": "tvmgen_default_fused_add", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}}],
+    "arg_nodes": [0, 1], "heads": [[2, 0, 0]], "node_row_ptr": [0, 1, 2, 3],
+    "attrs": {"dltype": ["list_str", ["float32", "float32", "float32"]],
+              "shape": ["list_shape", [[1, 10], [1, 10], )") +
+           out_shape + R"(]],
+              "storage_id": ["list_int", [0, 1, 0]]}})";
+  };
+  Tensor x = Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}).value();
+  // Same size: allowed, but the output lands in the caller's memory.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto same, GraphExecutor::Create(graph("[1, 10]"), lib, {}));
+  EXPECT_FALSE(same->InputBindsInPlace(0));
+  EXPECT_TRUE(same->InputBindsInPlace(1));
+  HETRT_ASSERT_OK(same->SetInputZeroCopy(0, x));
+  // Larger: refused, naming the sizes.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto larger, GraphExecutor::Create(graph("[1, 20]"), lib, {}));
+  EXPECT_FALSE(larger->InputBindsInPlace(0));
+  Status s = larger->SetInputZeroCopy(0, x);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("80 bytes"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("has 40"), std::string::npos) << s.message();
 }
 
 TEST(GraphExecutor, AGraphDeviceMissingFromTheListIsAClearError) {

@@ -78,6 +78,7 @@ Status GraphExecutor::SetInput(int index, const Tensor& value) { return impl_->S
 Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
   return impl_->SetInputZeroCopy(index, value);
 }
+bool GraphExecutor::InputBindsInPlace(int index) const { return impl_->InputBindsInPlace(index); }
 Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   return impl_->SetOutputZeroCopy(index, value);
 }
@@ -146,6 +147,7 @@ Status GraphExecutor::Impl::AllocateStorage() {
     if (!t.ok()) return t.status().WithContext("storage " + std::to_string(sid) + " on " + DeviceToString(plan.device));
     storage_[sid] = std::move(t).value();
   }
+  own_storage_host_ = storage_host_;
   const uint32_t n = g.num_entries();
   entries_.resize(n);
   storage_borrowed_.assign(num_sids, false);
@@ -277,6 +279,12 @@ Status GraphExecutor::Impl::SetInput(int index, const Tensor& value) {
 
 Status GraphExecutor::Impl::DetachStorage(uint32_t sid) {
   if (!storage_borrowed_[sid]) return OkStatus();
+  if (storage_[sid].defined()) {  // the executor's own buffer, kept while caller memory stood in
+    RebindStorage(sid, storage_[sid].data());
+    storage_host_[sid] = own_storage_host_[sid];
+    storage_borrowed_[sid] = false;
+    return OkStatus();
+  }
   // Bound to memory someone else owns: take a private buffer, sized for every
   // entry of the storage id, rather than write into it.
   const StoragePlan& plan = plan_.storage[sid];
@@ -285,6 +293,7 @@ Status GraphExecutor::Impl::DetachStorage(uint32_t sid) {
       storage_[sid], Tensor::Empty({static_cast<int64_t>(plan.bytes)}, DLDataType{kDLUInt, 8, 1}, device.allocator()));
   RebindStorage(sid, storage_[sid].data());
   storage_host_[sid] = nullptr;  // device memory: copies go through the plugin
+  own_storage_host_[sid] = nullptr;
   storage_borrowed_[sid] = false;
   return OkStatus();
 }
@@ -307,12 +316,37 @@ Status GraphExecutor::Impl::SetInputZeroCopy(int index, const Tensor& value) {
                            DeviceToString(value.device()) + " but the input lives on " + DeviceToString(want));
   if (reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment != 0)
     return InvalidArgument("set_input_zero_copy '" + InputName(index) + "': data must be 64-byte aligned");
+  const uint32_t sid = graph_->storage_ids[eid];
+  // Entries planned into the same storage follow the input into caller memory:
+  // one larger than the input would write past its end.
+  if (plan_.storage[sid].bytes > value.nbytes())
+    return InvalidArgument("set_input_zero_copy '" + InputName(index) + "': the graph plans a tensor of " +
+                           std::to_string(plan_.storage[sid].bytes) +
+                           " bytes into this input's storage (the input has " + std::to_string(value.nbytes()) +
+                           "); use set_input");
   HETRT_RETURN_IF_ERROR(FinishPendingRun());
   // Every entry viewing the input's storage (e.g. __nop reshapes of it) follows.
-  RebindStorage(graph_->storage_ids[eid], value.data());
-  storage_borrowed_[graph_->storage_ids[eid]] = true;
-  storage_host_[graph_->storage_ids[eid]] = nullptr;  // caller memory: copies go through the plugin
+  RebindStorage(sid, value.data());
+  storage_borrowed_[sid] = true;
+  storage_host_[sid] = nullptr;  // caller memory: copies go through the plugin
   return OkStatus();
+}
+
+bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
+  if (index < 0 || index >= NumInputs()) return false;
+  const Graph& g = *graph_;
+  const uint32_t eid = g.entry_id(g.arg_nodes[static_cast<size_t>(index)], 0);
+  const uint32_t sid = g.storage_ids[eid];
+  if (plan_.entry_devices[eid].device_type != kDLCPU || plan_.storage[sid].bytes != g.entry_bytes(eid)) return false;
+  // Only the input and no-op views of it may live in the storage: a kernel's
+  // output there would be written into the caller's memory.
+  for (uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
+    const GraphNode& node = g.nodes[nid];
+    if (node.kind != GraphNode::Kind::kOp || node.func_name == kNopFunction) continue;
+    for (uint32_t k = 0; k < node.num_outputs; ++k)
+      if (g.storage_ids[g.entry_id(nid, k)] == sid) return false;
+  }
+  return true;
 }
 
 Status GraphExecutor::Impl::SetOutputZeroCopy(int index, const Tensor& value) {

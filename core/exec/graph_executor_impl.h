@@ -32,6 +32,7 @@ struct GraphExecutor::Impl {
   const Tensor& OutputTensor(int index) const;
   Status SetInput(int index, const Tensor& value);
   Status SetInputZeroCopy(int index, const Tensor& value);
+  bool InputBindsInPlace(int index) const;
   Status SetOutputZeroCopy(int index, const Tensor& value);
   Status LoadParams(std::span<const uint8_t> bytes);
   Status Run();
@@ -76,6 +77,7 @@ struct GraphExecutor::Impl {
   std::vector<Tensor> storage_;                        // per storage id (undefined when unused or borrowed)
   std::vector<bool> storage_borrowed_;                 // sid points at memory the executor must not write
   std::vector<void*> storage_host_;                    // per sid: host address of device storage, or NULL
+  std::vector<void*> own_storage_host_;                // storage_host_ of storage_ itself (while rebound too)
   std::vector<Tensor> entries_;                        // per eid, views of storage_ or bound memory
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
   std::vector<hetrt_value_t> arg_values_;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hetrt/exec/graph_model.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
 #include "hetrt/plugin_host/plugin_registry.h"
@@ -298,6 +299,47 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
     batched |= metrics.find("model=\"batched\",version=\"1\",batch_size=\"" + std::to_string(rows_run) + "\"") !=
                std::string::npos;
   EXPECT_TRUE(batched) << metrics;
+}
+
+// Requests whose tensors the graph takes in place (aligned host memory) and
+// requests it copies (a misaligned view, a padded run) alternate on one
+// instance: each gets the answer for its own rows, the executor never keeps
+// a tensor of an answered request, and no caller's tensor is written.
+TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
+  Repository repo;
+  ExportBatch4Model(repo, "model");
+  repo.Config("model", R"({"max_batch_size": 4})");  // a 1-row request runs padded
+  {
+    HETRT_ASSERT_OK_AND_ASSIGN(GraphModel graph, OpenGraphModel({repo.VersionDir("model", 1) + "/deploy.so"}, {}));
+    ASSERT_TRUE(graph.executor->InputBindsInPlace(0)) << "the premise: this graph can take its input in place";
+  }
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  HETRT_ASSERT_OK_AND_ASSIGN(ModelMetadata meta, server->Metadata("model", ""));
+  const std::string input = meta.inputs[0].name;
+  auto run = [&](const Tensor& rows) -> Tensor {
+    auto response = server->Infer(InferRequest{"model", "", "", {{input, rows}}, {}});
+    EXPECT_TRUE(response.ok()) << response.status().message();
+    return response.ok() ? response->outputs[0].tensor : Tensor();
+  };
+  // Seed 1 in place, then the same rows from a misaligned copy.
+  auto aligned1 = std::make_unique<Tensor>(Rows(4, 32, 1.f));
+  const Tensor out1 = run(*aligned1);
+  ExpectNear(*aligned1, Rows(4, 32, 1.f), 0.f);  // not written
+  aligned1.reset();                              // the request's memory is gone
+  std::vector<float> spare(4 * 32 + 1);
+  const Tensor seed1 = Rows(4, 32, 1.f);
+  std::memcpy(spare.data() + 1, seed1.data(), seed1.nbytes());
+  const Tensor misaligned = Tensor::Borrow(spare.data() + 1, {kDLCPU, 0}, {4, 32}, {kDLFloat, 32, 1});
+  ExpectNear(run(misaligned), out1, 0.f);
+  // Seed 2 in place; its first row alone (padded, copied) gives that row's answer.
+  const Tensor out2 = run(Rows(4, 32, 2.f));
+  EXPECT_NE(std::memcmp(out1.data(), out2.data(), out1.nbytes()), 0);
+  const Tensor row = run(Rows(1, 32, 2.f));
+  ASSERT_EQ(row.shape(), (std::vector<int64_t>{1, 32}));
+  EXPECT_EQ(std::memcmp(row.data(), out2.data(), row.nbytes()), 0);
+  // In place again after the copies.
+  ExpectNear(run(Rows(4, 32, 2.f)), out2, 0.f);
 }
 
 TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {

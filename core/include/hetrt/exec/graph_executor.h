@@ -65,8 +65,13 @@ class GraphExecutor final : public Executor {
   // Copies into the input's storage (host -> device when placed on a device).
   Status SetInput(int index, const Tensor& value) override;
   using Executor::SetInput;
-  // Binds caller memory as the input (same device, shape, dtype; 64-byte aligned).
+  // Binds caller memory as the input (same device, shape, dtype; 64-byte
+  // aligned) until the next SetInput / SetInputZeroCopy of that input. Refused
+  // when the graph plans a larger tensor into the input's storage.
   Status SetInputZeroCopy(int index, const Tensor& value);
+  // Whether host memory can stand in for input `index` with nothing written
+  // into it: the input is on the CPU and no kernel's output shares its storage.
+  bool InputBindsInPlace(int index) const;
   // Makes output `index` be written straight into caller memory.
   Status SetOutputZeroCopy(int index, const Tensor& value);
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
