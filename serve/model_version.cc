@@ -92,6 +92,12 @@ struct ModelVersion::Instance {
   // Per metadata input: the graph takes a request's host tensor in place
   // (GraphExecutor::InputBindsInPlace), sparing a copy of each input per run.
   std::vector<bool> inputs_in_place;
+  // Per output: the graph writes it straight into the tensor the answer
+  // carries (GraphExecutor::OutputBindsInPlace), sparing a copy per run. Every
+  // run binds each such output, to a fresh tensor, or to `output_scratch`
+  // when no request of the run asked for it.
+  std::vector<bool> outputs_in_place;
+  std::vector<Tensor> output_scratch;
   InstanceStats stats;
   bool busy = false;  // under mutex_: its thread or a caller is running it
   // A run's time, averaged over the last few (the warm-up's at first): whether
@@ -144,6 +150,12 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
   for (auto& instance : mv->instances_)
     for (int index : mv->input_index_)
       instance->inputs_in_place.push_back(instance->graph != nullptr && instance->graph->InputBindsInPlace(index));
+  for (auto& instance : mv->instances_) {
+    for (size_t o = 0; o < mv->metadata_.outputs.size(); ++o)
+      instance->outputs_in_place.push_back(instance->graph != nullptr &&
+                                           instance->graph->OutputBindsInPlace(static_cast<int>(o)));
+    instance->output_scratch.resize(mv->metadata_.outputs.size());
+  }
   HETRT_RETURN_IF_ERROR(mv->WarmUp(), where + ": warm-up run on zeros failed");
   mv->start_ns_ = NowNs();
   for (auto& instance : mv->instances_) {
@@ -483,6 +495,23 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
     HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
     HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
   }
+  // Each output the batch asks for reaches the host once, then is handed out
+  // (sliced when packed): written there by the run where the graph takes the
+  // output in place, else copied after it.
+  std::vector<Tensor> results(metadata_.outputs.size());
+  std::vector<bool> wanted(results.size(), false);
+  for (const auto& p : batch)
+    for (int o : p->outputs) wanted[static_cast<size_t>(o)] = true;
+  for (size_t o = 0; o < results.size(); ++o) {
+    if (!instance.outputs_in_place[o]) continue;
+    Tensor* into = &instance.output_scratch[o];
+    if (wanted[o]) into = &results[o];
+    if (!into->defined()) {
+      const TensorSpec spec = ex.OutputSpec(static_cast<int>(o));
+      HETRT_ASSIGN_OR_RETURN(*into, Tensor::EmptyHost(spec.shape, spec.dtype));
+    }
+    HETRT_RETURN_IF_ERROR(instance.graph->SetOutputZeroCopy(static_cast<int>(o), *into));
+  }
   if (instance.graph != nullptr &&
       instance.stats.executions.load(std::memory_order_relaxed) % InstanceStats::kProfileEvery == 0) {
     HETRT_RETURN_IF_ERROR(RunSampled(*instance.graph, instance.stats));
@@ -490,13 +519,10 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
     HETRT_RETURN_IF_ERROR(ex.Run());
   }
   HETRT_RETURN_IF_ERROR(ex.Synchronize());
-  // Each output copied to the host once, then handed out (sliced when packed).
-  std::vector<Tensor> results(metadata_.outputs.size());
-  for (const auto& p : batch)
-    for (int o : p->outputs)
-      if (!results[static_cast<size_t>(o)].defined()) {
-        HETRT_ASSIGN_OR_RETURN(results[static_cast<size_t>(o)], ex.GetOutput(o));
-      }
+  for (size_t o = 0; o < results.size(); ++o)
+    if (wanted[o] && !results[o].defined()) {
+      HETRT_ASSIGN_OR_RETURN(results[o], ex.GetOutput(static_cast<int>(o)));
+    }
   int64_t row = 0;
   for (const auto& p : batch) {
     InferResponse response;

@@ -222,6 +222,15 @@ TEST(GraphExecutor, AnInputThatIsAlsoAnOutputStaysCorrect) {
   HETRT_REQUIRE_FIXTURE(dir, "add3");
   HETRT_ASSERT_OK_AND_ASSIGN(auto lib, LoadModuleFile(dir + "/lib.so"));
   HETRT_ASSERT_OK_AND_ASSIGN(auto ex, GraphExecutor::Create(PassThroughGraph(), lib, {}));
+  EXPECT_TRUE(ex->OutputBindsInPlace(0));
+  EXPECT_TRUE(ex->OutputBindsInPlace(1));  // copied into the bound memory at the end of each run
+  // Two outputs that are one tensor cannot each have memory of their own.
+  auto twice = nlohmann::json::parse(PassThroughGraph());
+  twice["heads"] = {{2, 0, 0}, {2, 0, 0}};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto same_twice, GraphExecutor::Create(twice.dump(), lib, {}));
+  EXPECT_FALSE(same_twice->OutputBindsInPlace(0));
+  EXPECT_FALSE(same_twice->OutputBindsInPlace(1));
+  EXPECT_FALSE(same_twice->OutputBindsInPlace(2));
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}));
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}));
   for (int i = 0; i < 10; ++i) {

@@ -79,6 +79,7 @@ Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
   return impl_->SetInputZeroCopy(index, value);
 }
 bool GraphExecutor::InputBindsInPlace(int index) const { return impl_->InputBindsInPlace(index); }
+bool GraphExecutor::OutputBindsInPlace(int index) const { return impl_->OutputBindsInPlace(index); }
 Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   return impl_->SetOutputZeroCopy(index, value);
 }
@@ -346,6 +347,17 @@ bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
     for (uint32_t k = 0; k < node.num_outputs; ++k)
       if (g.storage_ids[g.entry_id(nid, k)] == sid) return false;
   }
+  return true;
+}
+
+bool GraphExecutor::Impl::OutputBindsInPlace(int index) const {
+  if (index < 0 || index >= NumOutputs()) return false;
+  const Graph& g = *graph_;
+  const uint32_t eid = g.entry_id(g.heads[static_cast<size_t>(index)]);
+  if (plan_.entry_devices[eid].device_type != kDLCPU) return false;
+  // Two outputs that are one tensor would be written to the last one bound.
+  for (size_t h = 0; h < g.heads.size(); ++h)
+    if (static_cast<int>(h) != index && g.entry_id(g.heads[h]) == eid) return false;
   return true;
 }
 

@@ -33,6 +33,7 @@ struct GraphExecutor::Impl {
   Status SetInput(int index, const Tensor& value);
   Status SetInputZeroCopy(int index, const Tensor& value);
   bool InputBindsInPlace(int index) const;
+  bool OutputBindsInPlace(int index) const;
   Status SetOutputZeroCopy(int index, const Tensor& value);
   Status LoadParams(std::span<const uint8_t> bytes);
   Status Run();

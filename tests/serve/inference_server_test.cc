@@ -304,7 +304,8 @@ TEST(InferenceServer, DynamicBatchingPacksOneRowRequestsAndReturnsTheUnbatchedRo
 // Requests whose tensors the graph takes in place (aligned host memory) and
 // requests it copies (a misaligned view, a padded run) alternate on one
 // instance: each gets the answer for its own rows, the executor never keeps
-// a tensor of an answered request, and no caller's tensor is written.
+// a tensor of an answered request, no caller's tensor is written, and an
+// answer's output (which the run wrote in place) is not written by later runs.
 TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
   Repository repo;
   ExportBatch4Model(repo, "model");
@@ -312,6 +313,7 @@ TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
   {
     HETRT_ASSERT_OK_AND_ASSIGN(GraphModel graph, OpenGraphModel({repo.VersionDir("model", 1) + "/deploy.so"}, {}));
     ASSERT_TRUE(graph.executor->InputBindsInPlace(0)) << "the premise: this graph can take its input in place";
+    ASSERT_TRUE(graph.executor->OutputBindsInPlace(0)) << "the premise: and write its output in place";
   }
   auto server = Start(repo);
   ASSERT_TRUE(server);
@@ -325,6 +327,7 @@ TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
   // Seed 1 in place, then the same rows from a misaligned copy.
   auto aligned1 = std::make_unique<Tensor>(Rows(4, 32, 1.f));
   const Tensor out1 = run(*aligned1);
+  const std::vector<float> out1_then(out1.data_as<float>(), out1.data_as<float>() + out1.num_elements());
   ExpectNear(*aligned1, Rows(4, 32, 1.f), 0.f);  // not written
   aligned1.reset();                              // the request's memory is gone
   std::vector<float> spare(4 * 32 + 1);
@@ -340,6 +343,8 @@ TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
   EXPECT_EQ(std::memcmp(row.data(), out2.data(), row.nbytes()), 0);
   // In place again after the copies.
   ExpectNear(run(Rows(4, 32, 2.f)), out2, 0.f);
+  // The first answer, held all along, is as it was.
+  EXPECT_TRUE(std::equal(out1_then.begin(), out1_then.end(), out1.data_as<float>()));
 }
 
 TEST(InferenceServer, BadRequestsGetClearErrorsAndTheServerKeepsServing) {

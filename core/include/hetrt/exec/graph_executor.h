@@ -72,8 +72,12 @@ class GraphExecutor final : public Executor {
   // Whether host memory can stand in for input `index` with nothing written
   // into it: the input is on the CPU and no kernel's output shares its storage.
   bool InputBindsInPlace(int index) const;
-  // Makes output `index` be written straight into caller memory.
+  // Makes output `index` be written straight into caller memory, by this run
+  // and every later one until it is bound again.
   Status SetOutputZeroCopy(int index, const Tensor& value);
+  // Whether output `index` can be bound to host memory on its own: it lives on
+  // the CPU and no other output is the same tensor.
+  bool OutputBindsInPlace(int index) const;
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
   Status LoadParams(std::span<const uint8_t> bytes);
   Status Run() override;
