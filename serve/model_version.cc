@@ -147,13 +147,16 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
                            : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
                                                                                  : "hetrt_library";
   HETRT_RETURN_IF_ERROR(mv->InitMetadata(), where);
-  for (auto& instance : mv->instances_)
-    for (int index : mv->input_index_)
-      instance->inputs_in_place.push_back(instance->graph != nullptr && instance->graph->InputBindsInPlace(index));
+  // Which of its host inputs and outputs each graph instance takes in place.
   for (auto& instance : mv->instances_) {
-    for (size_t o = 0; o < mv->metadata_.outputs.size(); ++o)
-      instance->outputs_in_place.push_back(instance->graph != nullptr &&
-                                           instance->graph->OutputBindsInPlace(static_cast<int>(o)));
+    const GraphExecutor* graph = instance->graph;
+    auto on_cpu = [](const Tensor& t) { return t.device().device_type == kDLCPU; };
+    for (int index : mv->input_index_)
+      instance->inputs_in_place.push_back(graph != nullptr && on_cpu(graph->InputTensor(index)) &&
+                                          graph->InputBindsInPlace(index));
+    for (int o = 0; o < static_cast<int>(mv->metadata_.outputs.size()); ++o)
+      instance->outputs_in_place.push_back(graph != nullptr && on_cpu(graph->OutputTensor(o)) &&
+                                           graph->OutputBindsInPlace(o));
     instance->output_scratch.resize(mv->metadata_.outputs.size());
   }
   HETRT_RETURN_IF_ERROR(mv->WarmUp(), where + ": warm-up run on zeros failed");

@@ -231,6 +231,10 @@ TEST(GraphExecutor, AnInputThatIsAlsoAnOutputStaysCorrect) {
   EXPECT_FALSE(same_twice->OutputBindsInPlace(0));
   EXPECT_FALSE(same_twice->OutputBindsInPlace(1));
   EXPECT_FALSE(same_twice->OutputBindsInPlace(2));
+  HETRT_ASSERT_OK_AND_ASSIGN(Tensor spare, Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}));
+  Status refused = same_twice->SetOutputZeroCopy(1, spare);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("same tensor"), std::string::npos) << refused.message();
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor a, Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}));
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor b, Tensor::EmptyHost({1, 10}, {kDLFloat, 32, 1}));
   for (int i = 0; i < 10; ++i) {

@@ -338,7 +338,7 @@ bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
   const Graph& g = *graph_;
   const uint32_t eid = g.entry_id(g.arg_nodes[static_cast<size_t>(index)], 0);
   const uint32_t sid = g.storage_ids[eid];
-  if (plan_.entry_devices[eid].device_type != kDLCPU || plan_.storage[sid].bytes != g.entry_bytes(eid)) return false;
+  if (plan_.storage[sid].bytes != g.entry_bytes(eid)) return false;
   // Only the input and no-op views of it may live in the storage: a kernel's
   // output there would be written into the caller's memory.
   for (uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
@@ -354,7 +354,6 @@ bool GraphExecutor::Impl::OutputBindsInPlace(int index) const {
   if (index < 0 || index >= NumOutputs()) return false;
   const Graph& g = *graph_;
   const uint32_t eid = g.entry_id(g.heads[static_cast<size_t>(index)]);
-  if (plan_.entry_devices[eid].device_type != kDLCPU) return false;
   // Two outputs that are one tensor would be written to the last one bound.
   for (size_t h = 0; h < g.heads.size(); ++h)
     if (static_cast<int>(h) != index && g.entry_id(g.heads[h]) == eid) return false;
@@ -365,6 +364,10 @@ Status GraphExecutor::Impl::SetOutputZeroCopy(int index, const Tensor& value) {
   if (index < 0 || index >= NumOutputs())
     return OutOfRange("set_output_zero_copy: output index " + std::to_string(index) + " out of range");
   const uint32_t eid = graph_->entry_id(graph_->heads[static_cast<size_t>(index)]);
+  if (!OutputBindsInPlace(index))
+    return InvalidArgument("set_output_zero_copy " + OutputName(index) +
+                           ": another output of the graph is the same tensor, and only one memory can receive it; "
+                           "read this one with get_output");
   if (value.dtype() != graph_->dtypes[eid] || value.nbytes() != graph_->entry_bytes(eid))
     return InvalidArgument("set_output_zero_copy " + OutputName(index) + ": got " + ShapeToString(value.shape()) + " " +
                            DataTypeToString(value.dtype()) + ", the graph produces " +

@@ -319,8 +319,9 @@ class PyExecutor {
   bool CanBind(int index, const Tensor& value) const {
     if (s_->graph == nullptr) return false;
     const DLDevice want = s_->graph->InputTensor(index).device();
+    // InputBindsInPlace: no kernel would write into the caller's memory (or past its end).
     return value.device().device_type == want.device_type && value.device().device_id == want.device_id &&
-           reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0;
+           reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0 && s_->graph->InputBindsInPlace(index);
   }
 
   std::shared_ptr<Session> s_;

@@ -4,6 +4,7 @@ DLPack both ways, params shared between executors; and views stay valid after
 the module that made them is gone."""
 
 import gc
+import json
 
 import numpy as np
 import pytest
@@ -71,6 +72,27 @@ def test_unaligned_input_is_copied_once():
     a += 1000  # a copy was taken: later changes do not reach the model
     m.run()
     np.testing.assert_array_equal(m.get_output(0).numpy(), A + B + C)
+
+
+def test_an_input_whose_storage_a_kernel_writes_is_copied():
+    """add3's first add written into a's storage (the planner may reuse an
+    input's storage once it is read): binding numpy's buffer there would let
+    the kernel overwrite the caller's array, so the input is copied."""
+    graph = {
+        "nodes": [{"op": "null", "name": n, "inputs": []} for n in "abc"] + [
+            {"op": "tvm_op", "name": "add", "inputs": [[0, 0, 0], [1, 0, 0]],
+             "attrs": {"func_name": "tvmgen_default_fused_add", "num_inputs": "2", "num_outputs": "1",
+                       "flatten_data": "0"}}],
+        "arg_nodes": [0, 1, 2], "heads": [[3, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4],
+        "attrs": {"dltype": ["list_str", ["float32"] * 4], "shape": ["list_shape", [[1, 10]] * 4],
+                  "storage_id": ["list_int", [0, 1, 2, 0]]}}
+    m = hetrt.load(fixture_dir("add3") / "lib.so", graph=json.dumps(graph), devices=hetrt.cpu())
+    a = aligned(A)
+    assert m.set_input_zero_copy("a", a) is False
+    assert m.set_input_zero_copy("b", aligned(B)) is True
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), A + B)
+    np.testing.assert_array_equal(a, A)
 
 
 def test_non_contiguous_and_foreign_inputs():

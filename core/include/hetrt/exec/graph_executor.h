@@ -69,14 +69,16 @@ class GraphExecutor final : public Executor {
   // aligned) until the next SetInput / SetInputZeroCopy of that input. Refused
   // when the graph plans a larger tensor into the input's storage.
   Status SetInputZeroCopy(int index, const Tensor& value);
-  // Whether host memory can stand in for input `index` with nothing written
-  // into it: the input is on the CPU and no kernel's output shares its storage.
+  // Whether caller memory (on the input's device) can stand in for input
+  // `index` with nothing written into it: no kernel's output shares the
+  // input's storage.
   bool InputBindsInPlace(int index) const;
   // Makes output `index` be written straight into caller memory, by this run
-  // and every later one until it is bound again.
+  // and every later one until it is bound again. Refused for an output that is
+  // the same tensor as another output (OutputBindsInPlace).
   Status SetOutputZeroCopy(int index, const Tensor& value);
-  // Whether output `index` can be bound to host memory on its own: it lives on
-  // the CPU and no other output is the same tensor.
+  // Whether output `index` can be bound to memory of its own: no other output
+  // is the same tensor.
   bool OutputBindsInPlace(int index) const;
   // TVM's load_params: a param dict; names that are not graph inputs are ignored.
   Status LoadParams(std::span<const uint8_t> bytes);
