@@ -17,6 +17,7 @@
 #   FIGURES_OUT=FILE       default docs/figures.md; only then are README.md's and docs/micro.md's
 #                          generated blocks rewritten too
 #   FIGURES_SKIP=a,b       sections not to run: cpu,async,devices,demo,export,micro,serving,cuda
+#                          (serving includes bench/serve_load.py against the protocol floor)
 #                          (their figures then read "not measured")
 #   FIGURES_JOBS=N         build parallelism (default: nproc)
 #   HETRT_FIXTURES=DIR     the TVM fixtures (default: the build's HETRT_FIXTURES_DIR)
@@ -69,12 +70,16 @@ if [ -n "$min_time" ]; then
   serve_time=("${gbench_time[@]}")
   python_time=$min_time
   pipe_runs=100
+  load_seconds=1
+  load_concurrency=1,16
 else
   mode="full (Google Benchmark's default minimum time, or the bench's own; serving 2 s x 3 repetitions, medians)"
   gbench_time=()
   serve_time=(--benchmark_min_time=2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
   python_time=2
   pipe_runs=2000
+  load_seconds=3
+  load_concurrency=1,4,16,64
 fi
 "$python" scripts/figures_report.py machine --build "$build" --mode "$mode" >"$raw/machine.json"
 
@@ -158,6 +163,26 @@ if ! skipped serving serve_bench serve_bench_pinned_devices serve_bench_pinned_d
     --benchmark_filter='two_stage|hetero' "${serve_time[@]}"
   gbench serve_bench_pinned_devices_batch "${pinned[@]}" chrt -b 0 taskset -c "$last_core" "$build/bin/serve_bench" \
     --benchmark_filter='two_stage' "${serve_time[@]}"
+fi
+floor_runs=(serve_load serve_load_small_relu serve_load_large_relu)
+if skipped serving "${floor_runs[@]}"; then
+  :
+elif ! command -v h2load >/dev/null || ! command -v protoc >/dev/null; then
+  for name in "${floor_runs[@]}"; do record "$name" "h2load or protoc is not installed (scripts/setup.sh installs both)"; done
+else
+  # hetrt serve beside the protocol floor under h2load (bench/serve_load.py);
+  # small_relu and large_relu are written by make_bench_model into the raw folder.
+  floor=(--hetrt "$build/bin/hetrt" --floor "$build/bin/protocol_floor_server" --seconds "${load_seconds}")
+  run serve_load json "$python" bench/serve_load.py "${floor[@]}" --model mlp --concurrency "$load_concurrency" \
+    --json "$raw/serve_load.json"
+  for model in small_relu large_relu; do
+    "$build/bin/make_bench_model" "$model" "$raw/$model" >/dev/null
+    concurrency=$load_concurrency
+    [ "$model" = large_relu ] && concurrency=1,4
+    run "serve_load_$model" json "$python" bench/serve_load.py "${floor[@]}" --model "$model" \
+      --model-dir "$raw/$model" --concurrency "$concurrency" --protocols grpc,rest-binary \
+      --json "$raw/serve_load_$model.json"
+  done
 fi
 if skipped cuda cuda_bench; then
   :

@@ -119,6 +119,17 @@ class RawFolder:
             raise Missing("%s.json unreadable: %s" % (name, e))
         return self._benches[name]
 
+    def data(self, name):
+        """NAME.json as plain data, for a script that writes its own layout
+        (bench/serve_load.py)."""
+        text = self._read(name, ".json")
+        if text is None:
+            raise self._absent(name)
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise Missing("%s.json unreadable: %s" % (name, e))
+
     def text(self, name):
         text = self._read(name, ".txt")
         if text is None:

@@ -465,6 +465,47 @@ def serving(raw):
     return s
 
 
+def _floor_pairs(data):
+    """serve_load.py's rows as {(protocol, concurrency): {"floor": row, "hetrt": row}}, in run order."""
+    pairs = {}
+    for row in data["rows"]:
+        pairs.setdefault((row["protocol"], row["concurrency"]), {})[row["server"]] = row
+    return pairs
+
+
+def protocol_floor(raw):
+    s = Section("serving-floor", "Serving against the protocol floor (`serve_load.py`: h2load, `hetrt serve` "
+                "beside `protocol_floor_server`)")
+    s.text("`protocol_floor_server` answers the same Open Inference Protocol requests without a model (a "
+           "response prepared at start); h2load drives both servers with the same runs. Per protocol and "
+           "concurrency: hetrt's requests/s as a ratio of the floor's, and what hetrt's process spends above the "
+           "floor's per request (CPU, from /proc over the measured window) and at p50. `mlp` is the TVM fixture; "
+           "`small_relu` costs next to nothing, so its rows show what the server itself adds; `large_relu` moves "
+           "6 MiB in and 6 MiB out (throughput in MB/s of inputs, the same ratio).")
+    models = (("serve_load", "`mlp`"), ("serve_load_small_relu", "`small_relu`"),
+              ("serve_load_large_relu", "`large_relu` (6 MiB)"))
+    rows = []
+    for name, label in models:
+        s.command(raw.command(name))
+        try:
+            pairs = _floor_pairs(raw.data(name))
+        except (Missing, KeyError, TypeError) as e:
+            s.note_missing("%s: %s" % (name, e))
+            rows.append([label, "not measured (%s)" % e, "", "", ""])
+            continue
+        for (protocol, concurrency), pair in pairs.items():
+            def ratio(pair=pair):
+                return fmt_ratio(pair["hetrt"]["requests_per_s"] / pair["floor"]["requests_per_s"])
+
+            def above(key, pair=pair):
+                return "%+.1f us" % (pair["hetrt"][key] - pair["floor"][key])
+            rows.append([label, "%s, %d" % (protocol, concurrency), ratio,
+                         lambda above=above: above("cpu_us_per_request"), lambda above=above: above("p50_us")])
+    s.table(["model", "protocol, concurrency", "throughput / floor", "CPU / request above the floor",
+             "p50 above the floor"], rows, where=("doc",))
+    return s
+
+
 def cuda(raw):
     s = Section("cuda", "CUDA on a GPU (`cuda_bench`)", required=False)
     s.command(raw.command("cuda_bench"))
@@ -506,4 +547,4 @@ def tvm(raw):
     return s
 
 
-ALL = (cpu, relax, asynchronous, devices, demo, export, micro, serving, cuda, tvm)
+ALL = (cpu, relax, asynchronous, devices, demo, export, micro, serving, protocol_floor, cuda, tvm)

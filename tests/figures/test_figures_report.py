@@ -64,6 +64,9 @@ class RenderedFigures(unittest.TestCase):
         self.assertLine("- `hetero_opencl_seed` asynchronous / the device round trip alone (means): "
                         "38.1 us / 23.4 us = 1.63x")
         self.assertLine("| cnn | 1.30 ms | 1.37 ms (1.05x) | 4.95 ms (3.81x) | 1.49e-08 |")
+        # serve_load.py: hetrt against the floor server of the same h2load run
+        self.assertLine("| `mlp` | grpc, 16 | 0.721x | +18.2 us | +191.0 us |")
+        self.assertLine("| `large_relu` (6 MiB) | rest-binary, 4 | 1.42x | -2923.7 us | -7490.0 us |")
 
     def test_repetitions_are_reported_by_their_median(self):
         # serve_bench.json holds mean/median/stddev/cv aggregates; the mean p50 would read 57.7 us
@@ -86,7 +89,7 @@ class RenderedFigures(unittest.TestCase):
         self.assertLine("**Mode: recorded for tests/figures (not a figure)**")
         self.assertLine("```sh\nbuild/bin/async_bench --benchmark_min_time=0.05")
         self.assertLine("TVM_RUNTIME is unset: no TVM comparison in this run.")
-        for anchor in ("cpu", "async", "devices", "demo", "export", "micro", "serving", "cuda", "tvm"):
+        for anchor in ("cpu", "async", "devices", "demo", "export", "micro", "serving", "serving-floor", "cuda", "tvm"):
             self.assertIn('<a id="%s"></a>' % anchor, self.doc)
 
     def test_a_figure_that_could_not_be_measured_fails_the_run_and_is_named(self):

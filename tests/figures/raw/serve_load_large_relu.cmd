@@ -1,0 +1,1 @@
+/usr/bin/python3 bench/serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_server --seconds 1 --model large_relu --model-dir build/figures/large_relu --concurrency 1,4 --protocols grpc,rest-binary --json build/figures/serve_load_large_relu.json
