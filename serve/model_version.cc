@@ -89,9 +89,6 @@ struct ModelVersion::Instance {
   Model model;  // the executor and the module tree it runs (none for a whole-model one)
   Executor* executor = nullptr;
   GraphExecutor* graph = nullptr;  // the same executor when it is a graph one (profiled runs)
-  // Per metadata input: the graph takes a request's host tensor in place
-  // (GraphExecutor::InputBindsInPlace), sparing a copy of each input per run.
-  std::vector<bool> inputs_in_place;
   // Per output: the graph writes it straight into the tensor the answer
   // carries (GraphExecutor::OutputBindsInPlace), sparing a copy per run. Every
   // run binds each such output, to a fresh tensor, or to `output_scratch`
@@ -147,13 +144,10 @@ Result<std::unique_ptr<ModelVersion>> ModelVersion::Open(const std::string& name
                            : files.kind == ModelVersionFiles::Kind::kGraphTriple ? "hetrt_graph"
                                                                                  : "hetrt_library";
   HETRT_RETURN_IF_ERROR(mv->InitMetadata(), where);
-  // Which of its host inputs and outputs each graph instance takes in place.
+  // Which of its outputs each graph instance writes in place.
   for (auto& instance : mv->instances_) {
     const GraphExecutor* graph = instance->graph;
     auto on_cpu = [](const Tensor& t) { return t.device().device_type == kDLCPU; };
-    for (int index : mv->input_index_)
-      instance->inputs_in_place.push_back(graph != nullptr && on_cpu(graph->InputTensor(index)) &&
-                                          graph->InputBindsInPlace(index));
     for (int o = 0; o < static_cast<int>(mv->metadata_.outputs.size()); ++o)
       instance->outputs_in_place.push_back(graph != nullptr && on_cpu(graph->OutputTensor(o)) &&
                                            graph->OutputBindsInPlace(o));
@@ -480,11 +474,11 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
   for (size_t i = 0; i < input_index_.size(); ++i) {
     const int index = input_index_[i];
     if (!packed) {
-      // In place, the executor views the request's tensor until the next
-      // run sets its inputs again; the request outlives this run.
+      // In place (a graph spares a copy of the input), the executor views the
+      // request's tensor until the next run sets its inputs again; the
+      // request outlives this run.
       const Tensor& given = batch[0]->request.inputs[i].tensor;
-      if (instance.inputs_in_place[i] && given.device().device_type == kDLCPU && given.dl()->byte_offset == 0 &&
-          reinterpret_cast<uintptr_t>(given.data()) % kTensorAlignment == 0)
+      if (instance.graph != nullptr && instance.graph->InputTakesInPlace(index, given))
         HETRT_RETURN_IF_ERROR(instance.graph->SetInputZeroCopy(index, given));
       else
         HETRT_RETURN_IF_ERROR(ex.SetInput(index, given));

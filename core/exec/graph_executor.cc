@@ -79,6 +79,9 @@ Status GraphExecutor::SetInputZeroCopy(int index, const Tensor& value) {
   return impl_->SetInputZeroCopy(index, value);
 }
 bool GraphExecutor::InputBindsInPlace(int index) const { return impl_->InputBindsInPlace(index); }
+bool GraphExecutor::InputTakesInPlace(int index, const Tensor& value) const {
+  return impl_->InputTakesInPlace(index, value);
+}
 bool GraphExecutor::OutputBindsInPlace(int index) const { return impl_->OutputBindsInPlace(index); }
 Status GraphExecutor::SetOutputZeroCopy(int index, const Tensor& value) {
   return impl_->SetOutputZeroCopy(index, value);
@@ -110,6 +113,7 @@ Status GraphExecutor::Impl::Init(std::shared_ptr<const Graph> graph, std::shared
   HETRT_RETURN_IF_ERROR(AllocateStorage());
   if (options_.params) HETRT_RETURN_IF_ERROR(BindParams(*options_.params, /*allow_in_place=*/true));
   HETRT_RETURN_IF_ERROR(PrepareCalls());
+  PlanInPlaceInputs();
   return BuildSteps();
 }
 
@@ -333,21 +337,34 @@ Status GraphExecutor::Impl::SetInputZeroCopy(int index, const Tensor& value) {
   return OkStatus();
 }
 
-bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
-  if (index < 0 || index >= NumInputs()) return false;
+// An input binds in place when only it and no-op views of it live in its
+// storage: a kernel's output there would be written into the caller's memory
+// (or past its end, when larger).
+void GraphExecutor::Impl::PlanInPlaceInputs() {
   const Graph& g = *graph_;
-  const uint32_t eid = g.entry_id(g.arg_nodes[static_cast<size_t>(index)], 0);
-  const uint32_t sid = g.storage_ids[eid];
-  if (plan_.storage[sid].bytes != g.entry_bytes(eid)) return false;
-  // Only the input and no-op views of it may live in the storage: a kernel's
-  // output there would be written into the caller's memory.
+  std::vector<bool> written(plan_.storage.size(), false);
   for (uint32_t nid = 0; nid < g.nodes.size(); ++nid) {
     const GraphNode& node = g.nodes[nid];
     if (node.kind != GraphNode::Kind::kOp || node.func_name == kNopFunction) continue;
-    for (uint32_t k = 0; k < node.num_outputs; ++k)
-      if (g.storage_ids[g.entry_id(nid, k)] == sid) return false;
+    for (uint32_t k = 0; k < node.num_outputs; ++k) written[g.storage_ids[g.entry_id(nid, k)]] = true;
   }
-  return true;
+  inputs_bind_in_place_.clear();
+  for (uint32_t nid : g.arg_nodes) {
+    const uint32_t eid = g.entry_id(nid, 0);
+    const uint32_t sid = g.storage_ids[eid];
+    inputs_bind_in_place_.push_back(!written[sid] && plan_.storage[sid].bytes == g.entry_bytes(eid));
+  }
+}
+
+bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
+  return index >= 0 && index < NumInputs() && inputs_bind_in_place_[static_cast<size_t>(index)];
+}
+
+bool GraphExecutor::Impl::InputTakesInPlace(int index, const Tensor& value) const {
+  if (!InputBindsInPlace(index)) return false;
+  const DLDevice want = InputTensor(index).device();
+  return value.device().device_type == want.device_type && value.device().device_id == want.device_id &&
+         value.dl()->byte_offset == 0 && reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0;
 }
 
 bool GraphExecutor::Impl::OutputBindsInPlace(int index) const {

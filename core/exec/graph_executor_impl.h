@@ -33,6 +33,7 @@ struct GraphExecutor::Impl {
   Status SetInput(int index, const Tensor& value);
   Status SetInputZeroCopy(int index, const Tensor& value);
   bool InputBindsInPlace(int index) const;
+  bool InputTakesInPlace(int index, const Tensor& value) const;
   bool OutputBindsInPlace(int index) const;
   Status SetOutputZeroCopy(int index, const Tensor& value);
   Status LoadParams(std::span<const uint8_t> bytes);
@@ -59,6 +60,7 @@ struct GraphExecutor::Impl {
   void RebindEntry(uint32_t eid, void* data);
   // graph_lanes.cc: lanes, streams, events and prepared copies from the plan.
   Status BuildSteps();
+  void PlanInPlaceInputs();
   Status BuildLanes();
   Status BuildCopy(uint32_t index, Step& step, const PlannedStep& planned);
   // graph_runner.cc: the run loop.
@@ -79,6 +81,7 @@ struct GraphExecutor::Impl {
   std::vector<bool> storage_borrowed_;                 // sid points at memory the executor must not write
   std::vector<void*> storage_host_;                    // per sid: host address of device storage, or NULL
   std::vector<void*> own_storage_host_;                // storage_host_ of storage_ itself (while rebound too)
+  std::vector<bool> inputs_bind_in_place_;             // per input: InputBindsInPlace (fixed by the plan)
   std::vector<Tensor> entries_;                        // per eid, views of storage_ or bound memory
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // flattened copies of an eid's DLTensor
   std::vector<hetrt_value_t> arg_values_;

@@ -317,11 +317,7 @@ class PyExecutor {
   }
   // Zero-copy binding is the graph executor's: same device, 64-byte aligned.
   bool CanBind(int index, const Tensor& value) const {
-    if (s_->graph == nullptr) return false;
-    const DLDevice want = s_->graph->InputTensor(index).device();
-    // InputBindsInPlace: no kernel would write into the caller's memory (or past its end).
-    return value.device().device_type == want.device_type && value.device().device_id == want.device_id &&
-           reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0 && s_->graph->InputBindsInPlace(index);
+    return s_->graph != nullptr && s_->graph->InputTakesInPlace(index, value);
   }
 
   std::shared_ptr<Session> s_;

@@ -71,8 +71,11 @@ class GraphExecutor final : public Executor {
   Status SetInputZeroCopy(int index, const Tensor& value);
   // Whether caller memory (on the input's device) can stand in for input
   // `index` with nothing written into it: no kernel's output shares the
-  // input's storage.
+  // input's storage. Decided once, at creation.
   bool InputBindsInPlace(int index) const;
+  // Whether `value` itself can: InputBindsInPlace, and on the input's device,
+  // at offset 0, 64-byte aligned (what SetInputZeroCopy takes).
+  bool InputTakesInPlace(int index, const Tensor& value) const;
   // Makes output `index` be written straight into caller memory, by this run
   // and every later one until it is bound again. Refused for an output that is
   // the same tensor as another output (OutputBindsInPlace).
