@@ -14,6 +14,9 @@ the floor's measured in the same run.
 Usage: serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_server
          [--model mlp] [--seconds 4] [--concurrency 1,4,16,64]
          [--protocols grpc,rest-binary,rest-json] [--json OUT]
+         [--rounds N]  (floor and hetrt alternate N times per protocol and
+                        concurrency, each round in the other order; the
+                        report gives the median ratio and the range)
          [--model-dir DIR]  (a folder with the model's deploy.so instead of the fixture:
                              build/bin/make_bench_model large_relu DIR for 6 MiB
                              tensors, small_relu DIR for a model of next to no cost,
@@ -159,6 +162,29 @@ def measure(server, pid, protocol, address, model, body, header_length, concurre
                 p99_us=percentile(latencies, 99), cpu_us_per_request=cpu * 1e6 / succeeded)
 
 
+def summary_line(protocol, concurrency, pairs):
+    """One line per protocol and concurrency: the last round's figures, then the ratios' median over rounds."""
+    failed = [f"{name}: {row['error']}" for pair in pairs for name, row in pair.items() if "error" in row]
+    if failed:
+        return f"{protocol:11s} c={concurrency:<3d} " + "; ".join(failed)
+    floor_row, hetrt_row = pairs[-1]["floor"], pairs[-1]["hetrt"]
+    line = (f"{protocol:11s} c={concurrency:<3d} "
+            f"floor {floor_row['requests_per_s']:8.0f} req/s p50 {floor_row['p50_us']:6d} us "
+            f"p99 {floor_row['p99_us']:6d} us cpu {floor_row['cpu_us_per_request']:6.1f} us/req | "
+            f"hetrt {hetrt_row['requests_per_s']:8.0f} req/s p50 {hetrt_row['p50_us']:6d} us "
+            f"p99 {hetrt_row['p99_us']:6d} us cpu {hetrt_row['cpu_us_per_request']:6.1f} us/req | ")
+    ratios = sorted(p["hetrt"]["requests_per_s"] / p["floor"]["requests_per_s"] for p in pairs)
+    cpu = sorted(p["hetrt"]["cpu_us_per_request"] - p["floor"]["cpu_us_per_request"] for p in pairs)
+    p50 = sorted(p["hetrt"]["p50_us"] - p["floor"]["p50_us"] for p in pairs)
+    median = lambda values: values[len(values) // 2]  # noqa: E731  (odd rounds: the middle one)
+    if len(pairs) == 1:
+        return line + (f"throughput {ratios[0]:.2f}x ({floor_row['input_mb_per_s']:.0f} vs "
+                       f"{hetrt_row['input_mb_per_s']:.0f} MB/s of inputs), cpu {cpu[0]:+.1f} us, p50 {p50[0]:+d} us")
+    return line + (f"median of {len(pairs)} rounds: throughput {median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), "
+                   f"cpu {median(cpu):+.1f} us ({cpu[0]:+.1f}..{cpu[-1]:+.1f}), "
+                   f"p50 {median(p50):+d} us ({p50[0]:+d}..{p50[-1]:+d})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hetrt", required=True)
@@ -169,6 +195,7 @@ def main():
     parser.add_argument("--protocols", default="grpc,rest-binary,rest-json")
     parser.add_argument("--json")
     parser.add_argument("--model-dir")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     for tool in ("h2load", "protoc"):
         if shutil.which(tool) is None:
@@ -212,27 +239,20 @@ def main():
                 servers = {"floor": (floor.pid, floor_grpc if protocol == "grpc" else floor_http),
                            "hetrt": (hetrt.proc.pid, hetrt.grpc if protocol == "grpc" else hetrt.http)}
                 for concurrency in [int(c) for c in args.concurrency.split(",")]:
-                    for name, (pid, address) in servers.items():
-                        row = measure(name, pid, protocol, address, args.model, bodies[protocol], header_length,
-                                      concurrency, args.seconds, work)
-                        rows.append(row)
-                    floor_row, hetrt_row = rows[-2], rows[-1]
-                    for row in (floor_row, hetrt_row):
-                        if "requests_per_s" in row:
-                            row["input_mb_per_s"] = row["requests_per_s"] * input_bytes / 1e6
-                    if "error" in floor_row or "error" in hetrt_row:
-                        print(f"{protocol:11s} c={concurrency:<3d} {floor_row.get('error', 'floor ok')}; "
-                              f"{hetrt_row.get('error', 'hetrt ok')}", flush=True)
-                        continue
-                    print(f"{protocol:11s} c={concurrency:<3d} "
-                          f"floor {floor_row['requests_per_s']:8.0f} req/s p50 {floor_row['p50_us']:6d} us "
-                          f"p99 {floor_row['p99_us']:6d} us cpu {floor_row['cpu_us_per_request']:6.1f} us/req | "
-                          f"hetrt {hetrt_row['requests_per_s']:8.0f} req/s p50 {hetrt_row['p50_us']:6d} us "
-                          f"p99 {hetrt_row['p99_us']:6d} us cpu {hetrt_row['cpu_us_per_request']:6.1f} us/req | "
-                          f"throughput {hetrt_row['requests_per_s'] / floor_row['requests_per_s']:.2f}x "
-                          f"({floor_row['input_mb_per_s']:.0f} vs {hetrt_row['input_mb_per_s']:.0f} MB/s of inputs), "
-                          f"cpu +{hetrt_row['cpu_us_per_request'] - floor_row['cpu_us_per_request']:.1f} us, "
-                          f"p50 +{hetrt_row['p50_us'] - floor_row['p50_us']} us", flush=True)
+                    pairs = []
+                    for round_index in range(args.rounds):
+                        # A shared machine drifts within seconds: alternate who goes first.
+                        order = list(servers.items()) if round_index % 2 == 0 else list(servers.items())[::-1]
+                        pair = {}
+                        for name, (pid, address) in order:
+                            pair[name] = measure(name, pid, protocol, address, args.model, bodies[protocol],
+                                                 header_length, concurrency, args.seconds, work)
+                            pair[name]["round"] = round_index
+                            if "requests_per_s" in pair[name]:
+                                pair[name]["input_mb_per_s"] = pair[name]["requests_per_s"] * input_bytes / 1e6
+                            rows.append(pair[name])
+                        pairs.append(pair)
+                    print(summary_line(protocol, concurrency, pairs), flush=True)
         finally:
             for floor in floors.values():
                 floor.terminate()

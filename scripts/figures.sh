@@ -6,7 +6,7 @@
 # and docs/micro.md, through scripts/figures_report.py.
 #
 #   scripts/figures.sh                        the full run (Google Benchmark's default minimum time;
-#                                             serving 2 s x 3 repetitions, medians)
+#                                             serving 2 s x 3 repetitions, medians; h2load 2 s x 3 alternating rounds)
 #   FIGURES_MIN_TIME=0.05 scripts/figures.sh  quick mode: checks the script end to end; noisy numbers
 #
 # Environment:
@@ -72,14 +72,16 @@ if [ -n "$min_time" ]; then
   pipe_runs=100
   load_seconds=1
   load_concurrency=1,16
+  load_rounds=3
 else
-  mode="full (Google Benchmark's default minimum time, or the bench's own; serving 2 s x 3 repetitions, medians)"
+  mode="full (Google Benchmark's default minimum time, or the bench's own; serving 2 s x 3 repetitions, medians; h2load 2 s x 3 alternating rounds)"
   gbench_time=()
   serve_time=(--benchmark_min_time=2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
   python_time=2
   pipe_runs=2000
-  load_seconds=3
+  load_seconds=2
   load_concurrency=1,4,16,64
+  load_rounds=3
 fi
 "$python" scripts/figures_report.py machine --build "$build" --mode "$mode" >"$raw/machine.json"
 
@@ -172,7 +174,8 @@ elif ! command -v h2load >/dev/null || ! command -v protoc >/dev/null; then
 else
   # hetrt serve beside the protocol floor under h2load (bench/serve_load.py);
   # small_relu and large_relu are written by make_bench_model into the raw folder.
-  floor=(--hetrt "$build/bin/hetrt" --floor "$build/bin/protocol_floor_server" --seconds "${load_seconds}")
+  floor=(--hetrt "$build/bin/hetrt" --floor "$build/bin/protocol_floor_server" --seconds "${load_seconds}"
+    --rounds "$load_rounds")
   run serve_load json "$python" bench/serve_load.py "${floor[@]}" --model mlp --concurrency "$load_concurrency" \
     --json "$raw/serve_load.json"
   for model in small_relu large_relu; do

@@ -465,12 +465,20 @@ def serving(raw):
     return s
 
 
-def _floor_pairs(data):
-    """serve_load.py's rows as {(protocol, concurrency): {"floor": row, "hetrt": row}}, in run order."""
-    pairs = {}
+def _floor_rounds(data):
+    """serve_load.py's rows as {(protocol, concurrency): [{"floor": row, "hetrt": row} per round]}, in run order."""
+    rounds = {}
     for row in data["rows"]:
-        pairs.setdefault((row["protocol"], row["concurrency"]), {})[row["server"]] = row
-    return pairs
+        pairs = rounds.setdefault((row["protocol"], row["concurrency"]), {})
+        pairs.setdefault(row.get("round", 0), {})[row["server"]] = row
+    return {key: [pairs[r] for r in sorted(pairs)] for key, pairs in rounds.items()}
+
+
+def _median_and_range(values, text):
+    """The middle value of several rounds, with the lowest and highest beside it."""
+    values = sorted(values)
+    middle = text(values[len(values) // 2])
+    return middle if len(values) == 1 else "%s (%s to %s)" % (middle, text(values[0]), text(values[-1]))
 
 
 def protocol_floor(raw):
@@ -481,24 +489,27 @@ def protocol_floor(raw):
            "concurrency: hetrt's requests/s as a ratio of the floor's, and what hetrt's process spends above the "
            "floor's per request (CPU, from /proc over the measured window) and at p50. `mlp` is the TVM fixture; "
            "`small_relu` costs next to nothing, so its rows show what the server itself adds; `large_relu` moves "
-           "6 MiB in and 6 MiB out (throughput in MB/s of inputs, the same ratio).")
+           "6 MiB in and 6 MiB out (throughput in MB/s of inputs, the same ratio). With several rounds (the two "
+           "servers alternate, each round in the other order: a shared machine drifts within seconds), each cell is "
+           "the median of the rounds' figures, with the lowest and highest in brackets.")
     models = (("serve_load", "`mlp`"), ("serve_load_small_relu", "`small_relu`"),
               ("serve_load_large_relu", "`large_relu` (6 MiB)"))
     rows = []
     for name, label in models:
         s.command(raw.command(name))
         try:
-            pairs = _floor_pairs(raw.data(name))
+            by_load = _floor_rounds(raw.data(name))
         except (Missing, KeyError, TypeError) as e:
             s.note_missing("%s: %s" % (name, e))
             rows.append([label, "not measured (%s)" % e, "", "", ""])
             continue
-        for (protocol, concurrency), pair in pairs.items():
-            def ratio(pair=pair):
-                return fmt_ratio(pair["hetrt"]["requests_per_s"] / pair["floor"]["requests_per_s"])
+        for (protocol, concurrency), pairs in by_load.items():
+            def ratio(pairs=pairs):
+                return _median_and_range([p["hetrt"]["requests_per_s"] / p["floor"]["requests_per_s"] for p in pairs],
+                                         fmt_ratio)
 
-            def above(key, pair=pair):
-                return "%+.1f us" % (pair["hetrt"][key] - pair["floor"][key])
+            def above(key, pairs=pairs):
+                return _median_and_range([p["hetrt"][key] - p["floor"][key] for p in pairs], lambda v: "%+.1f us" % v)
             rows.append([label, "%s, %d" % (protocol, concurrency), ratio,
                          lambda above=above: above("cpu_us_per_request"), lambda above=above: above("p50_us")])
     s.table(["model", "protocol, concurrency", "throughput / floor", "CPU / request above the floor",

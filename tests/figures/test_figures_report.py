@@ -67,6 +67,9 @@ class RenderedFigures(unittest.TestCase):
         # serve_load.py: hetrt against the floor server of the same h2load run
         self.assertLine("| `mlp` | grpc, 16 | 0.721x | +18.2 us | +191.0 us |")
         self.assertLine("| `large_relu` (6 MiB) | rest-binary, 4 | 1.42x | -2923.7 us | -7490.0 us |")
+        # --rounds 3: each cell the median of the rounds, each ratio from its own round's pair
+        self.assertLine("| `small_relu` | grpc, 16 | 0.976x (0.900x to 1.13x) | +2.0 us (-1.4 us to +4.9 us) "
+                        "| +14.0 us (-45.0 us to +41.0 us) |")
 
     def test_repetitions_are_reported_by_their_median(self):
         # serve_bench.json holds mean/median/stddev/cv aggregates; the mean p50 would read 57.7 us

@@ -1,1 +1,1 @@
-/usr/bin/python3 bench/serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_server --seconds 1 --model small_relu --model-dir build/figures/small_relu --concurrency 1,16 --protocols grpc,rest-binary --json build/figures/serve_load_small_relu.json
+/usr/bin/python3 bench/serve_load.py --hetrt build/bin/hetrt --floor build/bin/protocol_floor_server --seconds 1 --rounds 3 --model small_relu --model-dir build/figures/small_relu --concurrency 1,16 --protocols grpc,rest-binary --json build/figures/serve_load_small_relu.json
