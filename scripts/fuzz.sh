@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest HttpRequestHead
+[ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest GrpcInferRequest HttpRequestHead
   RelaxExecutable FfiModuleBlob DevicePayload)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 build=${HETRT_FUZZ_BUILD:-build-fuzz}
@@ -36,6 +36,7 @@ seed Npy "$fixtures"/*/*.npy
 seed ElfSymbols "$fixtures"/*/lib.so
 seed MlfTar "$fixtures"/mlf/*.tar
 seed RestInferRequest tests/fuzz/seeds/rest/*
+seed GrpcInferRequest tests/fuzz/seeds/grpc/*
 seed HttpRequestHead tests/fuzz/seeds/http_head/*
 seed FfiModuleBlob tests/fuzz/seeds/ffi_blob/*
 seed DevicePayload tests/fuzz/seeds/device_payload/*

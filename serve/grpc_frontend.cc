@@ -3,6 +3,7 @@
 // callback API.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <chrono>
@@ -105,10 +106,41 @@ class LongCallThread {
   std::thread thread_;
 };
 
+// A received ModelInferRequest, its raw tensor bytes read straight from
+// gRPC's slices into aligned host buffers. ProtoBufferReader only reads the
+// buffer, though its constructor takes it as non-const.
+Result<InferRequest> ReadRequest(const grpc::ByteBuffer& received) {
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&received));
+  Result<WireInferRequest> request = ReadInferRequest(reader, received.Length());
+  if (!request.ok()) return request.status();
+  return DecodeInferRequest(std::move(request).value());
+}
+
+// The response as gRPC slices: the message's own bytes copied once, a large
+// output's bytes lent from its tensor, released when gRPC has sent them.
+grpc::Status WriteResponse(const InferResponse& response, grpc::ByteBuffer& out) {
+  Result<WireInferResponse> encoded = EncodeInferResponse(response);
+  if (!encoded.ok()) return ToGrpc(encoded.status());
+  std::vector<grpc::Slice> slices;
+  for (WireInferResponse::Piece& piece : encoded->pieces) {
+    if (!piece.bytes.empty()) slices.emplace_back(piece.bytes);
+    if (!piece.tensor.defined()) continue;
+    auto* lent = new Tensor(std::move(piece.tensor));
+    slices.emplace_back(
+        lent->data(), lent->nbytes(), [](void* tensor) { delete static_cast<Tensor*>(tensor); }, lent);
+  }
+  grpc::ByteBuffer buffer(slices.data(), slices.size());
+  out.Swap(&buffer);
+  return grpc::Status::OK;
+}
+
 // On gRPC's callback API: one thread serves many calls, and ModelInfer
 // completes when its request has run, on whichever thread ran it, instead of
-// holding a server thread while it waits in the model's queue.
-class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+// holding a server thread while it waits in the model's queue. ModelInfer
+// takes and gives gRPC's byte buffers (its raw variant): tensor bytes move
+// between the wire and host tensors without passing through protobuf strings.
+class InferenceService final : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                                   inference::GRPCInferenceService::CallbackService> {
  public:
   explicit InferenceService(InferenceServer& server) : server_(server) {}
 
@@ -154,18 +186,17 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
     return Finished(context, grpc::Status::OK);
   }
 
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override {
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    Result<InferRequest> decoded = DecodeInferRequest(*request);
+    Result<InferRequest> decoded = ReadRequest(*request);
     if (!decoded.ok()) {
       reactor->Finish(ToGrpc(decoded.status()));
       return reactor;
     }
     // `response` lives until the reactor is finished.
     server_.InferAsync(std::move(decoded).value(), [reactor, response](Result<InferResponse> result) {
-      reactor->Finish(result.ok() ? ToGrpc(EncodeInferResponse(*result, *response)) : ToGrpc(result.status()));
+      reactor->Finish(result.ok() ? WriteResponse(*result, *response) : ToGrpc(result.status()));
     });
     return reactor;
   }

@@ -1,5 +1,9 @@
 #include "grpc_infer_codec.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <array>
 #include <bit>
 #include <cstring>
@@ -119,29 +123,75 @@ Result<Tensor> DecodeTypedInput(const InputTensor& input, DLDataType dtype, int6
   return tensor;
 }
 
-Result<Tensor> DecodeRawInput(const InputTensor& input, DLDataType dtype, int64_t elements, const std::string& raw) {
+Result<Tensor> DecodeRawInput(const InputTensor& input, DLDataType dtype, int64_t elements, const Tensor& raw) {
   const uint64_t element_bytes = DataTypeBytes(dtype);
   const uint64_t expected = static_cast<uint64_t>(elements) * element_bytes;
   if (elements != 0 && expected / static_cast<uint64_t>(elements) != element_bytes)
     return InvalidArgument("input '" + input.name() + "': shape too large");
-  if (raw.size() != expected)
-    return InvalidArgument("input '" + input.name() + "' has " + std::to_string(raw.size()) +
+  if (raw.nbytes() != expected)
+    return InvalidArgument("input '" + input.name() + "' has " + std::to_string(raw.nbytes()) +
                            " bytes in raw_input_contents; " + Describe(input) + " needs " + std::to_string(expected));
-  // The request's own bytes, not a copy: every executor copies an input into
-  // its own storage (whatever its alignment), and gRPC keeps the request
-  // until the call is finished, after the request has run.
-  return Tensor::Borrow(const_cast<char*>(raw.data()), DLDevice{kDLCPU, 0},
-                        {input.shape().begin(), input.shape().end()}, dtype);
+  // The bytes as read from the wire, aligned: a graph takes them in place.
+  return raw.View({input.shape().begin(), input.shape().end()}, dtype);
 }
+
+using google::protobuf::internal::WireFormatLite;
+
+constexpr int kRawInputContents = inference::ModelInferRequest::kRawInputContentsFieldNumber;
+constexpr int kRawOutputContents = inference::ModelInferResponse::kRawOutputContentsFieldNumber;
+
+// Below this an output is copied into the message: a copy costs less than
+// lending the tensor's memory to the sender.
+constexpr uint64_t kLentOutputBytes = 4096;
 
 }  // namespace
 
-Result<InferRequest> DecodeInferRequest(const inference::ModelInferRequest& request) {
-  const bool raw = request.raw_input_contents_size() > 0;
-  if (raw && request.raw_input_contents_size() != request.inputs_size())
-    return InvalidArgument("raw_input_contents has " + std::to_string(request.raw_input_contents_size()) +
-                           " entries for " + std::to_string(request.inputs_size()) +
-                           " inputs; it needs one per input, in order");
+Result<WireInferRequest> ReadInferRequest(google::protobuf::io::ZeroCopyInputStream& in, uint64_t size) {
+  if (size > static_cast<uint64_t>(INT32_MAX)) return InvalidArgument("ModelInferRequest: larger than 2 GiB");
+  WireInferRequest request;
+  // Every field but raw_input_contents is copied as it came into `rest`,
+  // which protobuf parses (fields may come in any order, repeated ones merge).
+  std::string rest;
+  {
+    google::protobuf::io::CodedInputStream coded(&in);
+    google::protobuf::io::StringOutputStream rest_stream(&rest);
+    google::protobuf::io::CodedOutputStream rest_out(&rest_stream);
+    const uint32_t raw_tag = WireFormatLite::MakeTag(kRawInputContents, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    for (;;) {
+      const uint32_t tag = coded.ReadTag();
+      if (tag == 0) break;  // the end, or a malformed tag (told apart below)
+      if (tag == raw_tag) {
+        uint32_t length = 0;
+        if (!coded.ReadVarint32(&length)) return InvalidArgument("ModelInferRequest: malformed raw_input_contents");
+        const uint64_t left = size - static_cast<uint64_t>(coded.CurrentPosition());
+        if (length > left)
+          return InvalidArgument("ModelInferRequest: a raw_input_contents entry of " + std::to_string(length) +
+                                 " bytes, but the message has " + std::to_string(left) + " left");
+        HETRT_ASSIGN_OR_RETURN(Tensor raw,
+                               Tensor::EmptyHost({static_cast<int64_t>(length)}, DLDataType{kDLUInt, 8, 1}));
+        if (length > 0 && !coded.ReadRaw(raw.data(), static_cast<int>(length)))
+          return InvalidArgument("ModelInferRequest: truncated in raw_input_contents");
+        request.raw_input_contents.push_back(std::move(raw));
+        continue;
+      }
+      if (!WireFormatLite::SkipField(&coded, tag, &rest_out))
+        return InvalidArgument("ModelInferRequest: malformed field " + std::to_string(tag >> 3));
+    }
+    if (static_cast<uint64_t>(coded.CurrentPosition()) != size)
+      return InvalidArgument("ModelInferRequest: malformed at byte " + std::to_string(coded.CurrentPosition()) +
+                             " of " + std::to_string(size));
+  }
+  if (!request.message.ParseFromString(rest)) return InvalidArgument("ModelInferRequest: malformed message");
+  return request;
+}
+
+Result<InferRequest> DecodeInferRequest(WireInferRequest wire_request) {
+  const inference::ModelInferRequest& request = wire_request.message;
+  const std::vector<Tensor>& raw_contents = wire_request.raw_input_contents;
+  const bool raw = !raw_contents.empty();
+  if (raw && raw_contents.size() != static_cast<size_t>(request.inputs_size()))
+    return InvalidArgument("raw_input_contents has " + std::to_string(raw_contents.size()) + " entries for " +
+                           std::to_string(request.inputs_size()) + " inputs; it needs one per input, in order");
   InferRequest decoded;
   decoded.model = request.model_name();
   decoded.version = request.model_version();
@@ -158,7 +208,7 @@ Result<InferRequest> DecodeInferRequest(const inference::ModelInferRequest& requ
                              "'");
     Result<int64_t> elements = ShapeNumElements({input.shape().data(), static_cast<size_t>(input.shape_size())});
     if (!elements.ok()) return InvalidArgument("input '" + input.name() + "': " + elements.status().message());
-    Result<Tensor> tensor = raw ? DecodeRawInput(input, *dtype, *elements, request.raw_input_contents(i))
+    Result<Tensor> tensor = raw ? DecodeRawInput(input, *dtype, *elements, raw_contents[static_cast<size_t>(i)])
                                 : DecodeTypedInput(input, *dtype, *elements);
     if (!tensor.ok()) return tensor.status();
     decoded.inputs.push_back({input.name(), std::move(tensor).value()});
@@ -168,23 +218,51 @@ Result<InferRequest> DecodeInferRequest(const inference::ModelInferRequest& requ
   return decoded;
 }
 
-Status EncodeInferResponse(const InferResponse& response, inference::ModelInferResponse& out) {
-  out.set_model_name(response.model);
-  out.set_model_version(response.version);
-  out.set_id(response.id);
+uint64_t WireInferResponse::size() const {
+  uint64_t bytes = 0;
+  for (const Piece& piece : pieces) bytes += piece.bytes.size() + (piece.tensor.defined() ? piece.tensor.nbytes() : 0);
+  return bytes;
+}
+
+Result<WireInferResponse> EncodeInferResponse(const InferResponse& response) {
+  inference::ModelInferResponse head;
+  head.set_model_name(response.model);
+  head.set_model_version(response.version);
+  head.set_id(response.id);
   for (const InferTensor& output : response.outputs) {
     std::string datatype = ProtocolDataType(output.tensor.dtype());
     if (datatype.empty())
       return Internal("output '" + output.name + "' has type " + DataTypeToString(output.tensor.dtype()) +
                       ", which the protocol cannot name");
-    auto* meta = out.add_outputs();
+    auto* meta = head.add_outputs();
     meta->set_name(output.name);
     meta->set_datatype(std::move(datatype));
     for (int64_t dim : output.tensor.shape()) meta->add_shape(dim);
-    std::span<const uint8_t> bytes = output.tensor.host_bytes();
-    out.add_raw_output_contents(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
-  return OkStatus();
+  // The head's fields, then one raw_output_contents entry per output: its tag
+  // and length, then its bytes, copied when small or borrowed, else lent.
+  WireInferResponse encoded;
+  encoded.pieces.push_back({head.SerializeAsString(), Tensor()});
+  for (const InferTensor& output : response.outputs) {
+    std::span<const uint8_t> bytes = output.tensor.host_bytes();
+    std::string& into = encoded.pieces.back().bytes;
+    {
+      google::protobuf::io::StringOutputStream stream(&into);
+      google::protobuf::io::CodedOutputStream out(&stream);
+      out.WriteTag(WireFormatLite::MakeTag(kRawOutputContents, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+      if (bytes.size() > static_cast<size_t>(INT32_MAX))
+        return Internal("output '" + output.name + "' is larger than a protobuf field holds (2 GiB)");
+      out.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+    }
+    if (bytes.size() >= kLentOutputBytes && output.tensor.owns_memory()) {
+      encoded.pieces.back().tensor = output.tensor;
+      encoded.pieces.push_back({std::string(), Tensor()});
+    } else {
+      into.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+  }
+  if (encoded.pieces.size() > 1 && encoded.pieces.back().bytes.empty()) encoded.pieces.pop_back();
+  return encoded;
 }
 
 }  // namespace hetrt::serve

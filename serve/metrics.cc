@@ -93,6 +93,14 @@ std::string RenderMetrics(const std::vector<std::shared_ptr<const ModelVersion>>
                 [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
                   w.Sample("hetrt_instance_executions_total", l, load(s.executions));
                 });
+  each_instance("hetrt_instance_copied_bytes_total", "counter",
+                "Bytes each instance copied between requests and its executor, by direction: inputs it could not "
+                "bind in place (unaligned, for a device, packed into a batch), outputs read back after the run.",
+                [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {
+                  w.Sample("hetrt_instance_copied_bytes_total", l + ",direction=\"input\"", load(s.input_bytes_copied));
+                  w.Sample("hetrt_instance_copied_bytes_total", l + ",direction=\"output\"",
+                           load(s.output_bytes_copied));
+                });
   each_instance("hetrt_instance_sampled_runs_total", "counter",
                 "Runs profiled per instance (every 64th run of a graph model) for the lane times below.",
                 [&](const ModelVersion&, const InstanceStats& s, const std::string& l) {

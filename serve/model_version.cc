@@ -480,8 +480,10 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
       const Tensor& given = batch[0]->request.inputs[i].tensor;
       if (instance.graph != nullptr && instance.graph->InputTakesInPlace(index, given))
         HETRT_RETURN_IF_ERROR(instance.graph->SetInputZeroCopy(index, given));
-      else
+      else {
         HETRT_RETURN_IF_ERROR(ex.SetInput(index, given));
+        instance.stats.input_bytes_copied.fetch_add(given.nbytes(), std::memory_order_relaxed);
+      }
       continue;
     }
     TensorSpec spec = ex.InputSpec(index);
@@ -491,6 +493,7 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
     for (const auto& p : batch) parts.push_back(&p->request.inputs[i].tensor);
     HETRT_RETURN_IF_ERROR(PackRows(parts, whole));
     HETRT_RETURN_IF_ERROR(ex.SetInput(index, whole));
+    instance.stats.input_bytes_copied.fetch_add(2 * whole.nbytes(), std::memory_order_relaxed);  // packed, then set
   }
   // Each output the batch asks for reaches the host once, then is handed out
   // (sliced when packed): written there by the run where the graph takes the
@@ -519,6 +522,7 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
   for (size_t o = 0; o < results.size(); ++o)
     if (wanted[o] && !results[o].defined()) {
       HETRT_ASSIGN_OR_RETURN(results[o], ex.GetOutput(static_cast<int>(o)));
+      instance.stats.output_bytes_copied.fetch_add(results[o].nbytes(), std::memory_order_relaxed);
     }
   int64_t row = 0;
   for (const auto& p : batch) {
@@ -536,6 +540,7 @@ Status ModelVersion::RunBatch(Instance& instance, const Batch& batch, int64_t ro
           break;
         }
         out.tensor = std::move(slice).value();
+        instance.stats.output_bytes_copied.fetch_add(out.tensor.nbytes(), std::memory_order_relaxed);
       }
       response.outputs.push_back(std::move(out));
     }

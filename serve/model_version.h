@@ -38,6 +38,11 @@ struct ModelVersionStats {
 struct InstanceStats {
   std::string devices;  // "cpu,opencl"
   std::atomic<uint64_t> busy_ns{0}, executions{0};
+  // Bytes the instance copied between requests and its executor: inputs not
+  // bound in place (unaligned, for a device, packed into a batch) and outputs
+  // read back after the run or sliced out of a batch. A graph on host memory
+  // copies none: the request's inputs and the response's outputs are its own.
+  std::atomic<uint64_t> input_bytes_copied{0}, output_bytes_copied{0};
   // Every kProfileEvery-th run of a graph model is profiled: node time summed
   // per executor lane ("host", "opencl:0 compute", ...) over those runs.
   static constexpr uint64_t kProfileEvery = 64;

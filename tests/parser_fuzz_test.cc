@@ -181,18 +181,19 @@ TEST(ParserFuzz, MlfTar) {
 }
 
 TEST(ParserFuzz, RestInferRequest) {
-  std::vector<std::vector<uint8_t>> seeds;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(HETRT_FUZZ_REGRESSIONS_DIR) + "/../seeds/rest"))
-    seeds.push_back(ReadFileBytes(e.path().string()).value());
+  const auto seeds = SeedFiles("rest");
   ASSERT_GE(seeds.size(), 4u);
   FuzzFromSeeds(&fuzz::RestInferRequest, seeds, 50000);
 }
 
+TEST(ParserFuzz, GrpcInferRequest) {
+  const auto seeds = SeedFiles("grpc");
+  ASSERT_GE(seeds.size(), 3u);
+  FuzzFromSeeds(&fuzz::GrpcInferRequest, seeds, 50000);
+}
+
 TEST(ParserFuzz, HttpRequestHead) {
-  std::vector<std::vector<uint8_t>> seeds;
-  for (const auto& e :
-       std::filesystem::directory_iterator(std::string(HETRT_FUZZ_REGRESSIONS_DIR) + "/../seeds/http_head"))
-    seeds.push_back(ReadFileBytes(e.path().string()).value());
+  const auto seeds = SeedFiles("http_head");
   ASSERT_GE(seeds.size(), 3u);
   FuzzFromSeeds(&fuzz::HttpRequestHead, seeds, 50000);
 }

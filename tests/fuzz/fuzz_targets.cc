@@ -1,8 +1,11 @@
 #include "fuzz_targets.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <charconv>
 #include <string_view>
 
+#include "grpc_infer_codec.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/relax_executor.h"
 #include "hetrt/formats/device_payloads.h"
@@ -141,6 +144,21 @@ void RestInferRequest(const uint8_t* data, size_t size) {
   response.id = parsed->request.id;
   response.outputs = parsed->request.inputs;
   (void)serve::EncodeRestInferResponse(response, parsed->output_format);
+}
+
+void GrpcInferRequest(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const int piece = data[0] == 0 ? -1 : data[0];
+  google::protobuf::io::ArrayInputStream in(data + 1, static_cast<int>(size - 1), piece);
+  auto read = serve::ReadInferRequest(in, size - 1);
+  if (!read.ok()) return;
+  auto request = serve::DecodeInferRequest(std::move(read).value());
+  if (!request.ok()) return;
+  // The decoded inputs, sent back as outputs, exercise the encoder too.
+  serve::InferResponse response;
+  response.id = request->id;
+  response.outputs = request->inputs;
+  (void)serve::EncodeInferResponse(response);
 }
 
 }  // namespace hetrt::fuzz

@@ -17,6 +17,9 @@ void ElfSymbols(const uint8_t* data, size_t size);
 void MlfTar(const uint8_t* data, size_t size);  // a Model Library Format tarball
 // A REST inference request body, "#<N>\n" first for Inference-Header-Content-Length: N.
 void RestInferRequest(const uint8_t* data, size_t size);
+// A gRPC ModelInferRequest as the gRPC frontend reads it; the first byte is
+// the size of the pieces the message arrives in (0: one piece).
+void GrpcInferRequest(const uint8_t* data, size_t size);
 // The head of an HTTP/1.1 request as the REST fast path parses it (through
 // its empty line), then every field looked up.
 void HttpRequestHead(const uint8_t* data, size_t size);

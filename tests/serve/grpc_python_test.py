@@ -232,6 +232,14 @@ class GrpcServeTest(unittest.TestCase):
         self.assertEqual(len(response.outputs), 1)
         self.assert_output(response, 0, fixture("mlp", "output_0.npy"))
 
+    def test_raw_tensors_are_not_copied_between_the_request_and_the_model(self):
+        # raw_input_contents is read into aligned memory the graph takes as its
+        # input, and the output is written where the response sends it from.
+        before = server_process.copied_bytes(self.server.metrics, "mlp")
+        for _ in range(3):
+            self.assert_output(self.client.infer(self.mlp_request()), 0, fixture("mlp", "output_0.npy"))
+        self.assertEqual(server_process.copied_bytes(self.server.metrics, "mlp"), before)
+
     def test_infer_typed_contents(self):
         data = fixture("mlp", "inputs_data.npy")
         request = self.pb.ModelInferRequest(model_name="mlp", id="typed")

@@ -324,9 +324,28 @@ TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
     EXPECT_TRUE(response.ok()) << response.status().message();
     return response.ok() ? response->outputs[0].tensor : Tensor();
   };
+  // What the instance copied so far, from /metrics: {input bytes, output bytes}.
+  auto copied = [&] {
+    const std::string metrics = server->MetricsText();
+    std::pair<double, double> bytes{-1, -1};
+    for (auto [direction, into] : {std::pair{"input", &bytes.first}, std::pair{"output", &bytes.second}}) {
+      const std::string sample = std::string("hetrt_instance_copied_bytes_total{model=\"model\",version=\"1\",") +
+                                 "instance=\"0\",devices=\"cpu\",direction=\"" + direction + "\"} ";
+      const size_t at = metrics.find(sample);
+      EXPECT_NE(at, std::string::npos) << metrics;
+      if (at != std::string::npos) *into = std::stod(metrics.substr(at + sample.size()));
+    }
+    return bytes;
+  };
+  const std::pair<double, double> at_load = copied();  // the warm-up's runs
+  auto copied_since_load = [&] {
+    auto [in, out] = copied();
+    return std::pair{in - at_load.first, out - at_load.second};
+  };
   // Seed 1 in place, then the same rows from a misaligned copy.
   auto aligned1 = std::make_unique<Tensor>(Rows(4, 32, 1.f));
   const Tensor out1 = run(*aligned1);
+  EXPECT_EQ(copied_since_load(), std::pair(0.0, 0.0)) << "an aligned host input and a host output: no copy";
   const std::vector<float> out1_then(out1.data_as<float>(), out1.data_as<float>() + out1.num_elements());
   ExpectNear(*aligned1, Rows(4, 32, 1.f), 0.f);  // not written
   aligned1.reset();                              // the request's memory is gone
@@ -335,14 +354,19 @@ TEST(InferenceServer, InputsTakenInPlaceAndCopiedInputsAlternateCorrectly) {
   std::memcpy(spare.data() + 1, seed1.data(), seed1.nbytes());
   const Tensor misaligned = Tensor::Borrow(spare.data() + 1, {kDLCPU, 0}, {4, 32}, {kDLFloat, 32, 1});
   ExpectNear(run(misaligned), out1, 0.f);
+  const double rows_bytes = 4 * 32 * sizeof(float);
+  EXPECT_EQ(copied_since_load(), std::pair(rows_bytes, 0.0)) << "the misaligned input is copied, the output not";
   // Seed 2 in place; its first row alone (padded, copied) gives that row's answer.
   const Tensor out2 = run(Rows(4, 32, 2.f));
   EXPECT_NE(std::memcmp(out1.data(), out2.data(), out1.nbytes()), 0);
   const Tensor row = run(Rows(1, 32, 2.f));
   ASSERT_EQ(row.shape(), (std::vector<int64_t>{1, 32}));
   EXPECT_EQ(std::memcmp(row.data(), out2.data(), row.nbytes()), 0);
+  // The padded row: packed into 4 rows, then set (two copies); its answer sliced out of the output.
+  EXPECT_EQ(copied_since_load(), std::pair(3 * rows_bytes, rows_bytes / 4));
   // In place again after the copies.
   ExpectNear(run(Rows(4, 32, 2.f)), out2, 0.f);
+  EXPECT_EQ(copied_since_load(), std::pair(3 * rows_bytes, rows_bytes / 4));
   // The first answer, held all along, is as it was.
   EXPECT_TRUE(std::equal(out1_then.begin(), out1_then.end(), out1.data_as<float>()));
 }

@@ -22,7 +22,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_process import Server, fixture_repository, missing_fixtures  # noqa: E402
+from server_process import Server, copied_bytes, fixture_repository, missing_fixtures  # noqa: E402
 
 HETRT = None
 FIXTURES = None
@@ -133,6 +133,16 @@ class BinaryInference(unittest.TestCase):
         self.assertEqual(out["parameters"]["binary_data_size"], 40)
         self.assertNotIn("data", out)
         self.assertMatchesFixture("mlp", reply.outputs()["output_0"])
+
+    def test_binary_tensors_are_not_copied_between_the_request_and_the_model(self):
+        # The binary input is read into aligned memory the graph takes as its
+        # input, and the output is written where the response sends it from.
+        before = copied_bytes(SERVER.metrics, "mlp")
+        for _ in range(3):
+            reply = infer("mlp", [("data", mlp_input(), True)], binary_output=True)
+            self.assertEqual(reply.status, 200, reply.body[:300])
+            self.assertMatchesFixture("mlp", reply.outputs()["output_0"])
+        self.assertEqual(copied_bytes(SERVER.metrics, "mlp"), before)
 
     def test_binary_in_json_out(self):
         reply = infer("mlp", [("data", mlp_input(), True)])

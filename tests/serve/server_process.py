@@ -162,16 +162,33 @@ def free_port():
         return s.getsockname()[1]
 
 
-def in_flight(metrics_address, model):
-    """hetrt_inference_in_flight of `model` (requests queued or running) from /metrics."""
+def metric(metrics_address, name, model, **labels):
+    """The samples of `name` for `model` (and the given labels) on /metrics, summed; 0 where there is none."""
     import http.client
     host, port = metrics_address.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
     conn.close()
-    line = [l for l in text.splitlines() if l.startswith(f'hetrt_inference_in_flight{{model="{model}"')]
-    return float(line[0].split()[-1]) if line else 0.0
+    wanted = [f'model="{model}"'] + [f'{key}="{value}"' for key, value in labels.items()]
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            given = line[len(name) + 1:line.rindex("}")].split(",")
+            if all(label in given for label in wanted):
+                total += float(line.split()[-1])
+    return total
+
+
+def in_flight(metrics_address, model):
+    """hetrt_inference_in_flight of `model` (requests queued or running) from /metrics."""
+    return metric(metrics_address, "hetrt_inference_in_flight", model)
+
+
+def copied_bytes(metrics_address, model):
+    """(input, output) bytes the instances of `model` copied between requests and their executors, from /metrics."""
+    return tuple(metric(metrics_address, "hetrt_instance_copied_bytes_total", model, direction=d)
+                 for d in ("input", "output"))
 
 
 def missing_fixtures(root):
