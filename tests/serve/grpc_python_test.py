@@ -240,6 +240,15 @@ class GrpcServeTest(unittest.TestCase):
             self.assert_output(self.client.infer(self.mlp_request()), 0, fixture("mlp", "output_0.npy"))
         self.assertEqual(server_process.copied_bytes(self.server.metrics, "mlp"), before)
 
+    def test_compressed_requests(self):
+        # gRPC decompresses a message before ModelInfer reads its bytes.
+        for compression in (grpc.Compression.Gzip, grpc.Compression.Deflate):
+            with grpc.insecure_channel(self.server.grpc, compression=compression) as channel:
+                rpc = channel.unary_unary(f"/{SERVICE}/ModelInfer",
+                                          request_serializer=self.pb.ModelInferRequest.SerializeToString,
+                                          response_deserializer=self.pb.ModelInferResponse.FromString)
+                self.assert_output(rpc(self.mlp_request(), timeout=60), 0, fixture("mlp", "output_0.npy"))
+
     def test_infer_typed_contents(self):
         data = fixture("mlp", "inputs_data.npy")
         request = self.pb.ModelInferRequest(model_name="mlp", id="typed")
