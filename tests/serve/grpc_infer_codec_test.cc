@@ -105,6 +105,16 @@ TEST(GrpcInferCodec, FieldsMayComeInAnyOrder) {
   ExpectTwoRawInputs(request);
 }
 
+TEST(GrpcInferCodec, AnEmptyRawEntryIsAnEmptyTensor) {
+  inference::ModelInferRequest message = TwoRawInputs();
+  message.mutable_inputs(0)->set_shape(0, 0);  // [0, 3]: no elements
+  message.set_raw_input_contents(0, "");
+  HETRT_ASSERT_OK_AND_ASSIGN(InferRequest request, ReadAndDecode(message.SerializeAsString()));
+  EXPECT_EQ(request.inputs[0].tensor.shape(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(request.inputs[0].tensor.nbytes(), 0u);
+  EXPECT_EQ(Values<int64_t>(request.inputs[1].tensor), kInts);
+}
+
 TEST(GrpcInferCodec, TypedContentsStillDecode) {
   inference::ModelInferRequest message = TwoRawInputs();
   message.clear_raw_input_contents();
