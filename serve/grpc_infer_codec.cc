@@ -140,6 +140,11 @@ using google::protobuf::internal::WireFormatLite;
 constexpr int kRawInputContents = inference::ModelInferRequest::kRawInputContentsFieldNumber;
 constexpr int kRawOutputContents = inference::ModelInferResponse::kRawOutputContentsFieldNumber;
 
+// A request holds one raw entry per input. Without a bound, a message of
+// empty entries (2 bytes each) would cost a tensor apiece before the count is
+// checked against the inputs.
+constexpr size_t kMaxRawEntries = 4096;
+
 // Below this an output is copied into the message: a copy costs less than
 // lending the tensor's memory to the sender.
 constexpr uint64_t kLentOutputBytes = 4096;
@@ -159,11 +164,15 @@ Result<WireInferRequest> ReadInferRequest(google::protobuf::io::ZeroCopyInputStr
     const uint32_t raw_tag = WireFormatLite::MakeTag(kRawInputContents, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
     for (;;) {
       const uint32_t tag = coded.ReadTag();
-      if (tag == 0) break;  // the end, or a malformed tag (told apart below)
+      if (tag == 0) break;  // the end, or a malformed tag: told apart below
       if (tag == raw_tag) {
+        if (request.raw_input_contents.size() == kMaxRawEntries)
+          return InvalidArgument("ModelInferRequest: more than " + std::to_string(kMaxRawEntries) +
+                                 " raw_input_contents entries (it holds one per input)");
         uint32_t length = 0;
         if (!coded.ReadVarint32(&length)) return InvalidArgument("ModelInferRequest: malformed raw_input_contents");
-        const uint64_t left = size - static_cast<uint64_t>(coded.CurrentPosition());
+        const uint64_t at = static_cast<uint64_t>(coded.CurrentPosition());
+        const uint64_t left = at <= size ? size - at : 0;
         if (length > left)
           return InvalidArgument("ModelInferRequest: a raw_input_contents entry of " + std::to_string(length) +
                                  " bytes, but the message has " + std::to_string(left) + " left");
@@ -177,7 +186,8 @@ Result<WireInferRequest> ReadInferRequest(google::protobuf::io::ZeroCopyInputStr
       if (!WireFormatLite::SkipField(&coded, tag, &rest_out))
         return InvalidArgument("ModelInferRequest: malformed field " + std::to_string(tag >> 3));
     }
-    if (static_cast<uint64_t>(coded.CurrentPosition()) != size)
+    // A tag 0 or one cut short also ends the loop; only the stream's end is legitimate.
+    if (!coded.ConsumedEntireMessage() || static_cast<uint64_t>(coded.CurrentPosition()) != size)
       return InvalidArgument("ModelInferRequest: malformed at byte " + std::to_string(coded.CurrentPosition()) +
                              " of " + std::to_string(size));
   }

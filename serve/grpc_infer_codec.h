@@ -26,8 +26,8 @@ struct WireInferRequest {
 
 // Reads a serialized ModelInferRequest of `size` bytes (gRPC's received
 // message, in whatever pieces it arrived). Malformed or truncated bytes are
-// an InvalidArgument naming what was wrong; nothing is allocated beyond what
-// the message holds.
+// an InvalidArgument naming what was wrong, as are more than 4096 raw
+// entries: what is allocated is bounded by the message's size.
 Result<WireInferRequest> ReadInferRequest(google::protobuf::io::ZeroCopyInputStream& in, uint64_t size);
 
 // Validates and converts a request: inputs from their typed `contents` or from

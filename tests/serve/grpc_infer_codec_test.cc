@@ -124,27 +124,53 @@ TEST(GrpcInferCodec, TypedContentsStillDecode) {
   ExpectTwoRawInputs(request);
 }
 
-TEST(GrpcInferCodec, EveryTruncationIsRefusedOrIsAShorterValidMessage) {
-  const std::string wire = TwoRawInputs().SerializeAsString();
-  const size_t raw_start = wire.find(Bytes(kFloats));
+// Bytes the reader must take exactly when protobuf's own parser does: a raw
+// entry of 320 bytes (a two-byte length), an unknown field numbered 20 (a
+// two-byte tag), then every prefix, and bytes after a valid end.
+TEST(GrpcInferCodec, AcceptsExactlyWhatProtobufAcceptsOnEveryPrefix) {
+  inference::ModelInferRequest message = TwoRawInputs();
+  message.mutable_inputs(0)->set_shape(1, 40);
+  message.set_raw_input_contents(0, std::string(2 * 40 * sizeof(float), '\x11'));
+  const std::string unknown_field_20 = "\xa0\x01\x05";  // field 20, varint 5
+  const std::string wire = message.SerializeAsString() + unknown_field_20;
+  const size_t raw_start = wire.find(message.raw_input_contents(0));
   ASSERT_NE(raw_start, std::string::npos);
   size_t cuts_inside_raw = 0;
-  for (size_t cut = 0; cut < wire.size(); ++cut) {
-    Result<InferRequest> request = ReadAndDecode(wire.substr(0, cut), 4);
-    if (request.ok()) {
-      // A cut between fields: the request is shorter, and then incomplete.
-      EXPECT_LT(request->inputs.size() + request->outputs.size(), 3u) << "cut at " << cut;
-      continue;
+  auto expect_as_protobuf = [&](const std::string& bytes, const std::string& what) {
+    const bool protobuf_accepts = inference::ModelInferRequest().ParseFromString(bytes);
+    Result<WireInferRequest> read = Read(bytes, 4);
+    EXPECT_EQ(read.ok(), protobuf_accepts) << what << (read.ok() ? "" : ": " + read.status().message());
+    if (!read.ok()) {
+      EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument) << what;
     }
-    EXPECT_EQ(request.status().code(), StatusCode::kInvalidArgument) << "cut at " << cut;
-    // Inside the first raw entry's bytes: the entry claims more than is left.
-    if (cut > raw_start && cut < raw_start + Bytes(kFloats).size()) {
+    return read;
+  };
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    Result<WireInferRequest> read = expect_as_protobuf(wire.substr(0, cut), "cut at " + std::to_string(cut));
+    // Inside the raw entry's bytes: the entry claims more than is left.
+    if (cut > raw_start && cut < raw_start + message.raw_input_contents(0).size()) {
       ++cuts_inside_raw;
-      EXPECT_NE(request.status().message().find("bytes, but the message has"), std::string::npos)
-          << request.status().message();
+      ASSERT_FALSE(read.ok());
+      EXPECT_NE(read.status().message().find("bytes, but the message has"), std::string::npos)
+          << read.status().message();
     }
   }
-  EXPECT_EQ(cuts_inside_raw, Bytes(kFloats).size() - 1);
+  EXPECT_EQ(cuts_inside_raw, message.raw_input_contents(0).size() - 1);
+  HETRT_ASSERT_OK_AND_ASSIGN(InferRequest whole, ReadAndDecode(wire, 7));
+  EXPECT_EQ(whole.inputs[0].tensor.shape(), (std::vector<int64_t>{2, 40}));
+  // After a valid end: a tag 0, a tag cut short, a field numbered 0.
+  for (const std::string& tail : {std::string(1, '\0'), std::string("\x80", 1), std::string("\x02\x00", 2)})
+    (void)expect_as_protobuf(wire + tail, "wire + " + std::to_string(tail.size()) + " bytes");
+}
+
+TEST(GrpcInferCodec, ManyRawEntriesAreRefusedWhileReading) {
+  // 5000 empty entries: 10 KB that would otherwise become 5000 tensors.
+  std::string wire;
+  for (int i = 0; i < 5000; ++i) wire += std::string("\x3a\x00", 2);
+  Result<WireInferRequest> read = Read(wire);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("more than 4096 raw_input_contents entries"), std::string::npos)
+      << read.status().message();
 }
 
 // The request is refused as InvalidArgument with a message containing `words`.
@@ -155,7 +181,7 @@ void ExpectRefused(const Result<Value>& request, const std::string& words) {
   EXPECT_NE(request.status().message().find(words), std::string::npos) << request.status().message();
 }
 
-TEST(GrpcInferCodec, AClaimedLengthBeyondTheMessageIsRefusedBeforeAnyAllocation) {
+TEST(GrpcInferCodec, AClaimedLengthBeyondTheMessageIsRefused) {
   // raw_input_contents (field 7, length-delimited) claiming 4 GiB - 1 bytes.
   ExpectRefused(Read(std::string("\x3a\xff\xff\xff\xff\x0f", 6) + "abc"),
                 "4294967295 bytes, but the message has 3 left");
