@@ -104,7 +104,7 @@ Status GraphExecutor::Impl::Init(std::shared_ptr<const Graph> graph, std::shared
   HETRT_ASSIGN_OR_RETURN(std::vector<DLDevice> placed, PlaceEntries(*graph_, options_.devices));
   for (const DLDevice& d : options_.devices)
     for (const DLDevice& e : placed)
-      if (e.device_type == d.device_type && e.device_id == d.device_id) {
+      if (SameDevice(e, d)) {
         HETRT_RETURN_IF_ERROR(plugins_->ForDevice(d).status());
         break;
       }
@@ -363,8 +363,8 @@ bool GraphExecutor::Impl::InputBindsInPlace(int index) const {
 bool GraphExecutor::Impl::InputTakesInPlace(int index, const Tensor& value) const {
   if (!InputBindsInPlace(index)) return false;
   const DLDevice want = InputTensor(index).device();
-  return value.device().device_type == want.device_type && value.device().device_id == want.device_id &&
-         value.dl()->byte_offset == 0 && reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0;
+  return SameDevice(value.device(), want) && value.dl()->byte_offset == 0 &&
+         reinterpret_cast<uintptr_t>(value.data()) % kTensorAlignment == 0;
 }
 
 bool GraphExecutor::Impl::OutputBindsInPlace(int index) const {
@@ -445,7 +445,7 @@ std::vector<std::pair<DLDevice, uint64_t>> GraphExecutor::Impl::StorageBytesPerD
     if (!s.defined()) continue;
     bool merged = false;
     for (auto& [d, bytes] : result)
-      if (d.device_type == s.device().device_type && d.device_id == s.device().device_id) {
+      if (SameDevice(d, s.device())) {
         bytes += s.capacity_bytes();
         merged = true;
       }

@@ -8,7 +8,6 @@
 namespace hetrt {
 namespace {
 
-bool SameDevice(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
 bool IsHost(DLDevice d) { return d.device_type == kDLCPU; }
 
 class Planner {

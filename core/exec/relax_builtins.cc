@@ -425,7 +425,7 @@ Status ToDevice(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* res
   // A constant moved to this device at creation (MoveConstantOnce): passed on,
   // as vm.builtin.copy passes a constant on.
   const DLDevice at = args[0].tensor().device();
-  if (vm.IsMovedConstant(args.fixed(0)) && at.device_type == target.device_type && at.device_id == target.device_id) {
+  if (vm.IsMovedConstant(args.fixed(0)) && SameDevice(at, target)) {
     *result = args[0];
     return OkStatus();
   }

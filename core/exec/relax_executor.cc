@@ -27,7 +27,7 @@ Result<std::unique_ptr<RelaxExecutor>> RelaxExecutor::Create(std::unique_ptr<Rel
                            std::to_string(devices.size()) + " device(s): " + given + hint);
   for (const DLDevice& d : ex->signature_.copy_targets) {
     bool found = false;
-    for (const DLDevice& have : devices) found |= have.device_type == d.device_type && have.device_id == d.device_id;
+    for (const DLDevice& have : devices) found |= SameDevice(have, d);
     if (!found)
       return InvalidArgument("function '" + function + "' copies to " + DeviceToString(d) +
                              ", which is not among the VM's devices (" + given + ")" + hint);

@@ -61,8 +61,7 @@ RelaxValue FromFfiValue(FfiValue value) {
 
 int RelaxInterpreter::IndexOf(DLDevice device) const {
   for (size_t i = 0; i < device_list.size(); ++i)
-    if (device_list[i].device_type == device.device_type && device_list[i].device_id == device.device_id)
-      return static_cast<int>(i);
+    if (SameDevice(device_list[i], device)) return static_cast<int>(i);
   return -1;
 }
 
@@ -159,10 +158,10 @@ Status RelaxInterpreter::MoveConstantOnce(RelaxOperand* operands, uint32_t num_o
                         static_cast<int32_t>(operands[2].fixed->int_value())};
   const int index = IndexOf(target);
   const DLDevice from = source.tensor().device();
-  if (index < 0 || (from.device_type == target.device_type && from.device_id == target.device_id)) return OkStatus();
+  if (index < 0 || SameDevice(from, target)) return OkStatus();
   for (size_t i = 0; i < moved_constants.size(); ++i) {  // one copy per constant and device
     const DLDevice at = moved_constants[i].tensor().device();
-    if (moved_sources[i] == &source && at.device_type == target.device_type && at.device_id == target.device_id) {
+    if (moved_sources[i] == &source && SameDevice(at, target)) {
       operands[0].fixed = &moved_constants[i];
       return OkStatus();
     }

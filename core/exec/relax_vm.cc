@@ -309,8 +309,7 @@ Status RelaxVirtualMachine::Synchronize() { return impl_->SynchronizeDevices(); 
 Result<Tensor> RelaxVirtualMachine::ToDevice(const Tensor& tensor, DLDevice device) {
   const int index = impl_->IndexOf(device);
   if (index < 0) return InvalidArgument(DeviceToString(device) + " is not one of the VM's devices");
-  if (tensor.device().device_type == device.device_type && tensor.device().device_id == device.device_id)
-    return tensor;
+  if (SameDevice(tensor.device(), device)) return tensor;
   return impl_->CopyTo(tensor, index);
 }
 

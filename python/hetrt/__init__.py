@@ -377,8 +377,9 @@ class GraphModule:
     memory when it is C-contiguous, 64-byte aligned (``hetrt.empty`` gives
     such arrays), of the input's dtype and on the input's device, and no
     kernel of the graph writes into the input's storage (the planner may
-    reuse it once the input is read), and copy once otherwise. A bound array is held by the executor and read by every
-    later run, so changing it changes the next run's input.
+    reuse it once the input is read), and copy once otherwise. A bound array
+    is held by the executor and read by every later run, so changing it
+    changes the next run's input.
 
     Outputs: ``get_output(i)`` is a ``hetrt.Tensor`` viewing the executor's
     storage (no copy for host outputs; ``.numpy()``, ``np.asarray`` and

@@ -34,6 +34,8 @@ std::string DeviceTypeName(int32_t device_type);
 Result<int32_t> ParseDeviceTypeName(std::string_view name);
 // "cpu:0"
 std::string DeviceToString(DLDevice device);
+// Same type and id.
+inline bool SameDevice(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
 // "cpu", "cpu:1", "opencl:0"
 Result<DLDevice> ParseDevice(std::string_view text);
 
