@@ -16,6 +16,8 @@
 namespace hetrt {
 namespace {
 
+using namespace cuda_api;  // the driver API (plugins/cuda/cuda_driver_api.h)
+
 constexpr DLDevice kCu{kDLCUDA, 0};
 constexpr DLDevice kHost{kDLCPU, 0};
 constexpr DLDataType kU8{kDLUInt, 8, 1};
@@ -27,12 +29,12 @@ enum Direction { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2 };
 // The driver's plain copies, from the library the plugin opened, with the
 // device's primary context current (the one the plugin allocates in).
 struct RawDriver {
-  CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
-  CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
-  CUresult (*dtod)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+  PFN_cuMemcpyHtoD_v3020 htod = nullptr;  // cuMemcpyHtoD_v2
+  PFN_cuMemcpyDtoH_v3020 dtoh = nullptr;  // cuMemcpyDtoH_v2
+  PFN_cuMemcpyDtoD_v3020 dtod = nullptr;  // cuMemcpyDtoD_v2
   // cuMemcpyDtoD returns before the copy is done (the driver documents it as
   // asynchronous to the host): the reference waits for the context after it.
-  CUresult (*synchronize)() = nullptr;
+  PFN_cuCtxSynchronize_v2000 synchronize = nullptr;
   std::string error;
 };
 

@@ -4,14 +4,14 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/base/dtype.h"
-#include "hetrt/exec/factory_modules.h"
-#include "hetrt/exec/relax_vm.h"
-#include "hetrt/relax_from_graph.h"
 #include "hetrt/base/install_layout.h"
-#include "hetrt/module_export.h"
+#include "hetrt/exec/factory_modules.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/module_export.h"
+#include "hetrt/relax/vm.h"
+#include "hetrt/relax_from_graph.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "opencl_kernels_source.h"
 
 #ifdef HETRT_HAVE_CUDA_KERNELS

@@ -2,7 +2,7 @@
 """Checks hetrt's folder layering and file-level circles (docs/architecture.md).
 
 Core folders depend in one direction:
-    base -> formats -> device -> tvm_abi -> plugin_host -> module -> exec
+    base -> formats -> device -> tvm_abi -> plugin_host -> module -> relax -> exec -> llm
 A file in core/<layer>/, core/include/hetrt/<layer>/ or core/internal/hetrt/<layer>/
 may include headers of its own layer or a lower one, never a higher one. A
 public header (core/include, sdk/include, toolchain/include: installed) never includes an internal one
@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "formats", "device", "tvm_abi", "plugin_host", "module", "exec"]
+LAYERS = ["base", "formats", "device", "tvm_abi", "plugin_host", "module", "relax", "exec", "llm"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INSTALLED = ("core/include/", "sdk/include/", "toolchain/include/")  # the headers an install carries
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -190,7 +190,7 @@ fi
 if skipped cuda cuda_bench; then
   :
 elif ! has cuda_bench; then
-  record cuda_bench "no cuda_bench: the CUDA plugin is not built here (no cuda.h)"
+  record cuda_bench "no cuda_bench in this build (benchmarks not built)"
 elif ! gpus=$(nvidia-smi -L 2>/dev/null) || [ -z "$gpus" ]; then
   record cuda_bench "no GPU (nvidia-smi lists none); CUDA figures need one"
 else

@@ -11,7 +11,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest GrpcInferRequest HttpRequestHead
-  RelaxExecutable FfiModuleBlob DevicePayload)
+  RelaxExecutable FfiModuleBlob DevicePayload TensorCacheJson)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 build=${HETRT_FUZZ_BUILD:-build-fuzz}
 if [ -z "${HETRT_FUZZ_BUILD:-}" ]; then
@@ -40,6 +40,7 @@ seed GrpcInferRequest tests/fuzz/seeds/grpc/*
 seed HttpRequestHead tests/fuzz/seeds/http_head/*
 seed FfiModuleBlob tests/fuzz/seeds/ffi_blob/*
 seed DevicePayload tests/fuzz/seeds/device_payload/*
+seed TensorCacheJson tests/fuzz/seeds/tensor_cache/*
 mkdir -p build-fuzz/corpus/ModuleBlob
 for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file offset 0x4502, ... payload nbytes 2592"
   read -r offset nbytes < <(sed -n '1s/.*file offset \(0x[0-9a-f]*\).*payload nbytes \([0-9]*\).*/\1 \2/p' "$info")

@@ -8,8 +8,9 @@
 # within the grace period (tests/deploy/container_test.py).
 #
 # Where no container registry answers, the Debian base image is made here with
-# debootstrap from the Debian mirror (HETRT_DEBIAN_MIRROR, default
-# deb.debian.org), as a user in an air-gapped network would.
+# debootstrap from the Debian mirror this machine's apt uses (its sources:
+# scripts/debian_mirror.sh), or HETRT_DEBIAN_MIRROR (and
+# HETRT_DEBIAN_SECURITY_MIRROR), as a user in an air-gapped network would.
 #
 # A pass records the content it tested in deploy/container-tested.sha256: with
 # --if-changed (as scripts/test.sh runs it) the script runs only when
@@ -21,7 +22,8 @@ root=$PWD
 work=$root/build-container
 stamp=deploy/container-tested.sha256
 tested_content() {  # one hash over the files the image and this test are made of
-  git ls-files -z deploy serve scripts/setup.sh scripts/test_container.sh tests/deploy/container_test.py \
+  git ls-files -z deploy serve scripts/setup.sh scripts/test_container.sh scripts/debian_mirror.sh \
+    tests/deploy/container_test.py \
     tests/serve/server_process.py | grep -zv "^$stamp\$" | xargs -0 git hash-object | sha256sum | cut -d' ' -f1
 }
 if [ "${1:-}" = "--if-changed" ]; then
@@ -51,17 +53,29 @@ if timeout 120 podman pull -q docker.io/library/debian:bookworm >/dev/null 2>&1 
 else
   if ! podman image exists "$base"; then
     command -v debootstrap >/dev/null || { echo "test_container: no registry and no debootstrap: run scripts/setup.sh" >&2; exit 1; }
-    mirror=${HETRT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-    security=${HETRT_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+    # shellcheck source=scripts/debian_mirror.sh
+    . scripts/debian_mirror.sh
+    mirror=${HETRT_DEBIAN_MIRROR:-}
+    if [ -z "$mirror" ] && ! mirror=$(debian_mirror bookworm); then
+      echo "test_container: no Debian mirror for bookworm in this machine's apt sources" \
+        "(/etc/apt/sources.list, /etc/apt/sources.list.d/): set HETRT_DEBIAN_MIRROR" >&2
+      exit 1
+    fi
+    security=${HETRT_DEBIAN_SECURITY_MIRROR:-$(debian_security_mirror bookworm || true)}
     step "no registry answers: making $base with debootstrap from $mirror"
     rootfs=$work/rootfs
     rm -rf "$rootfs"
     debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
       { tail -20 "$work/debootstrap.log" >&2; exit 1; }
-    # As Debian's images: the updates and security suites; as -slim: no
-    # documentation, manual pages or translations (dpkg leaves them out later too).
-    printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
-      "$mirror" "$mirror" "$security" >"$rootfs/etc/apt/sources.list"
+    # As Debian's images: the updates and security suites (security where
+    # this machine has a mirror for it); as -slim: no documentation, manual
+    # pages or translations (dpkg leaves them out later too).
+    printf 'deb %s bookworm main\ndeb %s bookworm-updates main\n' "$mirror" "$mirror" >"$rootfs/etc/apt/sources.list"
+    if [ -n "$security" ]; then
+      printf 'deb %s bookworm-security main\n' "$security" >>"$rootfs/etc/apt/sources.list"
+    else
+      step "no bookworm-security mirror in this machine's apt sources: the image has none (HETRT_DEBIAN_SECURITY_MIRROR)"
+    fi
     cat >"$rootfs/etc/dpkg/dpkg.cfg.d/slim" <<'EOF'
 path-exclude /usr/share/doc/*
 path-include /usr/share/doc/*/copyright

@@ -169,6 +169,12 @@ TEST(ParserFuzz, DevicePayload) {
   FuzzFromSeeds(&fuzz::DevicePayload, seeds, 20000);
 }
 
+TEST(ParserFuzz, TensorCacheJson) {
+  const auto seeds = SeedFiles("tensor_cache");  // tiny_llama's, and a small one with f32-to-bf16 records
+  ASSERT_GE(seeds.size(), 2u);
+  FuzzFromSeeds(&fuzz::TensorCacheJson, seeds, 20000);
+}
+
 TEST(ParserFuzz, MlfTar) {
   const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
   std::vector<std::vector<uint8_t>> seeds;

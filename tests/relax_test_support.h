@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hetrt/exec/relax_vm.h"
+#include "hetrt/relax/vm.h"
 #include "test_support.h"
 
 namespace hetrt::testing {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrt/exec/relax_vm.h"
+#include "hetrt/relax/vm.h"
 
 namespace hetrt::testing {
 

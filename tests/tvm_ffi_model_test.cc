@@ -11,15 +11,15 @@
 #include <cstring>
 #include <fstream>
 
-#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/exec/open_model.h"
-#include "hetrt/exec/relax_vm.h"
-#include "hetrt/formats/params.h"
 #include "hetrt/formats/device_payloads.h"
+#include "hetrt/formats/params.h"
 #include "hetrt/module/kernel_library.h"
 #include "hetrt/module/library_module.h"
 #include "hetrt/module/module_loader.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/relax/vm.h"
+#include "hetrt/sdk/byte_stream.h"
 #include "hetrt/tvm_abi/global_functions.h"
 #include "relax_test_support.h"
 #include "tvm_ffi_model_support.h"

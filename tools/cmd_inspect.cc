@@ -1,5 +1,6 @@
 // `hetrt inspect MODEL`: the module tree, exported functions, and a graph summary.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -7,10 +8,11 @@
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/tensor.h"
 #include "hetrt/exec/factory_modules.h"
-#include "hetrt/exec/relax_vm.h"
+#include "hetrt/exec/open_model.h"
 #include "hetrt/formats/graph.h"
 #include "hetrt/module/kernel_library.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/relax/vm.h"
 
 namespace hetrt::cli {
 namespace {
@@ -141,18 +143,37 @@ int PrintKernelLibrary(const std::string& path) {
 Command AddInspectCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Print a model's module tree and graph summary, or a kernel library's kernels");
   auto model = std::make_shared<std::string>();
-  cmd->add_option("MODEL", *model, "exported library (.so)")->required();
+  cmd->add_option("MODEL", *model, "exported library (.so), or a language model's folder")->required();
   return [model] {
     if (IsKernelLibraryFile(*model)) return PrintKernelLibrary(*model);
+    std::string library = *model, weights;
+    if (IsLlmModelFolder(*model)) {  // the folder's one library, and its weights
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::directory_iterator(*model))
+        if (e.is_regular_file() && e.path().extension() == ".so") found.push_back(e.path().string());
+      if (found.size() != 1)
+        return Fail("language model folder '" + *model + "' must hold one library (.so), found " +
+                    std::to_string(found.size()));
+      library = found[0];
+      weights = WeightsFolderOf(*model);
+    } else {
+      weights = WeightsFolderOf(std::filesystem::path(*model).parent_path().string());
+    }
     LoadOptions options;
     options.keep_unloadable = true;  // show the tree even without every plugin
-    auto root = LoadModuleFile(*model, options);
+    auto root = LoadModuleFile(library, options);
     if (!root.ok()) return Fail(root.status().message());
-    std::printf("%s\nformat: %s\nmodule tree:\n", model->c_str(), FormatOf(**root).c_str());
+    std::printf("%s\nformat: %s\nmodule tree:\n", library.c_str(), FormatOf(**root).c_str());
     std::set<const Module*> seen;
     PrintTree(**root, 1, seen);
     if (auto* factory = dynamic_cast<GraphExecutorFactoryModule*>(root->get())) PrintGraphSummary(*factory);
-    if (auto* relax = dynamic_cast<RelaxExecutableModule*>(root->get())) PrintRelaxSummary(*relax);
+    if (auto* relax = dynamic_cast<RelaxExecutableModule*>(root->get())) {
+      PrintRelaxSummary(*relax);
+      bool llm = false;
+      for (const RelaxFunction& f : relax->executable()->functions)
+        llm |= f.name == "create_tir_paged_kv_cache" || f.name == "create_flashinfer_paged_kv_cache";
+      if (llm) PrintLlmSummary(library, weights);
+    }
     return 0;
   };
 }

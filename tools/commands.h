@@ -28,6 +28,7 @@ Command AddMlfCommand(CLI::App& app);
 Command AddMicroCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
 Command AddServeCommand(CLI::App& app);
+Command AddGenerateCommand(CLI::App& app);
 
 // An integer option in [min, max] with a message that says so in words
 // ("--threads must be between 1 and 1024, got 0").
@@ -36,6 +37,11 @@ CLI::Validator IntInRange(const std::string& option, int64_t min, int64_t max);
 // `hetrt inspect`'s part for a Relax executable: functions, constants,
 // bytecode, and the builtins and kernels each function calls.
 void PrintRelaxSummary(const RelaxExecutableModule& module);
+// `hetrt inspect`'s part for a language model: functions, metadata, KV cache,
+// weight records (`weights`: its tensor-cache folder, "" when unknown).
+void PrintLlmSummary(const std::string& library, const std::string& weights);
+// The tensor-cache folder of a model folder (itself or its params/), or "".
+std::string WeightsFolderOf(const std::string& folder);
 // `hetrt bench`'s part for a Relax executable (inputs already set).
 int BenchRelax(RelaxExecutor& executor, int repeat, int warmup, const std::string& trace);
 

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   add(&AddMicroCommand);
   add(&AddServeCommand);
   add(&AddBenchCommand);
+  add(&AddGenerateCommand);
   CLI11_PARSE(app, argc, argv);
   // The last line of defence: every error should already be a message, but an
   // exception that escapes a command still ends as one, never as an abort.

@@ -1,11 +1,38 @@
 #include "hetrt/exec/open_model.h"
 
+#include <filesystem>
 #include "hetrt/base/dtype.h"
+
 #include "hetrt/exec/whole_model_executor.h"
+#include "hetrt/module/module_loader.h"
 
 namespace hetrt {
 
+bool IsLlmModelFolder(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return false;
+  return fs::is_regular_file(fs::path(path) / "tensor-cache.json", ec) ||
+         fs::is_regular_file(fs::path(path) / "params" / "tensor-cache.json", ec);
+}
+
+Result<std::unique_ptr<RelaxVirtualMachine>> OpenRelaxVm(const std::string& library, std::vector<DLDevice> devices,
+                                                         PluginRegistry* plugins) {
+  LoadOptions load;
+  load.plugins = plugins;
+  HETRT_ASSIGN_OR_RETURN(auto root, LoadModuleFile(library, load));
+  RelaxVirtualMachine::Options options;
+  options.devices = std::move(devices);
+  options.plugins = plugins;
+  HETRT_ASSIGN_OR_RETURN(auto vm, RelaxVirtualMachine::Create(std::move(root), std::move(options)), library);
+  return vm;
+}
+
 Result<Model> OpenModel(const ModelSpec& spec) {
+  if (IsLlmModelFolder(spec.path))
+    return InvalidArgument("'" + spec.path +
+                           "' is a language model (a library beside a tensor cache): run it with "
+                           "`hetrt generate`, Python's hetrt.llm.Engine or serve it with `hetrt serve`");
   const PluginRegistry& registry = spec.plugins ? *spec.plugins : PluginRegistry::Global();
   // A model file that a whole-model plugin runs on the one device named.
   std::string why_not_whole;

@@ -1,10 +1,11 @@
 // The CUDA driver API, reached at run time: dlopen("libcuda.so.1") (or
 // $HETRT_CUDA_DRIVER) and every entry point resolved by name, so the plugin
-// links no CUDA library and loads on machines without a driver. Only cuda.h's
-// types and cudaTypedefs.h's pointer types are used at build time.
+// links no CUDA library and loads on machines without a driver. The driver's
+// types, values and entry point types are hetrt's own (cuda_driver_api.h): the
+// plugin builds without the CUDA toolkit.
 //
 // Which function the plugin calls is fixed here, per entry point, not by the
-// headers it is built with: a driver API function has variants (cuMemAlloc,
+// headers of any toolkit: a driver API function has variants (cuMemAlloc,
 // cuMemAlloc_v2, ...), each introduced by one CUDA version with its own
 // signature or semantics, and cuda.h maps each name to the newest variant of
 // its own version (cuEventElapsedTime means cuEventElapsedTime_v2 since 12.8,
@@ -25,34 +26,19 @@
 //   - flags CU_GET_PROC_ADDRESS_LEGACY_STREAM excludes the per-thread default
 //     stream variants (_ptsz, _ptds), which PER_THREAD_DEFAULT_STREAM prefers;
 //   - the pointer is to be cast to the PFN_<name>_v<version> type of
-//     cudaTypedefs.h for that variant.
+//     cudaTypedefs.h for that variant (cuda_driver_api.h declares the same).
 // cuGetProcAddress_v2 (the five-argument form) came with 12.0.
 #pragma once
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <string>
 
-#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-#error "the CUDA plugin calls the legacy-stream variants of the driver API"
-#endif
-
-// cuda.h names each function after its newest variant (cuMemAlloc ->
-// cuMemAlloc_v2); Driver's members are named by base name and typed by the
-// variant the table below chooses, so those renames are taken back here.
-#undef cuDeviceTotalMem
-#undef cuDevicePrimaryCtxRelease
-#undef cuMemAlloc
-#undef cuMemFree
-#undef cuMemHostGetDevicePointer
-#undef cuMemGetInfo
-#undef cuStreamDestroy
-#undef cuEventDestroy
-#undef cuEventElapsedTime
-#undef cuGetProcAddress
+#include "cuda_driver_api.h"
 
 namespace hetrt::cuda {
+
+// The driver API's names (CUresult, CUDA_SUCCESS, PFN_cuInit_v2000, ...), as
+// the plugin's code and NVIDIA's documentation spell them.
+using namespace cuda_api;
 
 // The oldest driver the plugin accepts: CUDA 12.0 has cuGetProcAddress_v2 and
 // every variant below. (Modules may need more: PTX from nvcc 13 needs a 13.0
@@ -61,10 +47,11 @@ inline constexpr int kMinDriverVersion = 12000;
 
 // Every driver function the plugin calls, as X(name, symbol, version): the
 // variant of `name` exported as `symbol`, introduced in CUDA `version`, called
-// through cudaTypedefs.h's PFN_<name>_v<version>. All exist in 12.0 (the
-// newest, cuDevicePrimaryCtxRelease_v2, is 11.0's); cuEventElapsedTime stays
-// the 2.0 variant, which reports errors of earlier work as every other call
-// does (12.8's _v2 need not).
+// through PFN_<name>_v<version> (cuda_driver_api.h), never a per-thread
+// default stream variant (_ptsz, _ptds). All exist in 12.0 (the newest,
+// cuDevicePrimaryCtxRelease_v2, is 11.0's); cuEventElapsedTime stays the 2.0
+// variant, which reports errors of earlier work as every other call does
+// (12.8's _v2 need not).
 // clang-format off
 #define HETRT_CUDA_DRIVER_FUNCTIONS(X)                                                        \
   X(cuInit, cuInit, 2000)                                                                     \

@@ -75,5 +75,6 @@ void RegisterModules(py::module_& m);
 void RegisterExecutor(py::module_& m);
 void RegisterRelaxVM(py::module_& m);
 void RegisterKernels(py::module_& m);
+void RegisterLlm(py::module_& m);
 
 }  // namespace hetrt::python

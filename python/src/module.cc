@@ -9,4 +9,5 @@ PYBIND11_MODULE(_hetrt, m) {
   hetrt::python::RegisterExecutor(m);
   hetrt::python::RegisterRelaxVM(m);
   hetrt::python::RegisterKernels(m);
+  hetrt::python::RegisterLlm(m);
 }

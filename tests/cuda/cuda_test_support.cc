@@ -57,6 +57,14 @@ Result<std::shared_ptr<Module>> LoadCudaBlob(const std::vector<uint8_t>& blob) {
 
 // ---- Test kernels
 
+bool HaveTestKernels() {
+#ifdef HETRT_HAVE_CUDA_TEST_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
 Result<std::string> TestKernelsPtx() {
 #ifdef HETRT_HAVE_CUDA_TEST_KERNELS
   return std::string(kTestKernelsPtxText);

@@ -21,6 +21,7 @@
 #include "hetrt/device/device.h"
 #include "hetrt/module/module_loader.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "kernel_set.h"
 #include "test_support.h"
 
 namespace hetrt::cuda_testing {
@@ -54,6 +55,7 @@ inline const char* const kCudaFixtures[] = {"mlp_cuda", "hetero_cuda_seed"};
 
 // The test kernels (tests/cuda/test_kernels.cu) as PTX and as cubins for sm
 // 80 / 90 (nvcc at build time; UNIMPLEMENTED without it), as one module.
+bool HaveTestKernels();
 Result<std::string> TestKernelsPtx();
 Result<std::vector<uint8_t>> TestKernelsCubin(int sm);
 std::vector<FunctionSpec> TestKernelFunctions();
@@ -104,6 +106,28 @@ A CuArgs(Plugin* plugin = nullptr) {
 // A registry of its own: another instance of the CUDA plugin (its own
 // streams, its own statistics; devices discovered again).
 std::unique_ptr<PluginRegistry> OwnRegistry();
+
+// What a test needs that nvcc makes at build time: without the CUDA toolkit
+// it is missing ("cuda-toolkit": skipped with the reason, or failed where the
+// run requires the toolkit, HETRT_REQUIRE), never a failure of the plugin.
+// The test kernels (PTX and cubins of tests/cuda/test_kernels.cu):
+#define HETRT_REQUIRE_CUDA_TEST_KERNELS()                                     \
+  do {                                                                        \
+    if (!::hetrt::cuda_testing::HaveTestKernels())                            \
+      HETRT_MISSING("cuda-toolkit",                                           \
+                    "built without nvcc (the CUDA toolkit): no test kernels " \
+                    "(tests/cuda/test_kernels.cu as PTX and cubins)");        \
+  } while (0)
+// hetrt's kernel set (kernels/cuda_kernels.cu as PTX) on `device` of
+// `plugin`; skipped where that driver cannot compile its PTX.
+#define HETRT_REQUIRE_CUDA_KERNEL_SET(plugin, device)                                                          \
+  do {                                                                                                         \
+    if (::hetrt::Status built_ = ::hetrt::kernels::FunctionName(::hetrt::kernels::Op::kAdd, kDLCUDA).status(); \
+        !built_.ok())                                                                                          \
+      HETRT_MISSING("cuda-toolkit", built_.message());                                                         \
+    if (::hetrt::Status usable_ = ::hetrt::kernels::CudaKernelsRunOn(plugin, device); !usable_.ok())           \
+      GTEST_SKIP() << usable_.message();                                                                       \
+  } while (0)
 
 // Runs on a GPU, or on the fake driver (ctest's fake_driver.* tests); skips
 // without either.

@@ -95,7 +95,7 @@ Result<Tensor> RunTwoBranch(int32_t accel, GraphExecutor::Options options,
 }
 
 TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMode) {
-  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
+  HETRT_REQUIRE_CUDA_KERNEL_SET(*Cu(), kCu);
   GraphExecutor::Options cpu;
   cpu.devices = {{kDLCPU, 0}};
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(kDLCPU, cpu));
@@ -132,7 +132,7 @@ TEST_F(CudaDevice, CpuPlusCudaModelOfTheKernelSetMatchesAllCpuInEveryExecutorMod
 // the CPU-only graph, every kernel call is timed on its lane when profiled,
 // and a second call takes no memory from the plugin.
 TEST_F(CudaDevice, ARelaxExecutableOfTheKernelSetRunsItsCudaBranchThroughTheVm) {
-  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
+  HETRT_REQUIRE_CUDA_KERNEL_SET(*Cu(), kCu);
   GraphExecutor::Options cpu;
   cpu.devices = {{kDLCPU, 0}};
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor reference, RunTwoBranch(kDLCPU, cpu));
@@ -164,7 +164,7 @@ TEST_F(CudaDevice, ARelaxExecutableOfTheKernelSetRunsItsCudaBranchThroughTheVm) 
 }
 
 TEST_F(CudaDevice, DemoPlacesLayersOnCudaAndMatchesTheCpu) {
-  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
+  HETRT_REQUIRE_CUDA_KERNEL_SET(*Cu(), kCu);
   const Outcome o = RunCli("demo", CpuAndCudaPluginsOnly());
   EXPECT_NE(o.output.find("device opencl: not used (no plugin provides"), std::string::npos) << o.output;
   EXPECT_EQ(o.exit_code, 0) << o.output;
@@ -225,6 +225,7 @@ struct ArgsKernelLaunch {
 };
 
 TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor out, Tensor::Empty({5}, kF64, Cu()->DeviceAllocator(kCu)));
   HETRT_ASSERT_OK(ArgsKernelLaunch(out.data(), -7, 4000000000LL, int64_t{1} << 40, 1.25, -3.5).Run(*m));
@@ -251,6 +252,7 @@ TEST_F(CudaDevice, ScalarsReachTheKernelAtTheWidthsOfTheFunctionInfo) {
 }
 
 TEST_F(CudaDevice, DynamicSharedMemoryAbove48KiBRaisesTheFunctionsLimitOnce) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
   HETRT_ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::Empty({64}, kF32, Cu()->DeviceAllocator(kCu)));
   constexpr int64_t kBytes = 64 * 1024;
@@ -277,6 +279,7 @@ TEST_F(CudaDevice, DynamicSharedMemoryAbove48KiBRaisesTheFunctionsLimitOnce) {
 }
 
 TEST_F(CudaDevice, KernelsGoToTheCurrentStreamOfTheCallingThread) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   Plugin* cu = Cu();
   const hetrt_device_api_t* api = cu->device_api();
   hetrt_stream_t* streams[2] = {};

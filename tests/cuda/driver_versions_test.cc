@@ -15,6 +15,8 @@
 namespace hetrt::cuda_testing {
 namespace {
 
+using namespace cuda_api;  // the driver API (plugins/cuda/cuda_driver_api.h)
+
 TEST(CudaFakeDriver, EachWayOfHavingNoDeviceIsNamed) {
   const std::pair<std::string, std::string> cases[] = {
       {"HETRT_CUDA_DRIVER=" + FakeDriver("11.4"), "the CUDA driver is version 11.4 (" + FakeDriver("11.4") + ")"},
@@ -39,7 +41,7 @@ TEST(CudaFakeDriver, EachWayOfHavingNoDeviceIsNamed) {
 
 TEST(CudaFakeDriver, DemoLeavesCudaOutWhenTheDriverCannotCompileTheKernelSet) {
   if (Status built = kernels::FunctionName(kernels::Op::kAdd, kDLCUDA).status(); !built.ok())
-    GTEST_SKIP() << built.message();
+    HETRT_MISSING("cuda-toolkit", built.message());
   const Outcome o = RunCli("demo", CpuAndCudaPluginsOnly() + " HETRT_CUDA_DRIVER=" + FakeDriver("12.4"));
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("device cuda: not used (hetrt's CUDA kernels are PTX 9.x, which needs a CUDA 13 driver; "

@@ -95,7 +95,7 @@ CUresult NeedDevice(CUdevice device) {
 
 extern "C" {
 
-CUresult CUDAAPI cuInit(unsigned int flags) {
+CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Lock lock(S().mutex);
   const int result = EnvInt("HETRT_FAKE_CUDA_INIT", 0);
@@ -103,40 +103,40 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
   return static_cast<CUresult>(result);
 }
 
-CUresult CUDAAPI cuDriverGetVersion(int* version) {
+CUresult cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *version = DriverVersion();
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
+CUresult cuGetErrorName(CUresult error, const char** name) {
   return name ? ErrorText(error, name, nullptr) : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) {
+CUresult cuGetErrorString(CUresult error, const char** text) {
   return text ? ErrorText(error, nullptr, text) : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult CUDAAPI cuDeviceGetCount(int* count) {
+CUresult cuDeviceGetCount(int* count) {
   if (CUresult r = NeedInit()) return r;
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *count = NumDevices();
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (CUresult r = NeedDevice(ordinal)) return r;
   *device = ordinal;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice device) {
+CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
   if (CUresult r = NeedDevice(device)) return r;
   std::snprintf(name, static_cast<size_t>(len), "hetrt fake CUDA device %d", device);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   if (CUresult r = NeedDevice(device)) return r;
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = Sm() / 10; break;
@@ -156,20 +156,20 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
+CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
   if (CUresult r = NeedDevice(device)) return r;
   *bytes = TotalMemory();
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
+CUresult cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
   if (CUresult r = NeedDevice(a)) return r;
   if (CUresult r = NeedDevice(b)) return r;
   *can = a != b;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
   if (CUresult r = NeedDevice(device)) return r;
   Lock lock(S().mutex);
   CUctx_st& c = S().contexts[device];
@@ -181,7 +181,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
 
 // The last release destroys the context, as the driver does: its legacy
 // stream, peer access and a sticky error go with it.
-CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
   Lock lock(S().mutex);
   if (device < 0 || device >= NumDevices()) return CUDA_ERROR_INVALID_DEVICE;
   CUctx_st& c = S().contexts[device];
@@ -197,13 +197,13 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
+CUresult cuCtxGetCurrent(CUcontext* ctx) {
   if (CUresult r = NeedInit()) return r;
   *ctx = t_current;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+CUresult cuCtxSetCurrent(CUcontext ctx) {
   if (CUresult r = NeedInit()) return r;
   Lock lock(S().mutex);
   if (ctx && ctx->retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -211,7 +211,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (peer == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -223,7 +223,7 @@ CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 }
 
 // As most GPUs: priorities 0 (least, the default) to -5 (greatest).
-CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (least) *least = 0;

@@ -26,8 +26,6 @@
 //   HETRT_FAKE_CUDA_LOG         file that gets a line per launch, copy, wait, ...
 #pragma once
 
-#include <cuda.h>
-
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,36 +35,22 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
-// cuda.h names functions after their newest variant (cuMemAlloc ->
-// cuMemAlloc_v2); the fake defines each variant by its exported name.
-#undef cuDeviceTotalMem
-#undef cuDevicePrimaryCtxRelease
-#undef cuMemAlloc
-#undef cuMemFree
-#undef cuMemHostGetDevicePointer
-#undef cuMemGetInfo
-#undef cuMemcpyHtoD
-#undef cuMemcpyDtoH
-#undef cuMemcpyDtoD
-#undef cuStreamDestroy
-#undef cuEventDestroy
-#undef cuEventElapsedTime
-#undef cuGetProcAddress
+#include "cuda_driver_api.h"  // the plugin's declarations of the driver API
+#include "fake_exports.h"
 
-// The variants cuda.h no longer declares (see fake_exports.h).
+// The driver API's names for the fake's code, as cuda.h gives them to C code.
+using namespace hetrt::cuda_api;
+
+// Every export declared with the type of its variant's entry point: a
+// definition whose signature is not the driver's does not compile, and
+// cuda_api_match_test checks those types against the toolkit's.
 extern "C" {
-CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
-CUresult CUDAAPI cuDeviceTotalMem(unsigned int* bytes, CUdevice device);
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device);
-CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytes);
-CUresult CUDAAPI cuMemFree(unsigned int dptr);
-CUresult CUDAAPI cuMemHostGetDevicePointer(unsigned int* dptr, void* host, unsigned int flags);
-CUresult CUDAAPI cuMemGetInfo(unsigned int* free, unsigned int* total);
-CUresult CUDAAPI cuStreamDestroy(CUstream stream);
-CUresult CUDAAPI cuEventDestroy(CUevent event);
-CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end);
+#define HETRT_FAKE_DECLARE_EXPORT(name, symbol, version) std::remove_pointer_t<PFN_##name##_v##version> symbol;
+HETRT_FAKE_CUDA_EXPORTS(HETRT_FAKE_DECLARE_EXPORT)
+#undef HETRT_FAKE_DECLARE_EXPORT
 }
 
 namespace fake_cuda {

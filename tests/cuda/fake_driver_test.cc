@@ -13,6 +13,7 @@
 namespace hetrt::cuda_testing {
 namespace {
 
+using namespace cuda_api;  // the driver API (plugins/cuda/cuda_driver_api.h)
 using namespace std::chrono_literals;
 
 // The default fake driver (13.0) with cuda:0's primary context current and
@@ -20,6 +21,7 @@ using namespace std::chrono_literals;
 class FakeCudaDriver : public ::testing::Test {
  protected:
   void SetUp() override {
+    HETRT_REQUIRE_CUDA_TEST_KERNELS();
     const cuda::DriverProbe probe = cuda::ProbeDriver(FakeDriver());
     ASSERT_NE(probe.driver, nullptr) << probe.reason;
     cu_ = probe.driver;

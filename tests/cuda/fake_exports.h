@@ -1,6 +1,7 @@
 // Every function the fake CUDA driver exports, as X(name, symbol, version):
 // the variant of the driver API function `name` exported as `symbol`,
-// introduced in CUDA `version` (cudaTypedefs.h's PFN_<name>_v<version>).
+// introduced in CUDA `version` (PFN_<name>_v<version>, declared in
+// plugins/cuda/cuda_driver_api.h as cudaTypedefs.h names it).
 // A personality of driver version V exports the variants with version <= V
 // and no other symbol (tests/CMakeLists.txt reads these lines to write each
 // personality's linker version script), and its cuGetProcAddress answers from

@@ -106,7 +106,7 @@ CUresult Copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
 
 extern "C" {
 
-CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* ptr, size_t size) {
+CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t size) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (ptr == nullptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -121,7 +121,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* ptr, size_t size) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t size, unsigned int flags) {
+CUresult cuMemHostAlloc(void** ptr, size_t size, unsigned int flags) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (ptr == nullptr || size == 0 ||
@@ -135,13 +135,13 @@ CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t size, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemFree_v2(CUdeviceptr ptr) { return FreeAllocation(ptr, false); }
+CUresult cuMemFree_v2(CUdeviceptr ptr) { return FreeAllocation(ptr, false); }
 
-CUresult CUDAAPI cuMemFreeHost(void* ptr) { return FreeAllocation(reinterpret_cast<uintptr_t>(ptr), true); }
+CUresult cuMemFreeHost(void* ptr) { return FreeAllocation(reinterpret_cast<uintptr_t>(ptr), true); }
 
 // Only memory allocated with CU_MEMHOSTALLOC_DEVICEMAP is mapped; with
 // unified addressing its device address is its host address.
-CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host, unsigned int flags) {
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host, unsigned int flags) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   uintptr_t base = 0;
@@ -151,7 +151,7 @@ CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host, u
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   *total = TotalMemory();
@@ -162,27 +162,27 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
 // As CUDA does: a copy into pageable host memory returns once it is done
 // (after the stream's earlier work); one from pageable memory reads it now and
 // lands later; anything else runs when the stream gets to it.
-CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
   return Copy(dst, src, n, stream);
 }
 
 // The synchronous copies bench/cuda_bench.cc measures the plugin against:
 // on the legacy stream, returning once done.
-CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
   if (CUresult r = Copy(dst, reinterpret_cast<CUdeviceptr>(src), n, nullptr)) return r;
   return cuStreamSynchronize(nullptr);
 }
-CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   if (CUresult r = Copy(reinterpret_cast<CUdeviceptr>(dst), src, n, nullptr)) return r;
   return cuStreamSynchronize(nullptr);
 }
-CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   if (CUresult r = Copy(dst, src, n, nullptr)) return r;
   return cuStreamSynchronize(nullptr);
 }
 
-CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
-                                   CUstream stream) {
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
+                           CUstream stream) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   CUctx_st* ctx = ContextOf(stream);

@@ -145,8 +145,7 @@ void WriteLog(unsigned n, CUjit_option* options, void** values, const std::strin
 
 extern "C" {
 
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int n, CUjit_option* options,
-                                    void** values) {
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int n, CUjit_option* options, void** values) {
   {
     Lock lock(S().mutex);
     if (CUresult r = NeedContext(lock)) return r;
@@ -185,7 +184,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+CUresult cuModuleUnload(CUmodule module) {
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   Lock lock(S().mutex);
   if (t_current != module->ctx) return CUDA_ERROR_INVALID_CONTEXT;
@@ -197,7 +196,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
 
 // A kernel the image does not define is not found, and so is one the fake has
 // no host build of: it could not run it.
-CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
   if (module == nullptr || name == nullptr || f == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Lock lock(S().mutex);
   if (module->ctx->sticky) return module->ctx->sticky;
@@ -211,7 +210,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char*
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
   if (value < 0 || value > 160 * 1024) return CUDA_ERROR_INVALID_VALUE;
@@ -225,8 +224,8 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute
 // Arguments come either as kernelParams (one pointer per parameter) or as
 // `extra`: {CU_LAUNCH_PARAM_BUFFER_POINTER, p, CU_LAUNCH_PARAM_BUFFER_SIZE,
 // &size, CU_LAUNCH_PARAM_END} with the size the kernel's parameters take.
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream stream, void** params, void** extra) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (f == nullptr || f->module->ctx != t_current || ContextOf(stream) != t_current) return CUDA_ERROR_INVALID_CONTEXT;

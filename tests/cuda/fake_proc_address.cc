@@ -77,24 +77,24 @@ CUresult Find(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags
 
 extern "C" {
 
-CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult* status) {
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
   return Find(symbol, pfn, cuda_version, flags, status);
 }
 
-CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
   return Find(symbol, pfn, cuda_version, flags, nullptr);
 }
 
-CUresult CUDAAPI cuDeviceTotalMem(unsigned int*, CUdevice) { return OldVariantCalled("cuDeviceTotalMem"); }
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return OldVariantCalled("cuDevicePrimaryCtxRelease"); }
-CUresult CUDAAPI cuMemAlloc(unsigned int*, unsigned int) { return OldVariantCalled("cuMemAlloc"); }
-CUresult CUDAAPI cuMemFree(unsigned int) { return OldVariantCalled("cuMemFree"); }
-CUresult CUDAAPI cuMemHostGetDevicePointer(unsigned int*, void*, unsigned int) {
+CUresult cuDeviceTotalMem(unsigned int*, CUdevice) { return OldVariantCalled("cuDeviceTotalMem"); }
+CUresult cuDevicePrimaryCtxRelease(CUdevice) { return OldVariantCalled("cuDevicePrimaryCtxRelease"); }
+CUresult cuMemAlloc(unsigned int*, unsigned int) { return OldVariantCalled("cuMemAlloc"); }
+CUresult cuMemFree(unsigned int) { return OldVariantCalled("cuMemFree"); }
+CUresult cuMemHostGetDevicePointer(unsigned int*, void*, unsigned int) {
   return OldVariantCalled("cuMemHostGetDevicePointer");
 }
-CUresult CUDAAPI cuMemGetInfo(unsigned int*, unsigned int*) { return OldVariantCalled("cuMemGetInfo"); }
-CUresult CUDAAPI cuStreamDestroy(CUstream) { return OldVariantCalled("cuStreamDestroy"); }
-CUresult CUDAAPI cuEventDestroy(CUevent) { return OldVariantCalled("cuEventDestroy"); }
+CUresult cuMemGetInfo(unsigned int*, unsigned int*) { return OldVariantCalled("cuMemGetInfo"); }
+CUresult cuStreamDestroy(CUstream) { return OldVariantCalled("cuStreamDestroy"); }
+CUresult cuEventDestroy(CUevent) { return OldVariantCalled("cuEventDestroy"); }
 
 }  // extern "C"

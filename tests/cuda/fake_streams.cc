@@ -161,14 +161,14 @@ CUresult ElapsedTime(float* ms, CUevent start, CUevent end, bool with_sticky) {
 
 extern "C" {
 
-CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) { return CreateStream(stream, flags, 0); }
+CUresult cuStreamCreate(CUstream* stream, unsigned int flags) { return CreateStream(stream, flags, 0); }
 
-CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
+CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
   return CreateStream(stream, flags, priority);
 }
 
 // Its work still completes first, as on a GPU.
-CUresult CUDAAPI cuStreamDestroy_v2(CUstream stream) {
+CUresult cuStreamDestroy_v2(CUstream stream) {
   if (stream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   Lock lock(S().mutex);
   CUctx_st* ctx = stream->ctx;
@@ -181,7 +181,7 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream stream) {
   return ctx->sticky;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+CUresult cuStreamSynchronize(CUstream stream) {
   Lock lock(S().mutex);
   CUctx_st* ctx = ContextOf(stream);
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -193,7 +193,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
 
 // Later work on `stream` waits until the event's stream reached the event:
 // not for what that stream got after it.
-CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Lock lock(S().mutex);
@@ -205,7 +205,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int 
   return Enqueue(lock, ctx, stream, Work{{event->last}, nullptr, nullptr});
 }
 
-CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
+CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   Lock lock(S().mutex);
   if (CUresult r = NeedContext(lock)) return r;
   if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -214,7 +214,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
 }
 
 // A record still pending completes without it.
-CUresult CUDAAPI cuEventDestroy_v2(CUevent event) {
+CUresult cuEventDestroy_v2(CUevent event) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   Lock lock(S().mutex);
   const CUresult sticky = event->ctx->sticky;
@@ -222,7 +222,7 @@ CUresult CUDAAPI cuEventDestroy_v2(CUevent event) {
   return sticky;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+CUresult cuEventRecord(CUevent event, CUstream stream) {
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   Lock lock(S().mutex);
   CUctx_st* ctx = ContextOf(stream);
@@ -237,13 +237,13 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventQuery(CUevent event) {
+CUresult cuEventQuery(CUevent event) {
   Lock lock(S().mutex);
   if (CUresult r = NeedEventContext(lock, event)) return r;
   return !event->last || event->last->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult CUDAAPI cuEventSynchronize(CUevent event) {
+CUresult cuEventSynchronize(CUevent event) {
   Lock lock(S().mutex);
   if (CUresult r = NeedEventContext(lock, event)) return r;
   if (event->last) WaitFor(lock, event->last);
@@ -252,9 +252,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent event) {
 
 // The 2.0 variant reports a fault of earlier work, as every call does; the
 // 12.8 one need not ("not guaranteed to return the latest errors").
-CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) { return ElapsedTime(ms, start, end, true); }
-CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
-  return ElapsedTime(ms, start, end, false);
-}
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) { return ElapsedTime(ms, start, end, true); }
+CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) { return ElapsedTime(ms, start, end, false); }
 
 }  // extern "C"

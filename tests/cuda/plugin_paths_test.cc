@@ -90,6 +90,7 @@ TEST_F(CudaPaths, HostVisibleMemoryIsSharedWithTheHostOnIntegratedGpusOnly) {
   if (OnFakeDriver()) {
     EXPECT_EQ(integrated, std::getenv("HETRT_FAKE_CUDA_INTEGRATED") != nullptr);
   }
+  if (integrated) HETRT_REQUIRE_CUDA_TEST_KERNELS();  // the integrated half launches one
   auto allocation = cu.Allocate(64 * sizeof(float), 256, HETRT_MEMORY_HOST_VISIBLE);
   if (!integrated) {
     ASSERT_FALSE(allocation.ok());
@@ -162,6 +163,7 @@ TEST_F(CudaPaths, RunningOutOfDeviceMemoryIsResourceExhaustedNamingTheDriversErr
 // ------------------------------------------------------------ images
 
 TEST_F(CudaPaths, ABareCubinRunsAndOneForAnotherGpuSaysSo) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   HETRT_ASSERT_OK_AND_ASSIGN(std::string compute, Cu()->AttributeString(kCu, HETRT_DEVICE_ATTR_COMPUTE_VERSION));
   const int sm = compute == "9.0" ? 90 : 80;
   if (!OnFakeDriver() && compute[0] != '8' && compute != "9.0") GTEST_SKIP() << "cubins for sm_80 and sm_90 only";
@@ -188,6 +190,7 @@ TEST_F(CudaPaths, ABareCubinRunsAndOneForAnotherGpuSaysSo) {
 // ------------------------------------------------------------ streams and events
 
 TEST_F(CudaPaths, EventsAreNotReadyUntilTheirStreamReachesThem) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   const Device cu(Cu(), kCu);
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
   Gate gate(cu);
@@ -215,6 +218,7 @@ TEST_F(CudaPaths, EventsAreNotReadyUntilTheirStreamReachesThem) {
 // ordered before the target's by an event: the VM call returns while the
 // source's stream is held at a gate (the host does not wait for the device).
 TEST_F(CudaPaths, RelaxToDeviceBetweenGpusIsQueuedNotWaitedFor) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   HETRT_ASSERT_OK_AND_ASSIGN(auto count, Cu()->CountDevices(kDLCUDA));
   if (count.count < 2) GTEST_SKIP() << "one CUDA device";
   const Device cu(Cu(), kCu);
@@ -259,6 +263,7 @@ TEST_F(CudaPaths, RelaxToDeviceBetweenGpusIsQueuedNotWaitedFor) {
 // A stream waiting for an event waits for the work before it only: the work
 // its stream got after the event does not hold it up.
 TEST_F(CudaPaths, AStreamWaitOrdersOnlyUpToItsEvent) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   const Device cu(Cu(), kCu);
   HETRT_ASSERT_OK_AND_ASSIGN(auto m, TestKernels());
   Gate gate(cu);
@@ -421,6 +426,7 @@ std::string FaultAndReport() {
 }
 
 TEST_F(CudaPaths, AKernelFaultIsReportedByTheNextSynchronizationAndEveryLaterCall) {
+  HETRT_REQUIRE_CUDA_TEST_KERNELS();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {

@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "cuda_test_support.h"
-#include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/device_payloads.h"
 #include "hetrt/module/kernel_library.h"
 #include "hetrt/module/module.h"
+#include "hetrt/relax/vm.h"
 #include "kernel_set.h"
 #include "tvm_ffi_model_support.h"
 
@@ -27,7 +27,7 @@ Tensor Floats(const std::vector<float>& values) {
 }
 
 TEST_F(CudaDevice, AV022LibraryLaunchesItsCudaKernelFoundThroughTheLibraryContext) {
-  if (Status usable = kernels::CudaKernelsRunOn(*Cu(), kCu); !usable.ok()) GTEST_SKIP() << usable.message();
+  HETRT_REQUIRE_CUDA_KERNEL_SET(*Cu(), kCu);
   HETRT_ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> payload, kernels::CudaModuleBytes());
   const std::string path = ::testing::TempDir() + "/hetrt_ffi_cuda_" + std::to_string(getpid()) + ".so";
   HETRT_ASSERT_OK(

@@ -13,6 +13,13 @@ ServingRuntime here declares; and what a restricted cluster's review asks of
 each container: non-root, no privilege escalation, every capability dropped,
 seccomp RuntimeDefault, a read-only root with /tmp as a mounted volume, a
 startup probe, and no thread count kept equal to the CPU limit by hand.
+The GPU variants (a runtime whose container limits nvidia.com/gpu) must also
+be what a GPU node pool schedules: whole GPUs, a toleration of the pool's
+nvidia.com/gpu NoSchedule taint, a node selector or node affinity, never
+selected automatically, and every InferenceService on one sets the pod's
+runtimeClassName; and a GPU runtime "<name>-gpu..." is its CPU twin
+("<name>...") but for resources, scheduling and the NVIDIA environment, so the
+two cannot drift apart (image, command, args, ports, probes, security).
 (tests/deploy/manifest_schema validates the Kubernetes fields' schemas.)
 
 Usage: kserve_manifests_test.py HETRT MANIFEST_DIR"""
@@ -72,6 +79,48 @@ def check_restricted(name, spec):
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 300, \
         f"{name}: the startup probe allows {startup['periodSeconds'] * startup['failureThreshold']} s to load; want >= 300"
     assert "initialDelaySeconds" not in liveness, f"{name}: the startup probe replaces the liveness probe's delay"
+
+
+def gpus(spec):
+    """The GPUs a runtime's container asks for (0: a CPU runtime)."""
+    limits = spec["containers"][0].get("resources", {}).get("limits", {})
+    return limits.get("nvidia.com/gpu", 0)
+
+
+def check_gpu(name, spec, runtimes):
+    """What a GPU node pool needs of a runtime, and that it matches its CPU twin."""
+    container = spec["containers"][0]
+    resources = container.get("resources", {})
+    count = resources["limits"]["nvidia.com/gpu"]
+    assert re.fullmatch(r"[1-9][0-9]*", str(count)), f"{name}: nvidia.com/gpu {count!r} is not a whole number of GPUs"
+    requested = resources.get("requests", {}).get("nvidia.com/gpu")
+    assert requested in (None, count), f"{name}: nvidia.com/gpu requests {requested} but limits {count}"
+    tolerations = spec.get("tolerations", [])
+    assert any(t.get("key") == "nvidia.com/gpu" and t.get("effect") == "NoSchedule" and
+               (t.get("operator") == "Exists" or "value" in t) for t in tolerations), \
+        f"{name}: no toleration of the GPU pool's nvidia.com/gpu NoSchedule taint ({tolerations})"
+    node_affinity = spec.get("affinity", {}).get("nodeAffinity", {})
+    assert spec.get("nodeSelector") or node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), \
+        f"{name}: no nodeSelector or required node affinity: GPU pods could be placed on any node"
+    assert not any(f.get("autoSelect") for f in spec["supportedModelFormats"]), \
+        f"{name}: a GPU runtime is autoSelect: services without a runtime would take GPUs"
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert "compute" in str(env.get("NVIDIA_DRIVER_CAPABILITIES", "")).split(","), \
+        f"{name}: NVIDIA_DRIVER_CAPABILITIES={env.get('NVIDIA_DRIVER_CAPABILITIES')!r} lacks compute (libcuda)"
+    twin_name = name.replace("-gpu", "", 1)
+    twin = runtimes.get(twin_name)
+    assert twin is not None and twin_name != name, f"{name}: no CPU runtime {twin_name!r} to match"
+    assert not gpus(twin), f"{twin_name}: the CPU twin of {name} asks for GPUs"
+    twin_container = twin["containers"][0]
+    for field in ("image", "command", "args", "ports", "securityContext", "volumeMounts", "startupProbe",
+                  "livenessProbe", "readinessProbe"):
+        assert container.get(field) == twin_container.get(field), \
+            f"{name}: {field} differs from {twin_name}'s: {container.get(field)} != {twin_container.get(field)}"
+    for field in ("protocolVersions", "annotations", "volumes"):
+        assert spec.get(field) == twin.get(field), f"{name}: {field} differs from {twin_name}'s"
+    twin_env = {e["name"]: e.get("value") for e in twin_container.get("env", [])}
+    assert {k: v for k, v in env.items() if not k.startswith("NVIDIA_")} == twin_env, \
+        f"{name}: env differs from {twin_name}'s beyond NVIDIA_*: {env} != {twin_env}"
 
 
 def check_runtime(hetrt, name, spec, repository):
@@ -155,9 +204,17 @@ def main(hetrt, directory):
         assert model["protocolVersion"] in runtime["protocolVersions"], f"{f}: protocol {model['protocolVersion']}"
         formats = [m["name"] for m in runtime["supportedModelFormats"]]
         assert model["modelFormat"]["name"] in formats, f"{f}: format {model['modelFormat']['name']}"
+        if gpus(runtime):  # the NVIDIA container runtime mounts the driver into the pod
+            assert d["spec"]["predictor"].get("runtimeClassName"), \
+                f"{f}: {d['metadata']['name']} runs on GPU runtime {model['runtime']} without a runtimeClassName"
+    assert any(gpus(spec) for spec in runtimes.values()), f"no GPU ServingRuntime under {directory}"
     repository = server_process.fixture_repository(FIXTURES, {"add3": ("add3", ["deploy.so"], None)})
     for name, spec in runtimes.items():
         check_restricted(name, spec)
+        if gpus(spec):
+            check_gpu(name, spec, runtimes)
+        # A GPU runtime's pod serves here too: the CUDA plugin finds no GPU
+        # (or this machine's) and the CPU model is served as on a GPU node.
         check_runtime(hetrt, name, spec, repository)
     return 0
 

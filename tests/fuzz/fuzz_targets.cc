@@ -2,7 +2,13 @@
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "grpc_infer_codec.h"
@@ -14,6 +20,7 @@
 #include "hetrt/formats/params.h"
 #include "hetrt/mlf.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/relax/tensor_cache.h"
 #include "http_request_head.h"
 #include "rest_codec.h"
 
@@ -47,6 +54,32 @@ void LoadBothWays(Loader load, const uint8_t* data, size_t size) {
     (void)load({data, size}, std::make_shared<FuzzLibrary>(), "fuzz", options);
   }
 }
+
+// A temporary directory with the shards the tensor-cache seeds name:
+// tiny_llama's five (params_shard_0..4.bin, at the fixture's sizes) and a
+// 64-byte params_shard_5.bin. Made once per process, removed at exit.
+class TensorCacheDir {
+ public:
+  TensorCacheDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "hetrt-fuzz-tensor-cache-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) return;
+    path_ = pattern;
+    constexpr size_t kShardBytes[] = {65536, 114688, 65536, 65536, 115968, 64};
+    for (size_t k = 0; k < std::size(kShardBytes); ++k) {
+      std::string bytes(kShardBytes[k], '\0');
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131 + k) % 251);
+      std::ofstream(path_ + "/params_shard_" + std::to_string(k) + ".bin", std::ios::binary) << bytes;
+    }
+  }
+  ~TensorCacheDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -99,6 +132,30 @@ void DevicePayload(const uint8_t* data, size_t size) {
   if (!ffi.ok()) __builtin_trap();
   auto again = DevicePayloadToPackedForm(kind, *ffi, "fuzz");
   if (!again.ok() || *again != *packed) __builtin_trap();
+}
+
+void TensorCacheJson(const uint8_t* data, size_t size) {
+  static TensorCacheDir dir;
+  if (dir.path().empty()) return;
+  // Overwritten, then cut to size: ext4 flushes a file truncated to zero and
+  // rewritten when it is closed, which would make each input a disk write.
+  const int fd = ::open((dir.path() + "/tensor-cache.json").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool written =
+      ::pwrite(fd, data, size, 0) == static_cast<ssize_t>(size) && ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+  ::close(fd);
+  if (!written) return;
+  auto index = TensorCacheIndex::Open(dir.path());
+  if (!index.ok()) return;
+  // A cache that opens decodes every record inside its shard (a record's
+  // decoded size is at most twice its shard's, so the buffer stays small).
+  std::vector<uint8_t> buffer;
+  size_t decoded = 0;
+  for (const TensorCacheRecord& record : index->records()) {
+    if (++decoded > 64) break;
+    buffer.resize(static_cast<size_t>(record.decoded_nbytes()));
+    if (!DecodeRecordInto(*index, record, buffer.data()).ok() || index->Find(record.name) != &record) __builtin_trap();
+  }
 }
 
 void ElfSymbols(const uint8_t* data, size_t size) { (void)ReadElfDynamicSymbols({data, size}, "fuzz"); }

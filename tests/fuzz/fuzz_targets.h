@@ -30,5 +30,9 @@ void RelaxExecutable(const uint8_t* data, size_t size);
 void FfiModuleBlob(const uint8_t* data, size_t size);
 // A v0.21+ device payload; the first byte picks the kind (cuda, opencl, vulkan).
 void DevicePayload(const uint8_t* data, size_t size);
+// A tensor cache's tensor-cache.json, written into a directory that holds the
+// shards the seeds name (tests/fuzz/seeds/tensor_cache), then opened; every
+// record of a cache that opens is decoded.
+void TensorCacheJson(const uint8_t* data, size_t size);
 
 }  // namespace hetrt::fuzz

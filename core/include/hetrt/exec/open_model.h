@@ -14,6 +14,7 @@
 
 #include "hetrt/device/whole_model.h"
 #include "hetrt/exec/graph_model.h"
+#include "hetrt/relax/vm.h"
 
 namespace hetrt {
 
@@ -31,5 +32,14 @@ struct ModelSpec {
 };
 
 Result<Model> OpenModel(const ModelSpec& spec);
+
+// A Relax executable's virtual machine on `devices` (in vm_initialization
+// order), for programs that call its functions by name: the LLM engine.
+Result<std::unique_ptr<RelaxVirtualMachine>> OpenRelaxVm(const std::string& library, std::vector<DLDevice> devices,
+                                                         PluginRegistry* plugins = nullptr);
+
+// Whether `path` is a language-model folder (a library beside a tensor cache:
+// tensor-cache.json in it or in its params/), which the LLM engine opens.
+bool IsLlmModelFolder(const std::string& path);
 
 }  // namespace hetrt

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "hetrt/exec/executor.h"
-#include "hetrt/exec/relax_vm.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/relax/vm.h"
 
 namespace hetrt {
 

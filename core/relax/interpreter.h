@@ -4,19 +4,21 @@
 // (relax_interpreter.cc) and the builtins (relax_builtins.cc) run on it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "exec/pooled_allocator.h"
 #include "hetrt/device/device.h"
-#include "hetrt/exec/relax_profile.h"
-#include "hetrt/exec/relax_value.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/relax/profile.h"
+#include "hetrt/relax/value.h"
 #include "hetrt/tvm_abi/tvm_ffi_c_abi.h"
+#include "relax/pooled_allocator.h"
 
 namespace hetrt {
 
@@ -52,12 +54,23 @@ class RelaxCallArgs {
 
 struct RelaxVmDevice {
   Device device;
-  Allocator* allocator = nullptr;            // the pool, or the plugin's allocator (naive)
-  std::shared_ptr<PooledAllocator> pool;     // set when pooled
+  Allocator* allocator = nullptr;         // the pool, or the plugin's allocator (naive)
+  std::shared_ptr<PooledAllocator> pool;  // set when pooled
 };
 
 struct RelaxInterpreter;
 using RelaxBuiltin = Status (*)(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result);
+struct NamedRelaxBuiltin {
+  std::string_view name;
+  RelaxBuiltin fn;
+};
+
+// The builtins of each concept, by TVM name (each file its own table).
+std::span<const NamedRelaxBuiltin> CoreRelaxBuiltins();         // builtins.cc
+std::span<const NamedRelaxBuiltin> KvCacheRelaxBuiltins();      // kv_cache_builtins.cc
+std::span<const NamedRelaxBuiltin> TensorCacheRelaxBuiltins();  // tensor_cache_builtins.cc
+std::span<const NamedRelaxBuiltin> LmRelaxBuiltins();           // lm_builtins.cc
+std::span<const NamedRelaxBuiltin> CudaGraphRelaxBuiltins();    // cuda_graph_builtins.cc
 
 // A builtin hetrt implements, by TVM name; nullptr when there is none.
 RelaxBuiltin FindRelaxBuiltin(std::string_view name);
@@ -75,9 +88,9 @@ struct RelaxInterpreter {
   };
   struct Instruction {
     RelaxInstruction::Op op;
-    uint32_t callee = 0;      // Call
-    int64_t reg = 0;          // Call dst (>= 2^54: dropped), Ret result, If cond
-    int64_t offset = 0;       // Goto, If
+    uint32_t callee = 0;  // Call
+    int64_t reg = 0;      // Call dst (>= 2^54: dropped), Ret result, If cond
+    int64_t offset = 0;   // Goto, If
     uint32_t operands_begin = 0;
     uint32_t num_operands = 0;
   };
@@ -117,6 +130,9 @@ struct RelaxInterpreter {
   std::vector<hetrt_event_t*> copy_done_events;
   ~RelaxInterpreter();
   RelaxKernelObserver kernel_observer;
+  // vm.builtin.cuda_graph.get_cached_alloc's memo: the first result per entry
+  // index, returned again on every later call (the states must alias).
+  std::map<int64_t, RelaxValue> cached_allocs;
 
   Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
   // One Call instruction's callee, profiled when `profile` is set.

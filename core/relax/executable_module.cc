@@ -3,8 +3,8 @@
 // the same image; v0.22+ in a tvm-ffi blob, with other constant tags and from
 // v0.23 the V2 image; docs/tvm-ffi.md (a), (f)).
 #include "hetrt/base/dtype.h"
-#include "hetrt/exec/relax_vm.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/relax/vm.h"
 
 namespace hetrt {
 namespace {
@@ -23,17 +23,16 @@ namespace {
 
 }  // namespace
 
-Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader, const char* type_key,
-                                                            LibraryAbi abi) {
+Result<std::shared_ptr<Module>> RelaxExecutableModule::Load(ByteReader& reader, const char* type_key, LibraryAbi abi) {
   uint64_t length = 0;
   HETRT_RETURN_IF_ERROR(reader.ReadU64(&length, std::string(type_key) + " length"));
   std::span<const uint8_t> image;
   HETRT_RETURN_IF_ERROR(reader.ReadBytes(length, &image, std::string(type_key) + " image"));
   auto exe = ParseRelaxExecutable(image, reader.source() + ": " + type_key, abi);
   if (!exe.ok()) return exe.status();
-  return std::shared_ptr<Module>(std::make_shared<RelaxExecutableModule>(
-      std::make_shared<const RelaxExecutable>(std::move(exe).value()), std::vector<uint8_t>(image.begin(), image.end()),
-      type_key));
+  return std::shared_ptr<Module>(
+      std::make_shared<RelaxExecutableModule>(std::make_shared<const RelaxExecutable>(std::move(exe).value()),
+                                              std::vector<uint8_t>(image.begin(), image.end()), type_key));
 }
 
 std::vector<std::string> RelaxExecutableModule::ListFunctionNames() const {

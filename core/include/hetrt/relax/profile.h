@@ -24,8 +24,8 @@ struct RelaxTraceEvent {
   enum class Kind : uint8_t { kBuiltin, kKernel, kVmCall };
   uint32_t callee = 0;  // index into the executable's function table
   Kind kind = Kind::kBuiltin;
-  DLDevice device{kDLCPU, 0};  // a kernel's: where its last tensor argument lives
-  uint32_t depth = 0;          // nesting of VM calls
+  DLDevice device{kDLCPU, 0};         // a kernel's: where its last tensor argument lives
+  uint32_t depth = 0;                 // nesting of VM calls
   uint64_t start_ns = 0, end_ns = 0;  // host clock; device kernels are waited for
 };
 
@@ -36,7 +36,7 @@ struct RelaxProfile {
 
 // Sees every kernel call with its packed arguments just before it is made
 // (RelaxVirtualMachine::SetKernelObserver): a benchmark's direct-call floor.
-using RelaxKernelObserver =
-    std::function<void(const hetrt_packed_func_t& kernel, const hetrt_value_t* values, const int32_t* codes, int32_t n)>;
+using RelaxKernelObserver = std::function<void(const hetrt_packed_func_t& kernel, const hetrt_value_t* values,
+                                               const int32_t* codes, int32_t n)>;
 
 }  // namespace hetrt

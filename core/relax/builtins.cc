@@ -8,30 +8,14 @@
 #include <cstring>
 #include <string_view>
 
-#include "exec/relax_interpreter.h"
 #include "hetrt/base/dtype.h"
+#include "relax/builtin_args.h"
+#include "relax/interpreter.h"
 
 namespace hetrt {
 namespace {
 
 using Kind = RelaxValue::Kind;
-
-Status WrongKind(uint32_t index, const char* what, const RelaxValue& got) {
-  return InvalidArgument("argument " + std::to_string(index) + " must be " + what + ", got " + got.Describe());
-}
-
-Status NeedArgs(const RelaxCallArgs& args, uint32_t at_least) {
-  if (args.size() < at_least)
-    return InvalidArgument("takes at least " + std::to_string(at_least) + " arguments, got " +
-                           std::to_string(args.size()));
-  return OkStatus();
-}
-
-Result<int64_t> IntArg(const RelaxCallArgs& args, uint32_t i) {
-  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
-  if (!args[i].is(Kind::kInt)) return WrongKind(i, "an int", args[i]);
-  return args[i].int_value();
-}
 
 // The error-context string codegen passes last ("ErrorContext(fn=main, ...)").
 std::string ErrorContext(const RelaxCallArgs& args, uint32_t index) {
@@ -73,20 +57,21 @@ Status AllocStorage(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue*
   HETRT_ASSIGN_OR_RETURN(int64_t index, IntArg(args, 2));
   if (index == -1) index = static_cast<int64_t>(vm.devices.size()) - 1;
   if (index < 0 || index >= static_cast<int64_t>(vm.devices.size()))
-    return OutOfRange("device index " + std::to_string(index) + " but the VM has " +
-                      std::to_string(vm.devices.size()) + " device(s); pass one --device per vdevice, in order");
+    return OutOfRange("device index " + std::to_string(index) + " but the VM has " + std::to_string(vm.devices.size()) +
+                      " device(s); pass one --device per vdevice, in order");
   if (args.size() > 4 && args[4].is(Kind::kString) && !args[4].string().empty() && args[4].string() != "global")
     return Unimplemented("storage scope '" + args[4].string() + "' (hetrt allocates only \"global\" memory)");
   RelaxVmDevice& device = vm.devices[static_cast<size_t>(index)];
-  HETRT_ASSIGN_OR_RETURN(auto block, Tensor::Empty({nbytes}, DLDataType{kDLUInt, 8, 1}, *device.allocator),
-                         "storage of " + std::to_string(nbytes) + " bytes on " + DeviceToString(device.device.device()));
+  HETRT_ASSIGN_OR_RETURN(
+      auto block, Tensor::Empty({nbytes}, DLDataType{kDLUInt, 8, 1}, *device.allocator),
+      "storage of " + std::to_string(nbytes) + " bytes on " + DeviceToString(device.device.device()));
   *result = RelaxValue::Storage(std::move(block));
   return OkStatus();
 }
 
 Status CheckAllocDataType(DLDataType t) {
-  const bool bits_ok = (t.bits % 8 == 0 && t.bits != 0 && (t.bits & (t.bits - 1)) == 0) ||
-                       (t.code == kDLUInt && t.bits == 1);
+  const bool bits_ok =
+      (t.bits % 8 == 0 && t.bits != 0 && (t.bits & (t.bits - 1)) == 0) || (t.code == kDLUInt && t.bits == 1);
   if (!bits_ok || t.lanes < 1) return InvalidArgument("cannot allocate a tensor of dtype " + DataTypeToString(t));
   return OkStatus();
 }
@@ -442,10 +427,7 @@ Status ClearPools(RelaxInterpreter& vm, const RelaxCallArgs&, RelaxValue* result
   return OkStatus();
 }
 
-struct NamedBuiltin {
-  std::string_view name;
-  RelaxBuiltin fn;
-};
+using NamedBuiltin = NamedRelaxBuiltin;
 
 constexpr std::array kBuiltins = {
     NamedBuiltin{"vm.builtin.alloc_storage", &AllocStorage},
@@ -480,18 +462,15 @@ struct Refusal {
   std::string_view prefix;
   std::string_view why;
 };
-constexpr std::string_view kLlmState = "LLM-style state (KV caches, RNN state), which hetrt does not run";
 constexpr std::array kRefused = {
-    Refusal{"vm.builtin.attention_kv_cache", kLlmState},
-    Refusal{"vm.builtin.paged_attention_kv_cache", kLlmState},
-    Refusal{"vm.builtin.kv_state", kLlmState},
-    Refusal{"vm.builtin.rnn_state", kLlmState},
-    Refusal{"vm.builtin.ndarray_cache", "MLC-LLM's ndarray cache; pass weights as parameters instead"},
-    Refusal{"vm.builtin.param_", "MLC-LLM's ndarray cache; pass weights as parameters instead"},
-    Refusal{"vm.builtin.cuda_graph", "CUDA graph capture, which hetrt does not do"},
-    Refusal{"vm.builtin.sample_", "LLM sampling, which hetrt does not run"},
-    Refusal{"vm.builtin.apply_", "LLM sampling penalties, which hetrt does not run"},
-    Refusal{"vm.builtin.multinomial_from_uniform", "LLM sampling, which hetrt does not run"},
+    Refusal{"vm.builtin.attention_kv_cache_create",
+            "the legacy non-paged KV cache (nn.KVCache effects); hetrt runs the paged KV cache"},
+    Refusal{"vm.builtin.attention_kv_cache_append", "the legacy non-paged KV cache (nn.KVCache effects)"},
+    Refusal{"vm.builtin.attention_kv_cache_update", "the legacy non-paged KV cache (nn.KVCache effects)"},
+    Refusal{"vm.builtin.attention_kv_cache_view", "the legacy non-paged KV cache (nn.KVCache effects)"},
+    Refusal{"vm.builtin.attention_kv_cache_window_override", "the legacy non-paged KV cache (nn.KVCache effects)"},
+    Refusal{"vm.builtin.attention_kv_cache_array_", "the legacy non-paged KV cache (nn.KVCache effects)"},
+    Refusal{"vm.builtin.rnn_state", "RNN state (RWKV-style models), which hetrt does not run"},
     Refusal{"vm.builtin.hexagon", "Hexagon, which hetrt does not run"},
     Refusal{"vm.builtin.invoke_debug_func", "debug printing (R.print)"},
     Refusal{"vm.builtin.tuple_reset_item", "LiftTransformParams' tuple reset"},
@@ -502,9 +481,13 @@ constexpr std::array kRefused = {
 
 }  // namespace
 
+std::span<const NamedRelaxBuiltin> CoreRelaxBuiltins() { return kBuiltins; }
+
 RelaxBuiltin FindRelaxBuiltin(std::string_view name) {
-  for (const NamedBuiltin& b : kBuiltins)
-    if (b.name == name) return b.fn;
+  for (auto table : {CoreRelaxBuiltins(), KvCacheRelaxBuiltins(), TensorCacheRelaxBuiltins(), LmRelaxBuiltins(),
+                     CudaGraphRelaxBuiltins()})
+    for (const NamedRelaxBuiltin& b : table)
+      if (b.name == name) return b.fn;
   return nullptr;
 }
 

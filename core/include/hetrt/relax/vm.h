@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "hetrt/base/tensor.h"
-#include "hetrt/exec/relax_profile.h"
-#include "hetrt/exec/relax_value.h"
 #include "hetrt/formats/relax_executable.h"
 #include "hetrt/module/module.h"
+#include "hetrt/relax/profile.h"
+#include "hetrt/relax/value.h"
 
 namespace hetrt {
 
@@ -80,6 +80,9 @@ class RelaxVirtualMachine {
   // tensors must already be on the devices the function uses them on.
   Result<RelaxValue> Invoke(uint32_t function, std::span<const RelaxValue> args);
   Result<RelaxValue> Invoke(std::string_view name, std::span<const RelaxValue> args);
+  // A builtin by its TVM name ("vm.builtin.kv_state_add_sequence"), as TVM's
+  // global functions are called from outside the bytecode.
+  Result<RelaxValue> CallBuiltin(std::string_view name, std::span<const RelaxValue> args);
   // Invoke, timing every Call instruction (device kernels are waited for, so a
   // profiled call serializes the devices).
   Result<RelaxValue> InvokeProfiled(uint32_t function, std::span<const RelaxValue> args, RelaxProfile* profile);
@@ -96,7 +99,6 @@ class RelaxVirtualMachine {
   uint64_t PluginAllocations() const;
   const RelaxCallStats& last_call_stats() const;
   PluginRegistry& plugins() const;
-
 
  private:
   explicit RelaxVirtualMachine(std::unique_ptr<RelaxInterpreter> impl);

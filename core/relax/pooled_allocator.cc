@@ -1,4 +1,4 @@
-#include "exec/pooled_allocator.h"
+#include "relax/pooled_allocator.h"
 
 #include "hetrt/base/dtype.h"
 

@@ -1,12 +1,12 @@
 // The Relax VM: creation (devices, constants, the function pool resolved
 // once) and the interpreter loop over the decoded code.
-#include "hetrt/exec/relax_vm.h"
+#include "hetrt/relax/vm.h"
 
-#include "exec/relax_interpreter.h"
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/host_clock.h"
 #include "hetrt/tvm_abi/global_functions.h"
 #include "hetrt/tvm_abi/tvm_ffi_context.h"
+#include "relax/interpreter.h"
 #include "tvm_abi/backend_routes.h"
 
 namespace hetrt {
@@ -56,6 +56,7 @@ const char* RelaxValue::KindName(Kind kind) {
     case Kind::kTuple: return "tuple";
     case Kind::kFunction: return "function";
     case Kind::kClosure: return "closure";
+    case Kind::kObject: return "object";
     case Kind::kVm: return "vm";
   }
   return "?";
@@ -72,8 +73,10 @@ std::string RelaxValue::Describe() const {
     case Kind::kShape: return "shape " + ShapeToString(shape());
     case Kind::kString: return "string \"" + string() + "\"";
     case Kind::kStorage:
-      return "storage of " + std::to_string(tensor().capacity_bytes()) + " bytes on " + DeviceToString(tensor().device());
+      return "storage of " + std::to_string(tensor().capacity_bytes()) + " bytes on " +
+             DeviceToString(tensor().device());
     case Kind::kTuple: return "tuple of " + std::to_string(tuple().size());
+    case Kind::kObject: return std::string("object ") + object().type_key();
     default: return KindName(kind_);
   }
 }
@@ -243,6 +246,18 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
 
 // ---- queries
 
+Result<RelaxValue> RelaxVirtualMachine::CallBuiltin(std::string_view name, std::span<const RelaxValue> args) {
+  RelaxBuiltin builtin = FindRelaxBuiltin(name);
+  if (builtin == nullptr) {
+    if (auto refused = RefusedRelaxBuiltin(name)) return Unimplemented(*refused);
+    return NotFound("no builtin named '" + std::string(name) + "'");
+  }
+  RelaxValue result;
+  HETRT_RETURN_IF_ERROR(builtin(*impl_, RelaxCallArgs(args.data(), static_cast<uint32_t>(args.size())), &result),
+                        std::string(name));
+  return result;
+}
+
 const RelaxExecutable& RelaxVirtualMachine::executable() const { return *impl_->exe; }
 const std::vector<DLDevice>& RelaxVirtualMachine::devices() const { return impl_->device_list; }
 const RelaxCallStats& RelaxVirtualMachine::last_call_stats() const { return impl_->stats; }
@@ -276,8 +291,7 @@ Result<RelaxValue> RelaxVirtualMachine::Invoke(std::string_view name, std::span<
 }
 
 Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<const RelaxValue> args) {
-  if (function >= impl_->exe->functions.size() ||
-      impl_->exe->functions[function].kind != RelaxFunction::Kind::kVmFunc)
+  if (function >= impl_->exe->functions.size() || impl_->exe->functions[function].kind != RelaxFunction::Kind::kVmFunc)
     return InvalidArgument("function index " + std::to_string(function) + " is not a VM function");
   ClearLastError();
   impl_->stats = {};
@@ -286,7 +300,7 @@ Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<cons
 }
 
 Result<RelaxValue> RelaxVirtualMachine::InvokeProfiled(uint32_t function, std::span<const RelaxValue> args,
-                                                      RelaxProfile* profile) {
+                                                       RelaxProfile* profile) {
   profile->events.clear();
   impl_->profile = profile;
   profile->start_ns = HostNowNs();

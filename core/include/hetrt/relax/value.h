@@ -1,6 +1,7 @@
 // What a Relax VM register holds and a Relax function takes and returns: null,
 // an int, a float, a dtype, a tensor, a shape, a string, a storage block, a
-// tuple, a function or closure, or the VM itself. Small (16 bytes + a shared
+// tuple, a function or closure, a stateful object (the paged KV cache), or
+// the VM itself. Small (16 bytes + a shared
 // object); copies share the object, as TVM's ObjectRefs do.
 //
 // Thread contract: a value may be copied and read from any thread; tensors in
@@ -18,6 +19,16 @@ namespace hetrt {
 
 class RelaxValue;
 using RelaxTuple = std::vector<RelaxValue>;
+
+// State a builtin made and the bytecode passes around without looking inside
+// (TVM's Object parameters: the paged KV cache). Only builtins that know the
+// concrete type act on it.
+class RelaxObject {
+ public:
+  virtual ~RelaxObject() = default;
+  // TVM's type key ("relax.vm.PagedAttentionKVCache"), for messages and Python.
+  virtual const char* type_key() const = 0;
+};
 
 // A function bound to values appended to its arguments (vm.builtin.make_closure).
 struct RelaxClosure {
@@ -39,7 +50,8 @@ class RelaxValue {
     kTuple,
     kFunction,  // an entry of the function table
     kClosure,
-    kVm,  // the %vm register: the VM context builtins receive
+    kObject,  // a RelaxObject
+    kVm,      // the %vm register: the VM context builtins receive
   };
 
   RelaxValue() : int_(0) {}
@@ -68,6 +80,9 @@ class RelaxValue {
   static RelaxValue Closure(RelaxClosure c) {
     return Object(Kind::kClosure, std::make_shared<RelaxClosure>(std::move(c)));
   }
+  static RelaxValue FromObject(std::shared_ptr<RelaxObject> o) {
+    return Object(Kind::kObject, std::shared_ptr<void>(o, static_cast<void*>(o.get())));
+  }
 
   Kind kind() const { return kind_; }
   bool is(Kind k) const { return kind_ == k; }
@@ -82,6 +97,12 @@ class RelaxValue {
   const std::string& string() const { return *static_cast<const std::string*>(object_.get()); }
   const RelaxTuple& tuple() const { return *static_cast<const RelaxTuple*>(object_.get()); }
   const RelaxClosure& closure() const { return *static_cast<const RelaxClosure*>(object_.get()); }
+  RelaxObject& object() const { return *static_cast<RelaxObject*>(object_.get()); }
+  // The object as T, or NULL when this is no object or another type.
+  template <typename T>
+  T* object_as() const {
+    return kind_ == Kind::kObject ? dynamic_cast<T*>(static_cast<RelaxObject*>(object_.get())) : nullptr;
+  }
 
   // "tensor float32[1, 10] on opencl:0", "tuple of 2", "int 3", ...
   std::string Describe() const;

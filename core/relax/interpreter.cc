@@ -1,7 +1,7 @@
 // The Relax VM's interpreter loop and its calls: kernels through the packed
 // C convention, VM functions on a register file reused per call depth,
 // closures, and copies between the VM's devices.
-#include "exec/relax_interpreter.h"
+#include "relax/interpreter.h"
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/host_clock.h"
@@ -114,8 +114,8 @@ Result<Tensor> RelaxInterpreter::CopyTo(const Tensor& tensor, int device_index, 
     const int source = IndexOf(tensor.device());
     if (source >= 0 && to.device_type != kDLCPU) {
       const Device& from = devices[static_cast<size_t>(source)].device;
-      if (from.plugin() == target.device.plugin() && from.plugin()->CanCopy(from.device(), to) &&
-          from.HasStreams() && from.HasEvents()) {
+      if (from.plugin() == target.device.plugin() && from.plugin()->CanCopy(from.device(), to) && from.HasStreams() &&
+          from.HasEvents()) {
         HETRT_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(tensor.shape(), tensor.dtype(), *target.allocator));
         HETRT_RETURN_IF_ERROR(CopyBetweenDevices(tensor, source, out, device_index));
         return out;
@@ -183,7 +183,7 @@ Status RelaxInterpreter::SynchronizeDevices() {
 }
 
 Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args,
-                                             const std::vector<int64_t>* extra_ints, RelaxValue* result) {
+                                    const std::vector<int64_t>* extra_ints, RelaxValue* result) {
   const uint32_t n = args.size() + (extra_ints ? static_cast<uint32_t>(extra_ints->size()) : 0);
   if (n > kernel_values.size()) {
     kernel_values.resize(n);
@@ -280,9 +280,7 @@ Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::ve
 Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result) {
   const Callee& callee = callees[in.callee];
   switch (callee.kind) {
-    case Callee::Kind::kBuiltin:
-      ++stats.builtin_calls;
-      return callee.builtin(*this, args, result);
+    case Callee::Kind::kBuiltin: ++stats.builtin_calls; return callee.builtin(*this, args, result);
     case Callee::Kind::kKernel:
       // Compiled kernels write their outputs and return nothing (%void): the
       // packed path. A used result may be an object.
@@ -309,7 +307,7 @@ Status RelaxInterpreter::CallProfiled(const Instruction& in, const RelaxCallArgs
   event.depth = static_cast<uint32_t>(depth - 1);
   event.kind = callee.kind == Callee::Kind::kKernel       ? RelaxTraceEvent::Kind::kKernel
                : callee.kind == Callee::Kind::kVmFunction ? RelaxTraceEvent::Kind::kVmCall
-                                                           : RelaxTraceEvent::Kind::kBuiltin;
+                                                          : RelaxTraceEvent::Kind::kBuiltin;
   if (event.kind == RelaxTraceEvent::Kind::kKernel)
     for (uint32_t i = 0; i < args.size(); ++i)
       if (args[i].is(RelaxValue::Kind::kTensor)) event.device = args[i].tensor().device();
@@ -332,8 +330,8 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
   if (static_cast<int64_t>(args.size()) != f.num_args) {
     std::string names;
     for (const std::string& p : f.param_names) names += (names.empty() ? "" : ", ") + p;
-    return InvalidArgument("function '" + f.name + "' takes " + std::to_string(f.num_args) + " argument(s) (" +
-                           names + "), got " + std::to_string(args.size()));
+    return InvalidArgument("function '" + f.name + "' takes " + std::to_string(f.num_args) + " argument(s) (" + names +
+                           "), got " + std::to_string(args.size()));
   }
   if (depth >= kMaxCallDepth)
     return ResourceExhausted("function '" + f.name + "': calls nested deeper than " + std::to_string(kMaxCallDepth));

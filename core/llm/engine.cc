@@ -1,0 +1,589 @@
+#include "hetrt/llm/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "hetrt/base/dtype.h"
+#include "hetrt/base/tensor.h"
+#include "hetrt/exec/open_model.h"
+#include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/relax/paged_kv_cache.h"
+#include "hetrt/relax/tensor_cache.h"
+#include "hetrt/relax/vm.h"
+
+namespace hetrt {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+constexpr DLDataType kInt32{kDLInt, 32, 1};
+
+// The library and the weights of a model folder (docs/llm.md).
+Status FindModelFiles(const LlmEngineOptions& o, std::string* library, std::string* weights) {
+  *library = o.library;
+  *weights = o.weights;
+  std::error_code ec;
+  if (!o.model_dir.empty() && !fs::is_directory(o.model_dir, ec))
+    return NotFound("model folder '" + o.model_dir + "' is not a directory");
+  if (weights->empty()) {
+    if (o.model_dir.empty()) return InvalidArgument("name a model folder, or a library and its weights folder");
+    for (const fs::path& dir : {fs::path(o.model_dir), fs::path(o.model_dir) / "params"})
+      if (fs::is_regular_file(dir / "tensor-cache.json", ec)) {
+        *weights = dir.string();
+        break;
+      }
+    if (weights->empty())
+      return NotFound("model folder '" + o.model_dir +
+                      "' has no weights: expected tensor-cache.json in it or in its params/ folder");
+  }
+  if (library->empty()) {
+    if (o.model_dir.empty()) return InvalidArgument("name the model library (.so) beside the weights");
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(o.model_dir, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".so") found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    if (found.size() != 1) {
+      std::string names;
+      for (const std::string& f : found) names += " " + fs::path(f).filename().string();
+      return InvalidArgument("model folder '" + o.model_dir + "' must hold one library (.so), found " +
+                             std::to_string(found.size()) + (names.empty() ? "" : ":" + names) +
+                             "; name it with --library");
+    }
+    *library = found[0];
+  }
+  return OkStatus();
+}
+
+int64_t IntField(const nlohmann::json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+}  // namespace
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "";
+}
+
+struct LlmEngine::Impl {
+  struct Request {
+    int64_t id = 0;
+    GenerationRequest request;
+    Sampler sampler;
+    std::vector<int32_t> history;  // prompt, then what was generated
+    size_t prefilled = 0;          // prompt tokens in the cache
+    int64_t generated = 0;
+    int32_t pending = -1;  // the last sampled token, not yet in the cache
+    int64_t reserved_pages = 0;
+    bool admitted = false;
+    explicit Request(int64_t id_, GenerationRequest r)
+        : id(id_), request(std::move(r)), sampler(request.sampling), history(request.prompt) {}
+  };
+
+  LlmEngineOptions options;
+  LlmModelInfo info;
+  DLDevice device{kDLCPU, 0};
+  std::unique_ptr<RelaxVirtualMachine> vm;
+  RelaxValue params;  // the packed_params tuple
+  RelaxValue kv;      // the cache as the bytecode sees it
+  PagedKvCache* cache = nullptr;
+  uint32_t fn_embed = 0;
+  std::optional<uint32_t> fn_prefill, fn_decode, fn_batch_prefill, fn_batch_decode;
+  int64_t next_id = 0;
+  std::map<int64_t, Request> requests;
+  std::deque<int64_t> waiting;
+  std::vector<int64_t> running;  // admitted, in admission order
+  int64_t reserved_pages = 0;
+  LlmStepStats stats;
+  // Reused per step.
+  std::vector<int64_t> seq_ids, lengths;
+  std::vector<int32_t> tokens;
+  std::vector<float> host_logits;
+
+  Status Load();
+  Result<Tensor> Embed(std::span<const int32_t> ids);
+  Result<Tensor> Forward(bool decode, std::span<const int32_t> ids, std::span<const int64_t> chunk_ends);
+  Result<const float*> HostLogits(const Tensor& logits);
+  Status Admit();
+  Status Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token);
+  Result<int32_t> SampleFor(Request& r, const float* row);
+};
+
+Status LlmEngine::Impl::Load() {
+  const auto start = Clock::now();
+  HETRT_RETURN_IF_ERROR(FindModelFiles(options, &info.library, &info.weights));
+  HETRT_ASSIGN_OR_RETURN(device, ParseDevice(options.device), "device '" + options.device + "'");
+  HETRT_ASSIGN_OR_RETURN(vm, OpenRelaxVm(info.library, {device}, options.plugins));
+  const std::string where = "library '" + info.library + "'";
+  auto fn = [&](const char* name) -> std::optional<uint32_t> {
+    auto f = vm->FindFunction(name);
+    if (!f.ok()) return std::nullopt;
+    info.functions.push_back(name);
+    return *f;
+  };
+  auto embed = fn("embed");
+  fn_prefill = fn("prefill");
+  fn_decode = fn("decode");
+  fn_batch_prefill = fn("batch_prefill");
+  fn_batch_decode = fn("batch_decode");
+  auto create = fn("create_tir_paged_kv_cache");
+  const bool flashinfer = fn("create_flashinfer_paged_kv_cache").has_value();
+  if (!embed) return InvalidArgument(where + " is not a language model library: it has no 'embed' function");
+  if (!create)
+    return Unimplemented(where + (flashinfer ? " creates its KV cache only with FlashInfer kernels, which hetrt "
+                                               "does not run; build it with TVM's TIR attention"
+                                             : " has no create_tir_paged_kv_cache function"));
+  if (!fn_prefill && !fn_batch_prefill) return InvalidArgument(where + " has neither prefill nor batch_prefill");
+  if (!fn_decode && !fn_batch_decode) return InvalidArgument(where + " has neither decode nor batch_decode");
+  fn_embed = *embed;
+
+  // MLC's metadata: sizes, and the weights by name in packed_params order.
+  nlohmann::json meta = nlohmann::json::object();
+  if (auto m = vm->FindFunction("_metadata"); m.ok()) {
+    HETRT_ASSIGN_OR_RETURN(RelaxValue text, vm->Invoke(*m, {}), where + ": _metadata()");
+    if (!text.is(RelaxValue::Kind::kString))
+      return InvalidArgument(where + ": _metadata() returned " + text.Describe() + ", not a JSON string");
+    meta = nlohmann::json::parse(text.string(), nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) return InvalidArgument(where + ": _metadata() is not a JSON object");
+  }
+  if (auto it = meta.find("model_type"); it != meta.end() && it->is_string()) info.model_type = *it;
+  if (auto it = meta.find("sliding_window_size"); it != meta.end() && it->is_number_integer() && *it != -1)
+    return Unimplemented(where + " uses sliding-window attention (sliding_window_size " + it->dump() +
+                         "), which hetrt's KV cache does not support");
+  if (auto it = meta.find("kv_state_kind"); it != meta.end() && it->is_string() && *it != "kv_cache")
+    return Unimplemented(where + " keeps its state as '" + it->get<std::string>() +
+                         "' (RNN state); hetrt runs models with a paged KV cache");
+  info.context_window_size = IntField(meta, "context_window_size", 2048);
+  info.prefill_chunk_size =
+      options.prefill_chunk_size > 0 ? options.prefill_chunk_size : IntField(meta, "prefill_chunk_size", 2048);
+  info.max_batch_size = options.max_batch_size > 0 ? options.max_batch_size : IntField(meta, "max_batch_size", 1);
+  info.max_total_seq_len =
+      options.max_total_seq_len > 0 ? options.max_total_seq_len : info.context_window_size * info.max_batch_size;
+
+  // Weights: memory-mapped shards, each record decoded once onto the device.
+  HETRT_ASSIGN_OR_RETURN(TensorCacheIndex index, TensorCacheIndex::Open(info.weights));
+  std::vector<const TensorCacheRecord*> records;
+  if (auto it = meta.find("params"); it != meta.end() && it->is_array()) {
+    for (const auto& p : *it) {
+      if (!p.is_object() || !p.contains("name") || !p["name"].is_string())
+        return InvalidArgument(where + ": _metadata's params entries need a name");
+      const std::string name = p["name"];
+      const TensorCacheRecord* record = index.Find(name);
+      if (record == nullptr)
+        return NotFound("the model asks for weight '" + name + "', which " + info.weights +
+                        "/tensor-cache.json does not hold");
+      records.push_back(record);
+      if (info.vocab_size == 0 && p.contains("shape") && p["shape"].is_array() && !p["shape"].empty() &&
+          p["shape"][0] == "vocab_size" && !record->shape.empty())
+        info.vocab_size = record->shape[0];
+    }
+  } else {
+    for (const TensorCacheRecord& r : index.records()) records.push_back(&r);
+  }
+  if (info.vocab_size == 0)
+    for (const TensorCacheRecord* r : records)
+      if (r->name.find("embed") != std::string::npos && r->shape.size() == 2) {
+        info.vocab_size = r->shape[0];
+        break;
+      }
+  if (info.vocab_size <= 0)
+    return InvalidArgument(where +
+                           ": cannot tell the vocabulary size (no 'vocab_size' weight in _metadata and no "
+                           "2-D embedding weight)");
+  Device vm_device;
+  HETRT_ASSIGN_OR_RETURN(vm_device, vm->plugins().DeviceFor(device));
+  uint64_t total = 0, done = 0;
+  for (const TensorCacheRecord* r : records) total += r->nbytes;
+  RelaxTuple weights;
+  weights.reserve(records.size());
+  for (const TensorCacheRecord* r : records) {
+    HETRT_ASSIGN_OR_RETURN(Tensor t, LoadRecord(index, *r, vm_device),
+                           "loading weight '" + r->name + "' from " + info.weights);
+    info.param_names.push_back(r->name);
+    info.weight_bytes += t.nbytes();
+    weights.push_back(RelaxValue::FromTensor(std::move(t)));
+    done += r->nbytes;
+    if (options.load_progress) options.load_progress(done, total);
+  }
+  params = RelaxValue::Tuple(std::move(weights));
+
+  // The KV cache, page size 16 (what TVM's kernels are built for).
+  std::vector<RelaxValue> args = {RelaxValue::Shape({info.max_batch_size}), RelaxValue::Shape({info.max_total_seq_len}),
+                                  RelaxValue::Shape({info.prefill_chunk_size}), RelaxValue::Shape({info.page_size})};
+  if (vm->ParamNames(*create).size() == 5) args.push_back(RelaxValue::Shape({0}));
+  HETRT_ASSIGN_OR_RETURN(kv, vm->Invoke(*create, args), where + ": create_tir_paged_kv_cache");
+  cache = kv.object_as<PagedKvCache>();
+  if (cache == nullptr)
+    return InvalidArgument(where + ": create_tir_paged_kv_cache returned " + kv.Describe() + ", not a KV cache");
+  info.num_total_pages = cache->layout().num_total_pages();
+  info.load_seconds = Seconds(start);
+  return OkStatus();
+}
+
+Result<Tensor> LlmEngine::Impl::Embed(std::span<const int32_t> ids) {
+  HETRT_ASSIGN_OR_RETURN(Tensor host, Tensor::EmptyHost({static_cast<int64_t>(ids.size())}, kInt32));
+  std::memcpy(host.data(), ids.data(), ids.size_bytes());
+  Tensor input = host;
+  if (device.device_type != kDLCPU) {
+    HETRT_ASSIGN_OR_RETURN(input, vm->ToDevice(host, device));
+  }
+  const RelaxValue args[] = {RelaxValue::FromTensor(std::move(input)), params};
+  HETRT_ASSIGN_OR_RETURN(RelaxValue out, vm->Invoke(fn_embed, args), "embed");
+  if (!out.is(RelaxValue::Kind::kTensor) || out.tensor().shape().size() != 2)
+    return InvalidArgument("embed returned " + out.Describe() + ", expected (tokens, hidden)");
+  info.hidden_size = out.tensor().shape()[1];
+  return out.tensor();
+}
+
+// One forward of the sequences in `seq_ids` (begin_forward already called):
+// decode takes one token per sequence; prefill the concatenated chunks, with
+// `chunk_ends` the end of each sequence's rows. Returns logits (B, V) rows.
+Result<Tensor> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> ids,
+                                        std::span<const int64_t> chunk_ends) {
+  const int64_t batch = static_cast<int64_t>(chunk_ends.size());
+  const int64_t total = static_cast<int64_t>(ids.size());
+  HETRT_ASSIGN_OR_RETURN(Tensor embeds, Embed(ids));
+  const DLDataType dtype = embeds.dtype();
+  RelaxValue out;
+  if (decode) {
+    HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({batch, 1, info.hidden_size}, dtype));
+    const bool single = batch == 1 && fn_decode;
+    const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), kv, params};
+    HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(single ? *fn_decode : *fn_batch_decode, args),
+                           single ? "decode" : "batch_decode");
+  } else {
+    HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({1, total, info.hidden_size}, dtype));
+    if (batch == 1 && fn_prefill) {
+      const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), kv, params};
+      HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(*fn_prefill, args), "prefill");
+    } else {
+      if (!fn_batch_prefill) return Unimplemented("the library has no batch_prefill: prefill one sequence at a time");
+      HETRT_ASSIGN_OR_RETURN(Tensor positions, Tensor::EmptyHost({batch}, kInt32));
+      for (int64_t i = 0; i < batch; ++i) positions.data_as<int32_t>()[i] = static_cast<int32_t>(chunk_ends[i] - 1);
+      if (device.device_type != kDLCPU) {
+        HETRT_ASSIGN_OR_RETURN(positions, vm->ToDevice(positions, device));
+      }
+      const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), RelaxValue::FromTensor(positions), kv,
+                                 params};
+      HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(*fn_batch_prefill, args), "batch_prefill");
+    }
+  }
+  if (!out.is(RelaxValue::Kind::kTuple) || out.tuple().empty() || !out.tuple()[0].is(RelaxValue::Kind::kTensor))
+    return InvalidArgument("the model returned " + out.Describe() + ", expected (logits, kv_cache)");
+  const Tensor& logits = out.tuple()[0].tensor();
+  if (logits.num_elements() != batch * info.vocab_size || logits.dtype().code != kDLFloat || logits.dtype().bits != 32)
+    return InvalidArgument("the model returned logits " + DataTypeToString(logits.dtype()) +
+                           ShapeToString(logits.shape()) + ", expected " + std::to_string(batch) + " rows of " +
+                           std::to_string(info.vocab_size) + " float32");
+  return logits;
+}
+
+Result<const float*> LlmEngine::Impl::HostLogits(const Tensor& logits) {
+  if (logits.device().device_type == kDLCPU)
+    return reinterpret_cast<const float*>(static_cast<const uint8_t*>(logits.data()) + logits.dl()->byte_offset);
+  host_logits.resize(static_cast<size_t>(logits.num_elements()));
+  HETRT_RETURN_IF_ERROR(vm->Synchronize());
+  Device d;
+  HETRT_ASSIGN_OR_RETURN(d, vm->plugins().DeviceFor(logits.device()));
+  HETRT_RETURN_IF_ERROR(d.Copy(logits.data(), logits.dl()->byte_offset, logits.device(), host_logits.data(), 0,
+                               DLDevice{kDLCPU, 0}, logits.nbytes()),
+                        "reading the logits back");
+  return host_logits.data();
+}
+
+Status LlmEngine::Impl::Admit() {
+  const int64_t page = info.page_size;
+  while (!waiting.empty() && static_cast<int64_t>(running.size()) < info.max_batch_size) {
+    Request& r = requests.at(waiting.front());
+    const int64_t tokens = static_cast<int64_t>(r.request.prompt.size()) + r.request.max_tokens;
+    const int64_t need = (tokens + page - 1) / page;
+    if (reserved_pages + need > info.num_total_pages) break;  // first come, first served
+    HETRT_RETURN_IF_ERROR(cache->AddSequence(r.id));
+    r.reserved_pages = need;
+    r.admitted = true;
+    reserved_pages += need;
+    running.push_back(r.id);
+    waiting.pop_front();
+  }
+  return OkStatus();
+}
+
+Result<int32_t> LlmEngine::Impl::SampleFor(Request& r, const float* row) {
+  return r.sampler.Sample(std::span<const float>(row, static_cast<size_t>(info.vocab_size)), r.history);
+}
+
+Status LlmEngine::Impl::Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token) {
+  if (events != nullptr) events->push_back(TokenEvent{r.id, token, reason, {}});
+  Status s = OkStatus();
+  if (r.admitted) {
+    s = cache->RemoveSequence(r.id);
+    reserved_pages -= r.reserved_pages;
+    running.erase(std::find(running.begin(), running.end(), r.id));
+  } else {
+    waiting.erase(std::find(waiting.begin(), waiting.end(), r.id));
+  }
+  requests.erase(r.id);
+  return s;
+}
+
+// ---- LlmEngine
+
+LlmEngine::LlmEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlmEngine::~LlmEngine() = default;
+
+Result<std::unique_ptr<LlmEngine>> LlmEngine::Open(const LlmEngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  HETRT_RETURN_IF_ERROR(impl->Load());
+  return std::unique_ptr<LlmEngine>(new LlmEngine(std::move(impl)));
+}
+
+const LlmModelInfo& LlmEngine::info() const { return impl_->info; }
+RelaxVirtualMachine& LlmEngine::vm() { return *impl_->vm; }
+PagedKvCache& LlmEngine::kv_cache() { return *impl_->cache; }
+const LlmStepStats& LlmEngine::stats() const { return impl_->stats; }
+bool LlmEngine::HasWork() const { return !impl_->requests.empty(); }
+size_t LlmEngine::num_running() const { return impl_->running.size(); }
+size_t LlmEngine::num_waiting() const { return impl_->waiting.size(); }
+
+Result<int64_t> LlmEngine::AddRequest(GenerationRequest request) {
+  Impl& m = *impl_;
+  const int64_t vocab = m.info.vocab_size;
+  if (request.prompt.empty()) return InvalidArgument("the prompt is empty: give at least one token id");
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    if (request.prompt[i] < 0 || request.prompt[i] >= vocab)
+      return InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(request.prompt[i]) +
+                             ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  for (int32_t id : request.stop_token_ids)
+    if (id < 0 || id >= vocab)
+      return InvalidArgument("stop token " + std::to_string(id) + " is outside the vocabulary [0, " +
+                             std::to_string(vocab) + ")");
+  if (request.max_tokens < 0)
+    return InvalidArgument("max_tokens is " + std::to_string(request.max_tokens) + "; it must be >= 0");
+  const int64_t context = std::min(m.info.context_window_size, m.info.max_total_seq_len);
+  const int64_t length = static_cast<int64_t>(request.prompt.size());
+  if (length + request.max_tokens > context)
+    return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
+                           std::to_string(request.max_tokens) + " exceed the context of " + std::to_string(context) +
+                           " tokens");
+  HETRT_RETURN_IF_ERROR(request.sampling.Validate(vocab));
+  const int64_t id = m.next_id++;
+  m.requests.emplace(id, Impl::Request(id, std::move(request)));
+  m.waiting.push_back(id);
+  return id;
+}
+
+bool LlmEngine::Cancel(int64_t request) {
+  auto it = impl_->requests.find(request);
+  if (it == impl_->requests.end()) return false;
+  (void)impl_->Finish(it->second, FinishReason::kCancelled, nullptr, -1);
+  return true;
+}
+
+Result<std::vector<TokenEvent>> LlmEngine::Step() {
+  Impl& m = *impl_;
+  std::vector<TokenEvent> events;
+  // A request asking for no tokens ends before it takes a page.
+  for (auto it = m.waiting.begin(); it != m.waiting.end();) {
+    Impl::Request& r = m.requests.at(*it);
+    ++it;
+    if (r.request.max_tokens == 0) HETRT_RETURN_IF_ERROR(m.Finish(r, FinishReason::kLength, &events, -1));
+  }
+  HETRT_RETURN_IF_ERROR(m.Admit());
+  std::vector<int64_t> just_prefilled;
+  // A sampled token is emitted at once, and may end its request.
+  auto emit = [&](Impl::Request& r, int32_t token) -> Status {
+    r.history.push_back(token);
+    r.pending = token;
+    ++r.generated;
+    const auto& stops = r.request.stop_token_ids;
+    if (std::find(stops.begin(), stops.end(), token) != stops.end())
+      return m.Finish(r, FinishReason::kStop, &events, token);
+    if (r.generated >= r.request.max_tokens) return m.Finish(r, FinishReason::kLength, &events, token);
+    events.push_back(TokenEvent{r.id, token, FinishReason::kNone, {}});
+    return OkStatus();
+  };
+
+  // Prefill: the next chunk of every admitted prompt, up to the chunk size.
+  m.seq_ids.clear();
+  m.lengths.clear();
+  m.tokens.clear();
+  int64_t budget = m.info.prefill_chunk_size;
+  for (int64_t id : m.running) {
+    Impl::Request& r = m.requests.at(id);
+    const int64_t left = static_cast<int64_t>(r.request.prompt.size() - r.prefilled);
+    if (left == 0 || budget == 0) continue;
+    const int64_t take = std::min(left, budget);
+    budget -= take;
+    m.seq_ids.push_back(id);
+    m.lengths.push_back(take);
+    m.tokens.insert(m.tokens.end(), r.request.prompt.begin() + static_cast<ptrdiff_t>(r.prefilled),
+                    r.request.prompt.begin() + static_cast<ptrdiff_t>(r.prefilled + take));
+  }
+  if (!m.seq_ids.empty()) {
+    const auto start = Clock::now();
+    std::vector<int64_t> ends(m.lengths.size());
+    int64_t at = 0;
+    for (size_t i = 0; i < m.lengths.size(); ++i) ends[i] = at += m.lengths[i];
+    HETRT_RETURN_IF_ERROR(m.cache->BeginForward(m.seq_ids, m.lengths));
+    auto logits = m.Forward(/*decode=*/false, m.tokens, ends);
+    if (!logits.ok()) {  // the cache grew at begin_forward: take the chunk back
+      for (size_t i = 0; i < m.seq_ids.size(); ++i) (void)m.cache->PopN(m.seq_ids[i], m.lengths[i]);
+      return logits.status();
+    }
+    HETRT_RETURN_IF_ERROR(m.cache->EndForward());
+    HETRT_ASSIGN_OR_RETURN(const float* rows, m.HostLogits(*logits));
+    ++m.stats.prefill_steps;
+    m.stats.prefill_tokens += m.tokens.size();
+    for (size_t i = 0; i < m.seq_ids.size(); ++i) {
+      Impl::Request& r = m.requests.at(m.seq_ids[i]);
+      r.prefilled += static_cast<size_t>(m.lengths[i]);
+      if (r.prefilled < r.request.prompt.size()) continue;
+      HETRT_ASSIGN_OR_RETURN(int32_t token, m.SampleFor(r, rows + i * static_cast<size_t>(m.info.vocab_size)));
+      just_prefilled.push_back(r.id);
+      HETRT_RETURN_IF_ERROR(emit(r, token));
+    }
+    m.stats.prefill_seconds += Seconds(start);
+  }
+
+  // Decode: every sequence with a sampled token not yet in the cache.
+  m.seq_ids.clear();
+  m.lengths.clear();
+  m.tokens.clear();
+  for (int64_t id : m.running) {
+    const Impl::Request& r = m.requests.at(id);
+    if (r.pending < 0 || std::find(just_prefilled.begin(), just_prefilled.end(), id) != just_prefilled.end()) continue;
+    m.seq_ids.push_back(id);
+    m.lengths.push_back(1);
+    m.tokens.push_back(r.pending);
+  }
+  if (!m.seq_ids.empty()) {
+    const auto start = Clock::now();
+    std::vector<int64_t> ends(m.seq_ids.size());
+    for (size_t i = 0; i < ends.size(); ++i) ends[i] = static_cast<int64_t>(i) + 1;
+    HETRT_RETURN_IF_ERROR(m.cache->BeginForward(m.seq_ids, m.lengths));
+    auto logits = m.Forward(/*decode=*/true, m.tokens, ends);
+    if (!logits.ok()) {
+      for (int64_t id : m.seq_ids) (void)m.cache->PopN(id, 1);
+      return logits.status();
+    }
+    HETRT_RETURN_IF_ERROR(m.cache->EndForward());
+    HETRT_ASSIGN_OR_RETURN(const float* rows, m.HostLogits(*logits));
+    ++m.stats.decode_steps;
+    m.stats.decode_tokens += m.seq_ids.size();
+    const std::vector<int64_t> decoded = m.seq_ids;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      Impl::Request& r = m.requests.at(decoded[i]);
+      HETRT_ASSIGN_OR_RETURN(int32_t token, m.SampleFor(r, rows + i * static_cast<size_t>(m.info.vocab_size)));
+      HETRT_RETURN_IF_ERROR(emit(r, token));
+    }
+    m.stats.decode_seconds += Seconds(start);
+  }
+  return events;
+}
+
+Result<std::vector<GenerationResult>> LlmEngine::Generate(std::vector<GenerationRequest> requests,
+                                                          const std::function<void(const TokenEvent&)>& on_token) {
+  std::vector<int64_t> ids;
+  std::map<int64_t, size_t> slot;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto id = AddRequest(std::move(requests[i]));
+    if (!id.ok()) {
+      for (int64_t added : ids) Cancel(added);
+      return Status(id.status().code(), "request " + std::to_string(i) + ": " + id.status().message());
+    }
+    slot[*id] = i;
+    ids.push_back(*id);
+  }
+  std::vector<GenerationResult> results(ids.size());
+  const auto start = Clock::now();
+  std::unordered_set<int64_t> left(ids.begin(), ids.end());
+  while (!left.empty()) {
+    auto events = Step();
+    if (!events.ok()) {
+      for (int64_t id : left) Cancel(id);
+      return events.status();
+    }
+    for (const TokenEvent& e : *events) {
+      auto it = slot.find(e.request);
+      if (it == slot.end()) continue;
+      GenerationResult& r = results[it->second];
+      if (e.token >= 0) {
+        if (r.tokens.empty()) r.time_to_first_token_s = Seconds(start);
+        r.tokens.push_back(e.token);
+      }
+      if (e.finish != FinishReason::kNone) {
+        r.finish = e.finish;
+        r.seconds = Seconds(start);
+        left.erase(e.request);
+      }
+      if (on_token) on_token(e);
+    }
+  }
+  return results;
+}
+
+Result<std::vector<float>> LlmEngine::Logits(std::span<const int32_t> prompt) {
+  Impl& m = *impl_;
+  GenerationRequest probe;
+  probe.prompt.assign(prompt.begin(), prompt.end());
+  probe.max_tokens = 0;
+  HETRT_ASSIGN_OR_RETURN(int64_t id, AddRequest(std::move(probe)));
+  // A sequence of its own, prefilled chunk by chunk now, then removed.
+  m.waiting.pop_back();
+  Impl::Request& r = m.requests.at(id);
+  auto drop = [&]() { m.requests.erase(id); };
+  if (Status s = m.cache->AddSequence(id); !s.ok()) {
+    drop();
+    return s;
+  }
+  std::vector<float> out;
+  Status status = OkStatus();
+  for (size_t at = 0; at < prompt.size() && status.ok();) {
+    const size_t take = std::min<size_t>(prompt.size() - at, static_cast<size_t>(m.info.prefill_chunk_size));
+    const int64_t ids[] = {id};
+    const int64_t lengths[] = {static_cast<int64_t>(take)};
+    const int64_t ends[] = {static_cast<int64_t>(take)};
+    status = m.cache->BeginForward(ids, lengths);
+    if (!status.ok()) break;
+    auto logits = m.Forward(false, prompt.subspan(at, take), ends);
+    if (!logits.ok()) {
+      status = logits.status();
+      break;
+    }
+    status = m.cache->EndForward();
+    if (at + take == prompt.size() && status.ok()) {
+      auto rows = m.HostLogits(*logits);
+      if (!rows.ok()) {
+        status = rows.status();
+        break;
+      }
+      out.assign(*rows, *rows + m.info.vocab_size);
+    }
+    at += take;
+  }
+  (void)r;
+  Status removed = m.cache->RemoveSequence(id);
+  drop();
+  HETRT_RETURN_IF_ERROR(status);
+  HETRT_RETURN_IF_ERROR(removed);
+  return out;
+}
+
+}  // namespace hetrt

@@ -1,0 +1,48 @@
+// Reading a builtin's arguments: each check names the argument and what it
+// got, so a wrong kind or count is an error a user can act on, never a crash.
+#pragma once
+
+#include <string>
+
+#include "relax/interpreter.h"
+
+namespace hetrt {
+
+inline Status WrongKind(uint32_t index, const char* what, const RelaxValue& got) {
+  return InvalidArgument("argument " + std::to_string(index) + " must be " + what + ", got " + got.Describe());
+}
+
+inline Status NeedArgs(const RelaxCallArgs& args, uint32_t at_least) {
+  if (args.size() < at_least)
+    return InvalidArgument("takes at least " + std::to_string(at_least) + " arguments, got " +
+                           std::to_string(args.size()));
+  return OkStatus();
+}
+
+inline Result<int64_t> IntArg(const RelaxCallArgs& args, uint32_t i) {
+  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (!args[i].is(RelaxValue::Kind::kInt)) return WrongKind(i, "an int", args[i]);
+  return args[i].int_value();
+}
+
+// An int or a float as a double (TVM's PrimValue arguments take either).
+inline Result<double> RealArg(const RelaxCallArgs& args, uint32_t i) {
+  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (args[i].is(RelaxValue::Kind::kInt)) return static_cast<double>(args[i].int_value());
+  if (!args[i].is(RelaxValue::Kind::kFloat)) return WrongKind(i, "a number", args[i]);
+  return args[i].float_value();
+}
+
+inline Result<const std::string*> StringArg(const RelaxCallArgs& args, uint32_t i) {
+  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (!args[i].is(RelaxValue::Kind::kString)) return WrongKind(i, "a string", args[i]);
+  return &args[i].string();
+}
+
+inline Result<const Tensor*> TensorArg(const RelaxCallArgs& args, uint32_t i) {
+  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (!args[i].is(RelaxValue::Kind::kTensor)) return WrongKind(i, "a tensor", args[i]);
+  return &args[i].tensor();
+}
+
+}  // namespace hetrt

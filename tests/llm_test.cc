@@ -1,0 +1,402 @@
+// Language models TVM v0.25 compiled (fixtures/tvm-0.25-llm/tiny_llama):
+// every case's trace replayed call by call through hetrt's VM, KV cache and
+// tensor cache, each step's logits against TVM's own (rtol 1e-4, atol 1e-5)
+// and its argmax exact; then the engine: greedy tokens, batches whose
+// membership changes, chunked prefill, the steady state, bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hetrt/base/dtype.h"
+#include "hetrt/exec/open_model.h"
+#include "hetrt/formats/npy.h"
+#include "hetrt/llm/engine.h"
+#include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/relax/paged_kv_cache.h"
+#include "hetrt/relax/tensor_cache.h"
+#include "hetrt/relax/vm.h"
+#include "test_support.h"
+
+namespace hetrt {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string LlmFixture() {
+  fs::path dir = fs::path(testing::FixturesRoot()) / "tvm-0.25-llm" / "tiny_llama";
+  return fs::is_directory(dir) ? dir.string() : std::string();
+}
+
+#define HETRT_REQUIRE_LLM_FIXTURE(var)  \
+  const std::string var = LlmFixture(); \
+  if (var.empty())                      \
+  HETRT_MISSING("fixtures",             \
+                "tvm-0.25-llm/tiny_llama not found under " << testing::FixturesRoot() << " (set HETRT_FIXTURES)")
+
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+Tensor Ids(const std::vector<int32_t>& ids) {
+  Tensor t = *Tensor::EmptyHost({static_cast<int64_t>(ids.size())}, DLDataType{kDLInt, 32, 1});
+  std::copy(ids.begin(), ids.end(), t.data_as<int32_t>());
+  return t;
+}
+
+std::vector<int64_t> Ints(const json& j) { return j.get<std::vector<int64_t>>(); }
+
+// Compares `got` (float32, n rows of V) with rows [index, index + n) of the
+// expected file (its leading dims flattened into rows of V).
+void ExpectLogits(const Tensor& got, const Tensor& expected, int64_t index, const std::string& where) {
+  const int64_t vocab = got.shape().back();
+  const int64_t rows = got.num_elements() / vocab;
+  ASSERT_LT(index, expected.shape()[0]) << where;
+  // From entry `index` of the file's first axis on (a step's logits, or rows).
+  const int64_t per_entry = expected.num_elements() / expected.shape()[0];
+  ASSERT_LE(index * per_entry + rows * vocab, expected.num_elements()) << where;
+  const float* a = got.data_as<float>();
+  const float* b = expected.data_as<float>() + index * per_entry;
+  double worst = 0;
+  for (int64_t i = 0; i < rows * vocab; ++i) {
+    const double err = std::abs(double(a[i]) - double(b[i])) - (1e-5 + 1e-4 * std::abs(double(b[i])));
+    worst = std::max(worst, err);
+  }
+  EXPECT_LE(worst, 0.0) << where << ": logits differ from TVM's beyond rtol 1e-4 / atol 1e-5";
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = a + r * vocab;
+    const float* want = b + r * vocab;
+    EXPECT_EQ(std::max_element(row, row + vocab) - row, std::max_element(want, want + vocab) - want)
+        << where << " row " << r;
+  }
+}
+
+// The model's VM, its weights (by _metadata's names) and what a trace needs.
+struct Harness {
+  std::string dir;
+  std::unique_ptr<RelaxVirtualMachine> vm;
+  RelaxValue params;
+  json meta;
+
+  static Harness Open(const std::string& dir) {
+    Harness h;
+    h.dir = dir;
+    h.meta = ReadJson(dir + "/meta.json");
+    auto vm = OpenRelaxVm(dir + "/model.so", {{kDLCPU, 0}});
+    EXPECT_TRUE(vm.ok()) << vm.status().ToString();
+    h.vm = std::move(vm).value();
+    auto index = TensorCacheIndex::Open(dir + "/params");
+    EXPECT_TRUE(index.ok()) << index.status().ToString();
+    Device cpu = *PluginRegistry::Global().DeviceFor({kDLCPU, 0});
+    RelaxTuple weights;
+    for (const json& p : h.meta["params"]) {
+      const TensorCacheRecord* record = index->Find(p["name"].get<std::string>());
+      EXPECT_NE(record, nullptr) << p["name"];
+      weights.push_back(RelaxValue::FromTensor(*LoadRecord(*index, *record, cpu)));
+    }
+    h.params = RelaxValue::Tuple(std::move(weights));
+    return h;
+  }
+
+  RelaxValue Call(const std::string& fn, std::vector<RelaxValue> args) {
+    auto r = vm->Invoke(fn, args);
+    EXPECT_TRUE(r.ok()) << fn << ": " << r.status().ToString();
+    return r.ok() ? *r : RelaxValue();
+  }
+  // vm.builtin.* by name, as an engine in another language would call them.
+  RelaxValue Builtin(const std::string& name, std::vector<RelaxValue> args) {
+    auto r = vm->CallBuiltin(name, args);
+    EXPECT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+    return r.ok() ? *r : RelaxValue();
+  }
+};
+
+RelaxValue Shape(const json& j) { return RelaxValue::Shape(Ints(j)); }
+
+// Replays one case's trace; every logits-producing call is checked.
+void ReplayCase(Harness& h, const json& c) {
+  RelaxValue kv, embeds;
+  std::map<std::string, Tensor> files;
+  auto expected = [&](const std::string& name) -> const Tensor& {
+    if (!files.count(name)) {
+      auto t = LoadNpyFile(h.dir + "/" + name);
+      EXPECT_TRUE(t.ok()) << name;
+      files[name] = *t;
+    }
+    return files[name];
+  };
+  int checked = 0;
+  for (const json& op : c["trace"]) {
+    const std::string kind = op["op"];
+    const std::string where = c["name"].get<std::string>() + " op " + op.dump().substr(0, 120);
+    if (kind == "create_kv_cache") {
+      std::vector<RelaxValue> args;
+      for (const json& a : op["args"]) args.push_back(Shape(a));
+      kv = h.Call(op["fn"], args);
+      ASSERT_NE(kv.object_as<PagedKvCache>(), nullptr) << where;
+    } else if (kind == "add_sequence") {
+      h.Builtin("vm.builtin.kv_state_add_sequence", {kv, RelaxValue::Int(op["seq_id"])});
+    } else if (kind == "fork_sequence") {
+      h.Builtin("vm.builtin.kv_state_fork_sequence",
+                {kv, RelaxValue::Int(op["parent_seq_id"]), RelaxValue::Int(op["child_seq_id"]),
+                 RelaxValue::Int(op["fork_pos"])});
+    } else if (kind == "popn") {
+      h.Builtin("vm.builtin.kv_state_popn", {kv, RelaxValue::Int(op["seq_id"]), RelaxValue::Int(op["n"])});
+    } else if (kind == "begin_forward") {
+      std::vector<RelaxValue> args = {kv, Shape(op["seq_ids"]), Shape(op["append_lengths"])};
+      if (op.contains("token_tree_parent_ptr")) args.push_back(Shape(op["token_tree_parent_ptr"]));
+      h.Builtin("vm.builtin.kv_state_begin_forward", args);
+    } else if (kind == "end_forward") {
+      h.Builtin("vm.builtin.kv_state_end_forward", {kv});
+    } else if (kind == "commit_accepted_token_tree_nodes") {
+      h.Builtin(op["fn"], {kv, Shape(op["seq_ids"]), Shape(op["leaf_indices"])});
+    } else if (kind == "embed") {
+      embeds = h.Call("embed", {RelaxValue::FromTensor(Ids(op["input_ids"].get<std::vector<int32_t>>())), h.params});
+      ASSERT_EQ(embeds.tensor().shape(), Ints(op["out_shape"])) << where;
+    } else if (kind == "view") {
+      embeds = h.Builtin("vm.builtin.reshape", {embeds, Shape(op["shape"])});
+    } else {  // a model call returning (logits, kv)
+      std::vector<RelaxValue> args = {embeds};
+      if (op.contains("logit_positions")) {
+        auto positions = op["logit_positions"].get<std::vector<int32_t>>();
+        args.push_back(RelaxValue::FromTensor(Ids(positions)));
+      }
+      args.push_back(kv);
+      args.push_back(h.params);
+      RelaxValue out = h.Call(kind, args);
+      ASSERT_TRUE(out.is(RelaxValue::Kind::kTuple)) << where;
+      const Tensor& logits = out.tuple()[0].tensor();
+      ASSERT_EQ(logits.shape(), Ints(op["logits_shape"])) << where;
+      ExpectLogits(logits, expected(op["logits_file"]), op.value("logits_index", int64_t{0}), where);
+      ++checked;
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(checked, 0) << c["name"];
+  if (c.contains("kv_total_sequence_length_after")) {
+    EXPECT_EQ(kv.object_as<PagedKvCache>()->total_sequence_length(),
+              c["kv_total_sequence_length_after"].get<int64_t>());
+  }
+}
+
+TEST(TinyLlama, EveryTraceMatchesTvmStepByStep) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  Harness h = Harness::Open(dir);
+  ASSERT_TRUE(h.vm);
+  int cases = 0;
+  for (const json& c : h.meta["cases"]) {
+    if (!c.contains("trace")) continue;
+    SCOPED_TRACE(c["name"].get<std::string>());
+    ReplayCase(h, c);
+    ++cases;
+  }
+  EXPECT_GE(cases, 4);
+}
+
+TEST(TinyLlama, BranchingTokenTreeIsRefusedAndTheCacheStaysUsable) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  Harness h = Harness::Open(dir);
+  RelaxValue kv =
+      h.Call("create_tir_paged_kv_cache", {RelaxValue::Shape({4}), RelaxValue::Shape({128}), RelaxValue::Shape({64}),
+                                           RelaxValue::Shape({16}), RelaxValue::Shape({0})});
+  auto* cache = kv.object_as<PagedKvCache>();
+  ASSERT_NE(cache, nullptr);
+  const int64_t pages = cache->num_available_pages();
+  HETRT_ASSERT_OK(cache->AddSequence(0));
+  const int64_t ids[] = {0}, lengths[] = {4}, tree[] = {-1, 0, 0, 1};
+  Status s = cache->BeginForward(ids, lengths, tree);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tree"), std::string::npos) << s.ToString();
+  EXPECT_EQ(cache->total_sequence_length(), 0);
+  EXPECT_EQ(cache->num_available_pages(), pages);
+  Status dup = cache->AddSequence(0);
+  EXPECT_FALSE(dup.ok());
+  EXPECT_NE(dup.message().find("0"), std::string::npos);
+  HETRT_ASSERT_OK(cache->RemoveSequence(0));
+  EXPECT_EQ(cache->num_available_pages(), pages);
+}
+
+// ---- the engine
+
+LlmEngineOptions Options(const std::string& dir) {
+  LlmEngineOptions o;
+  o.model_dir = dir;
+  return o;
+}
+
+GenerationRequest Greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+TEST(LlmEngine, GreedySingleSequenceReproducesTvmsTokens) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
+  const json plan = ReadJson(dir + "/meta.json")["plan"]["single"];
+  std::vector<int32_t> want = plan["generated"].get<std::vector<int32_t>>();
+  want.push_back(plan["next_after_last"].get<int32_t>());
+  HETRT_ASSERT_OK_AND_ASSIGN(auto results, engine->Generate({Greedy(plan["prompt"].get<std::vector<int32_t>>(), 13)}));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].tokens, want);
+  EXPECT_EQ(results[0].finish, FinishReason::kLength);
+  EXPECT_EQ(engine->info().vocab_size, 256);
+  EXPECT_EQ(engine->kv_cache().total_sequence_length(), 0);  // finished sequences leave the cache
+}
+
+TEST(LlmEngine, BatchReproducesTvmsTokensAndJoiningChangesNothing) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
+  const json plan = ReadJson(dir + "/meta.json")["plan"]["batch"];
+  const auto prompts = plan["prompts"].get<std::vector<std::vector<int32_t>>>();
+  const auto steps = plan["decode_inputs"].get<std::vector<std::vector<int32_t>>>();
+  const auto last = plan["next_after_last"].get<std::vector<int32_t>>();
+  std::vector<std::vector<int32_t>> want(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (const auto& step : steps) want[i].push_back(step[i]);
+    want[i].push_back(last[i]);
+  }
+  std::vector<GenerationRequest> batch;
+  for (const auto& p : prompts) batch.push_back(Greedy(p, 9));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto together, engine->Generate(batch));
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].tokens, want[i]) << "sequence " << i;
+
+  // Alone, and joining a batch already decoding: the same tokens.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto alone, engine->Generate({Greedy(prompts[1], 9)}));
+  EXPECT_EQ(alone[0].tokens, want[1]);
+  HETRT_ASSERT_OK_AND_ASSIGN(int64_t first, engine->AddRequest(Greedy(prompts[0], 9)));
+  std::map<int64_t, std::vector<int32_t>> got;
+  int64_t joined = -1;
+  for (int step = 0; engine->HasWork(); ++step) {
+    if (step == 3) {
+      HETRT_ASSERT_OK_AND_ASSIGN(joined, engine->AddRequest(Greedy(prompts[2], 9)));
+    }
+    HETRT_ASSERT_OK_AND_ASSIGN(auto events, engine->Step());
+    for (const TokenEvent& e : events)
+      if (e.token >= 0) got[e.request].push_back(e.token);
+  }
+  EXPECT_EQ(got[first], want[0]);
+  EXPECT_EQ(got[joined], want[2]);
+}
+
+TEST(LlmEngine, ChunkedPrefillEqualsOneForward) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto whole, LlmEngine::Open(Options(dir)));
+  LlmEngineOptions chunked_options = Options(dir);
+  chunked_options.prefill_chunk_size = 3;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto chunked, LlmEngine::Open(chunked_options));
+  const std::vector<int32_t> prompt = {197, 93, 168, 51, 241, 22, 67, 5, 9, 200, 13};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto a, whole->Logits(prompt));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto b, chunked->Logits(prompt));
+  ASSERT_EQ(a.size(), 256u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 + 1e-4 * std::abs(a[i])) << i;
+  // And generation through chunks gives the same greedy tokens.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto ra, whole->Generate({Greedy(prompt, 6)}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto rb, chunked->Generate({Greedy(prompt, 6)}));
+  EXPECT_EQ(ra[0].tokens, rb[0].tokens);
+}
+
+TEST(LlmEngine, DecodeStepsAllocateNothingFromThePlugins) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
+  // Warm-up: every batch size once.
+  for (int n = 1; n <= 3; ++n) {
+    std::vector<GenerationRequest> batch(n, Greedy({1, 2, 3, 4, 5}, 4));
+    HETRT_ASSERT_OK(engine->Generate(batch).status());
+  }
+  const uint64_t before = engine->vm().PluginAllocations();
+  HETRT_ASSERT_OK(engine->AddRequest(Greedy({7, 8, 9}, 30)).status());
+  HETRT_ASSERT_OK(engine->AddRequest(Greedy({10, 11}, 10)).status());
+  int step = 0;
+  while (engine->HasWork()) {
+    if (step++ == 4) HETRT_ASSERT_OK(engine->AddRequest(Greedy({12, 13, 14, 15}, 6)).status());  // joins, others leave
+    HETRT_ASSERT_OK(engine->Step().status());
+  }
+  EXPECT_EQ(engine->vm().PluginAllocations(), before);
+}
+
+TEST(LlmEngine, BadRequestsAreRefusedAndOthersGoOn) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
+  HETRT_ASSERT_OK_AND_ASSIGN(int64_t good, engine->AddRequest(Greedy({1, 2, 3}, 5)));
+  int tokens = 0;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto first, engine->Step());
+  for (const TokenEvent& e : first) tokens += e.request == good && e.token >= 0;
+  auto out_of_vocab = engine->AddRequest(Greedy({1, 256}, 4));
+  ASSERT_FALSE(out_of_vocab.ok());
+  EXPECT_NE(out_of_vocab.status().message().find("vocabulary"), std::string::npos);
+  auto too_long = engine->AddRequest(Greedy(std::vector<int32_t>(120, 1), 20));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("context"), std::string::npos);
+  EXPECT_FALSE(engine->AddRequest(Greedy({}, 4)).ok());
+  EXPECT_FALSE(engine->AddRequest(Greedy({1}, -1)).ok());
+  GenerationRequest hot = Greedy({1}, 2);
+  hot.sampling.temperature = -1;
+  EXPECT_FALSE(engine->AddRequest(hot).ok());
+  while (engine->HasWork()) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto events, engine->Step());
+    for (const TokenEvent& e : events) tokens += e.request == good && e.token >= 0;
+  }
+  EXPECT_EQ(tokens, 5);
+}
+
+TEST(LlmEngine, SeededSamplingIsReproducibleAndStopsOnStopTokens) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
+  GenerationRequest r = Greedy({5, 6, 7}, 20);
+  r.sampling.temperature = 0.9f;
+  r.sampling.top_p = 0.95f;
+  r.sampling.seed = 42;
+  r.sampling.has_seed = true;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto a, engine->Generate({r}));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto b, engine->Generate({r, r}));
+  EXPECT_EQ(a[0].tokens, b[0].tokens);
+  EXPECT_EQ(a[0].tokens, b[1].tokens);
+  ASSERT_GE(a[0].tokens.size(), 3u);
+  r.stop_token_ids = {a[0].tokens[2]};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto c, engine->Generate({r}));
+  EXPECT_EQ(c[0].finish, FinishReason::kStop);
+  EXPECT_LE(c[0].tokens.size(), 3u);
+  EXPECT_EQ(c[0].tokens.back(), a[0].tokens[2]);
+}
+
+TEST(LlmEngine, BrokenModelFoldersSayWhatIsWrong) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  const fs::path tmp = fs::temp_directory_path() / ("hetrt_llm_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "params");
+  fs::copy_file(fs::path(dir) / "model.so", tmp / "model.so");
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "params"))
+    fs::copy_file(e.path(), tmp / "params" / e.path().filename());
+  fs::permissions(tmp / "params" / "tensor-cache.json", fs::perms::owner_write, fs::perm_options::add);
+  HETRT_ASSERT_OK(LlmEngine::Open(Options(tmp.string())).status());
+  {  // a truncated shard
+    fs::permissions(tmp / "params" / "params_shard_1.bin", fs::perms::owner_write, fs::perm_options::add);
+    fs::resize_file(tmp / "params" / "params_shard_1.bin", 1000);
+    auto e = LlmEngine::Open(Options(tmp.string()));
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("params_shard_1.bin"), std::string::npos) << e.status().ToString();
+  }
+  {  // a corrupt tensor-cache.json
+    std::ofstream(tmp / "params" / "tensor-cache.json") << "{\"records\": [ {";
+    auto e = LlmEngine::Open(Options(tmp.string()));
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("tensor-cache.json"), std::string::npos) << e.status().ToString();
+  }
+  {  // no weights at all
+    fs::remove_all(tmp / "params");
+    auto e = LlmEngine::Open(Options(tmp.string()));
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("tensor-cache.json"), std::string::npos) << e.status().ToString();
+  }
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace hetrt
