@@ -11,6 +11,7 @@
 #include "hetrt/formats/params.h"
 #include "hetrt/module/module_loader.h"
 #include "interleaved.h"
+#include "kernel_floor.h"
 
 namespace hetrt {
 namespace {
@@ -41,70 +42,16 @@ Result<OpenVm> Open(const std::string& name) {
   return o;
 }
 
-// The floor: the kernels one VM call makes, recorded once, then called in a
-// plain loop. Each buffer the VM passed (by address) gets one buffer here,
-// holding the bytes it held when first seen, so aliasing between kernels is
-// kept and no VM work (allocation, checks, registers) is left.
-struct KernelFloor {
-  struct Call {
-    hetrt_packed_cfunc_t fn;
-    void* resource;
-    size_t begin;
-    int32_t n;
-  };
-  std::vector<Call> calls;
-  std::vector<hetrt_value_t> values;
-  std::vector<int32_t> codes;
-  std::vector<DLTensor> tensors;             // the floor's argument tensors (stable: reserved)
-  std::vector<std::vector<int64_t>> shapes;  // theirs
-  std::map<const void*, Tensor> buffers;     // VM data address -> floor buffer
-
-  static Result<KernelFloor> Record(OpenVm& o) {
-    KernelFloor f;
-    f.tensors.reserve(4096);
-    f.shapes.reserve(4096);
-    Status failed;
-    o.vm->SetKernelObserver([&](const hetrt_packed_func_t& k, const hetrt_value_t* v, const int32_t* c, int32_t n) {
-      f.calls.push_back({k.call, k.resource, f.values.size(), n});
-      for (int32_t i = 0; i < n; ++i) {
-        hetrt_value_t value = v[i];
-        if (c[i] == HETRT_TYPE_DLTENSOR) {
-          const auto* dl = static_cast<const DLTensor*>(v[i].v_handle);
-          const uint64_t nbytes = static_cast<uint64_t>(Tensor::Borrow(dl->data, dl->device,
-                                                                        {dl->shape, dl->shape + dl->ndim}, dl->dtype)
-                                                            .nbytes()) + dl->byte_offset;
-          auto it = f.buffers.find(dl->data);
-          if (it == f.buffers.end() || it->second.nbytes() < nbytes) {
-            auto t = Tensor::EmptyHost({static_cast<int64_t>(nbytes)}, {kDLUInt, 8, 1});
-            if (!t.ok()) failed = t.status();
-            if (!t.ok()) return;
-            std::memcpy(t->data(), dl->data, nbytes);
-            it = f.buffers.insert_or_assign(dl->data, std::move(t).value()).first;
-          }
-          f.shapes.emplace_back(dl->shape, dl->shape + dl->ndim);
-          DLTensor copy = *dl;
-          copy.data = it->second.data();
-          copy.shape = f.shapes.back().data();
-          f.tensors.push_back(copy);
-          value.v_handle = &f.tensors.back();
-        }
-        f.values.push_back(value);
-        f.codes.push_back(c[i]);
-      }
-    });
-    auto r = o.vm->Invoke(o.main, o.args);
-    o.vm->SetKernelObserver(nullptr);
-    if (!r.ok()) return r.status();
-    if (!failed.ok()) return failed;
-    if (f.tensors.size() >= 4096) return ResourceExhausted("too many kernel arguments to record");
-    return f;
-  }
-  void Run() {
-    hetrt_value_t ret;
-    int32_t ret_code;
-    for (const Call& c : calls) c.fn(&values[c.begin], &codes[c.begin], c.n, &ret, &ret_code, c.resource);
-  }
-};
+// The floor: the kernels one VM call makes (kernel_floor.h).
+Result<KernelFloor> RecordFloor(OpenVm& o) {
+  KernelFloor f;
+  o.vm->SetKernelObserver(f.Observer());
+  auto r = o.vm->Invoke(o.main, o.args);
+  o.vm->SetKernelObserver(nullptr);
+  if (!r.ok()) return r.status();
+  HETRT_RETURN_IF_ERROR(f.status());
+  return f;
+}
 
 void BM_RelaxMlp_Vm(benchmark::State& state) {
   auto o = Open("relax_mlp");
@@ -121,7 +68,7 @@ struct MlpAndFloor {
 
 Result<MlpAndFloor> OpenMlpAndFloor() {
   HETRT_ASSIGN_OR_RETURN(OpenVm o, Open("relax_mlp"));
-  HETRT_ASSIGN_OR_RETURN(KernelFloor floor, KernelFloor::Record(o));
+  HETRT_ASSIGN_OR_RETURN(KernelFloor floor, RecordFloor(o));
   return MlpAndFloor{std::move(o), std::move(floor)};
 }
 

@@ -5,7 +5,13 @@
 # no privilege escalation. Clients outside the container then check readiness,
 # metadata, the models' outputs against the fixtures, gRPC health, /metrics,
 # and that `podman stop` (SIGTERM) answers the requests in flight and exits 0
-# within the grace period (tests/deploy/container_test.py).
+# within the grace period (tests/deploy/container_test.py). Then twice more
+# with a CUDA model in the repository: with the fake CUDA driver of the tests
+# (tests/cuda/fake_*.cc, from this build tree: build/test-fake-cuda/13.0, or
+# HETRT_FAKE_CUDA) mounted where the NVIDIA container toolkit mounts the real
+# libcuda.so.1 (`hetrt plugins` lists its devices, the CUDA model's outputs
+# match), and with no driver (the plugin and the server's log say why, the
+# other models are served).
 #
 # Where no container registry answers, the Debian base image is made here with
 # debootstrap from the Debian mirror this machine's apt uses (its sources:
@@ -40,6 +46,12 @@ for tool in podman python3; do
   command -v "$tool" >/dev/null || { echo "test_container: $tool not found: run scripts/setup.sh" >&2; exit 1; }
 done
 python=/usr/bin/python3  # Debian's, with python3-grpcio and numpy
+fake_cuda=${HETRT_FAKE_CUDA:-$root/build/test-fake-cuda/13.0/libcuda.so.1}
+[ -f "$fake_cuda" ] || { echo "test_container: no fake CUDA driver at $fake_cuda:" \
+  "build it (cmake --build build --target hetrt_fake_cuda) or set HETRT_FAKE_CUDA" >&2; exit 1; }
+# Where the NVIDIA container toolkit mounts the driver's libcuda.so.1 (Debian's
+# library folder, which the loader searches without its cache).
+driver_path=/usr/lib/x86_64-linux-gnu/libcuda.so.1
 export HETRT_FIXTURES="${HETRT_FIXTURES:-$root/../shared/fixtures}"
 step() { echo "== test_container: $* ($((SECONDS / 60)) m $((SECONDS % 60)) s)"; }
 
@@ -140,6 +152,28 @@ for e in spec["containers"][0].get("env", []):
 EOF
 )
 grace=30  # Kubernetes' default terminationGracePeriodSeconds
+# serve NAME REPOSITORY [PODMAN_OPTION...]: starts $image's server as the pod runs it.
+serve() {
+  local name=$1 repo=$2
+  shift 2
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  podman run -d --name "$name" "${run_opts[@]}" \
+    --user 1000:1000 --read-only --tmpfs /tmp:rw,nosuid,nodev,size=1g \
+    --cap-drop=ALL --security-opt=no-new-privileges --cpus=2 \
+    -v "$repo:/mnt/models:ro" "$@" "${serve_env[@]}" \
+    -p 127.0.0.1::8080 -p 127.0.0.1::8081 -p 127.0.0.1::8002 \
+    --stop-timeout "$grace" \
+    --entrypoint "${serve_command[0]}" "$image" "${serve_command[@]:1}" >/dev/null
+}
+port() { podman port "$1" "$2/tcp" | head -1; }
+# plugins_check cuda|none [PODMAN_OPTION...]: `hetrt plugins` in $image, as restricted.
+plugins_check() {
+  local want=$1
+  shift
+  $python tests/deploy/container_test.py plugins "$want" -- podman run --rm "${run_opts[@]}" \
+    --user 1000:1000 --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \
+    "$@" --entrypoint hetrt "$image" plugins
+}
 
 status=0
 for target in "${targets[@]}"; do
@@ -163,16 +197,8 @@ for target in "${targets[@]}"; do
   repo=$work/models-$target
   $python tests/deploy/container_test.py repository "$repo" "$target"
   name=hetrt-test-$target
-  podman rm -f "$name" >/dev/null 2>&1 || true
-  podman run -d --name "$name" "${run_opts[@]}" \
-    --user 1000:1000 --read-only --tmpfs /tmp:rw,nosuid,nodev,size=1g \
-    --cap-drop=ALL --security-opt=no-new-privileges --cpus=2 \
-    -v "$repo:/mnt/models:ro" "${serve_env[@]}" \
-    -p 127.0.0.1::8080 -p 127.0.0.1::8081 -p 127.0.0.1::8002 \
-    --stop-timeout "$grace" \
-    --entrypoint "${serve_command[0]}" "$image" "${serve_command[@]:1}" >/dev/null
-  port() { podman port "$name" "$1/tcp" | head -1; }
-  http=$(port 8080) grpc=$(port 8081) metrics=$(port 8002)
+  serve "$name" "$repo"
+  http=$(port "$name" 8080) grpc=$(port "$name" 8081) metrics=$(port "$name" 8002)
   if $python tests/deploy/container_test.py check "$target" "$http" "$grpc" "$metrics" &&
      $python tests/deploy/container_test.py drain "$http" "$metrics" -- podman stop -t "$grace" "$name"; then
     code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
@@ -186,6 +212,33 @@ for target in "${targets[@]}"; do
     status=1
   fi
   [ "$status" -eq 0 ] || podman logs "$name" 2>&1 | tail -40 >&2
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  [ "$status" -eq 0 ] || break
+
+  # CUDA: the fake driver where the NVIDIA container toolkit mounts the real
+  # one (read-only, one device as a pod's one GPU), then no driver at all.
+  cuda_repo=$work/models-$target-cuda
+  $python tests/deploy/container_test.py repository "$cuda_repo" "$target" cuda
+  driver=(-v "$fake_cuda:$driver_path:ro" --env HETRT_FAKE_CUDA_DEVICES=1)
+  name=hetrt-test-$target-cuda
+  if plugins_check cuda "${driver[@]}" && serve "$name" "$cuda_repo" "${driver[@]}" &&
+     $python tests/deploy/container_test.py check "$target" \
+       "$(port "$name" 8080)" "$(port "$name" 8081)" "$(port "$name" 8002)" cuda; then
+    step "$target: the CUDA model on the fake driver: PASSED"
+  else
+    status=1
+    podman logs "$name" 2>&1 | tail -40 >&2
+  fi
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  [ "$status" -eq 0 ] || break
+  name=hetrt-test-$target-no-driver
+  if plugins_check none && serve "$name" "$cuda_repo" &&
+     $python tests/deploy/container_test.py no-driver "$target" "$(port "$name" 8080)" -- podman logs "$name"; then
+    step "$target: no CUDA driver: the other models served, the CUDA model unavailable saying why: PASSED"
+  else
+    status=1
+    podman logs "$name" 2>&1 | tail -40 >&2
+  fi
   podman rm -f "$name" >/dev/null 2>&1 || true
   [ "$status" -eq 0 ] || break
 done

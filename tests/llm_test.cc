@@ -346,6 +346,15 @@ TEST(LlmEngine, BadRequestsAreRefusedAndOthersGoOn) {
   EXPECT_EQ(tokens, 5);
 }
 
+TEST(LlmEngine, ABatchLargerThanTheLibraryWasCompiledForIsRefused) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  LlmEngineOptions o = Options(dir);
+  o.max_batch_size = 8;  // tiny_llama's _metadata: max_batch_size 4
+  auto engine = LlmEngine::Open(o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("at most 4 sequences"), std::string::npos) << engine.status().ToString();
+}
+
 TEST(LlmEngine, SeededSamplingIsReproducibleAndStopsOnStopTokens) {
   HETRT_REQUIRE_LLM_FIXTURE(dir);
   HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));

@@ -172,7 +172,14 @@ Status LlmEngine::Impl::Load() {
   info.context_window_size = IntField(meta, "context_window_size", 2048);
   info.prefill_chunk_size =
       options.prefill_chunk_size > 0 ? options.prefill_chunk_size : IntField(meta, "prefill_chunk_size", 2048);
-  info.max_batch_size = options.max_batch_size > 0 ? options.max_batch_size : IntField(meta, "max_batch_size", 1);
+  // The library's functions are compiled for at most its max_batch_size
+  // sequences (static memory planning): more would overrun their storage.
+  const int64_t compiled_batch = IntField(meta, "max_batch_size", 0);
+  if (options.max_batch_size > 0 && compiled_batch > 0 && options.max_batch_size > compiled_batch)
+    return InvalidArgument(where + " was compiled for at most " + std::to_string(compiled_batch) +
+                           " sequences per batch (_metadata's max_batch_size), " +
+                           std::to_string(options.max_batch_size) + " asked");
+  info.max_batch_size = options.max_batch_size > 0 ? options.max_batch_size : std::max<int64_t>(compiled_batch, 1);
   info.max_total_seq_len =
       options.max_total_seq_len > 0 ? options.max_total_seq_len : info.context_window_size * info.max_batch_size;
 
@@ -496,6 +503,36 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
     m.stats.decode_seconds += Seconds(start);
   }
   return events;
+}
+
+Result<const float*> LlmEngine::Forward(std::span<const int64_t> seq_ids, std::span<const int64_t> lengths,
+                                        std::span<const int32_t> tokens) {
+  Impl& m = *impl_;
+  if (seq_ids.size() != lengths.size() || seq_ids.empty())
+    return InvalidArgument("a forward takes one length per sequence, got " + std::to_string(seq_ids.size()) +
+                           " sequences and " + std::to_string(lengths.size()) + " lengths");
+  std::vector<int64_t> ends(lengths.size());
+  int64_t at = 0;
+  bool decode = true;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    ends[i] = at += lengths[i];
+    decode &= lengths[i] == 1;
+  }
+  if (at != static_cast<int64_t>(tokens.size()))
+    return InvalidArgument("the lengths add up to " + std::to_string(at) + " tokens, " +
+                           std::to_string(tokens.size()) + " given");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= m.info.vocab_size)
+      return InvalidArgument("token " + std::to_string(t) + " is outside the vocabulary [0, " +
+                             std::to_string(m.info.vocab_size) + ")");
+  HETRT_RETURN_IF_ERROR(m.cache->BeginForward(seq_ids, lengths));
+  auto logits = m.Forward(decode, tokens, ends);
+  if (!logits.ok()) {
+    for (size_t i = 0; i < seq_ids.size(); ++i) (void)m.cache->PopN(seq_ids[i], lengths[i]);
+    return logits.status();
+  }
+  HETRT_RETURN_IF_ERROR(m.cache->EndForward());
+  return m.HostLogits(*logits);
 }
 
 Result<std::vector<GenerationResult>> LlmEngine::Generate(std::vector<GenerationRequest> requests,

@@ -152,18 +152,18 @@ Status ShapeOf(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* result)
 Status CheckTensorInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 3));
   const uint32_t err = args.size() - 1;
-  const std::string context = ErrorContext(args, err);
-  if (!args[0].is(Kind::kTensor)) return InvalidArgument(context + "expected a tensor, got " + args[0].Describe());
+  auto context = [&] { return ErrorContext(args, err); };  // built only on error
+  if (!args[0].is(Kind::kTensor)) return InvalidArgument(context() + "expected a tensor, got " + args[0].Describe());
   const Tensor& x = args[0].tensor();
   HETRT_ASSIGN_OR_RETURN(int64_t ndim, IntArg(args, 1));
   if (ndim != -1 && static_cast<int64_t>(x.shape().size()) != ndim)
-    return InvalidArgument(context + "expected a tensor of rank " + std::to_string(ndim) + ", got rank " +
+    return InvalidArgument(context() + "expected a tensor of rank " + std::to_string(ndim) + ", got rank " +
                            std::to_string(x.shape().size()) + " " + ShapeToString(x.shape()));
   if (args.size() >= 4 && args[2].is(Kind::kDataType)) {
     const DLDataType want = args[2].dtype();
     const bool any = want.code == kDLOpaqueHandle && want.bits == 0 && want.lanes == 0;
     if (!any && want != x.dtype())
-      return InvalidArgument(context + "expected dtype " + DataTypeToString(want) + ", got " +
+      return InvalidArgument(context() + "expected dtype " + DataTypeToString(want) + ", got " +
                              DataTypeToString(x.dtype()));
   }
   return OkStatus();
@@ -173,12 +173,12 @@ Status CheckTensorInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*
 // a value of `kind` with `n` dims / items (-1: any number, for shapes).
 Status CheckSized(const RelaxCallArgs& args, Kind kind, const char* what, const char* unit) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 3));
-  const std::string context = ErrorContext(args, 2);
-  if (!args[0].is(kind)) return InvalidArgument(context + "expected a " + what + ", got " + args[0].Describe());
+  auto context = [&] { return ErrorContext(args, 2); };  // built only on error
+  if (!args[0].is(kind)) return InvalidArgument(context() + "expected a " + what + ", got " + args[0].Describe());
   HETRT_ASSIGN_OR_RETURN(int64_t n, IntArg(args, 1));
   const size_t have = kind == Kind::kShape ? args[0].shape().size() : args[0].tuple().size();
   if ((n != -1 || kind != Kind::kShape) && static_cast<int64_t>(have) != n)
-    return InvalidArgument(context + "expected a " + what + " of " + std::to_string(n) + " " + unit + ", got " +
+    return InvalidArgument(context() + "expected a " + what + " of " + std::to_string(n) + " " + unit + ", got " +
                            args[0].Describe());
   return OkStatus();
 }
@@ -194,10 +194,10 @@ Status CheckTupleInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*)
 // check_prim_value_info(x, dtype, err)
 Status CheckPrimValueInfo(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 3));
-  const std::string context = ErrorContext(args, 2);
+  auto context = [&] { return ErrorContext(args, 2); };  // built only on error
   const bool want_float = args[1].is(Kind::kDataType) && args[1].dtype().code == kDLFloat;
   if (want_float ? !(args[0].is(Kind::kFloat) || args[0].is(Kind::kInt)) : !args[0].is(Kind::kInt))
-    return InvalidArgument(context + "expected a " + std::string(want_float ? "float" : "int") + ", got " +
+    return InvalidArgument(context() + "expected a " + std::string(want_float ? "float" : "int") + ", got " +
                            args[0].Describe());
   return OkStatus();
 }
@@ -220,9 +220,9 @@ Status MatchShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
   if (n < 0 || args.size() < 3 + 2 * static_cast<uint64_t>(n))
     return InvalidArgument("match_shape: " + std::to_string(n) + " dims but " + std::to_string(args.size()) +
                            " arguments");
-  const std::string context = ErrorContext(args, static_cast<uint32_t>(3 + 2 * n));
+  auto context = [&] { return ErrorContext(args, static_cast<uint32_t>(3 + 2 * n)); };  // built only on error
   if (static_cast<int64_t>(dims->size()) != n)
-    return InvalidArgument(context + "expected " + std::to_string(n) + " dims, got shape " + ShapeToString(*dims));
+    return InvalidArgument(context() + "expected " + std::to_string(n) + " dims, got shape " + ShapeToString(*dims));
   for (int64_t i = 0; i < n; ++i) {
     HETRT_ASSIGN_OR_RETURN(int64_t code, IntArg(args, static_cast<uint32_t>(3 + 2 * i)));
     HETRT_ASSIGN_OR_RETURN(int64_t value, IntArg(args, static_cast<uint32_t>(4 + 2 * i)));
@@ -230,7 +230,7 @@ Status MatchShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
     switch (code) {
       case 0:
         if (dim != value)
-          return InvalidArgument(context + "dimension " + std::to_string(i) + " of " + ShapeToString(*dims) +
+          return InvalidArgument(context() + "dimension " + std::to_string(i) + " of " + ShapeToString(*dims) +
                                  " must be " + std::to_string(value));
         break;
       case 1: {
@@ -242,7 +242,7 @@ Status MatchShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
       case 3: {
         HETRT_ASSIGN_OR_RETURN(int64_t * slot, HeapSlot(heap, value));
         if (dim != *slot)
-          return InvalidArgument(context + "dimension " + std::to_string(i) + " of " + ShapeToString(*dims) +
+          return InvalidArgument(context() + "dimension " + std::to_string(i) + " of " + ShapeToString(*dims) +
                                  " must be " + std::to_string(*slot) +
                                  ", the value the same symbolic dimension took before");
         break;
@@ -285,14 +285,14 @@ Status MatchPrimValue(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*)
   HETRT_ASSIGN_OR_RETURN(Heap heap, HeapArg(args, 1));
   HETRT_ASSIGN_OR_RETURN(int64_t code, IntArg(args, 2));
   HETRT_ASSIGN_OR_RETURN(int64_t slot_or_value, IntArg(args, 3));
-  const std::string context = ErrorContext(args, 4);
+  auto context = [&] { return ErrorContext(args, 4); };  // built only on error
   if (code == 0 && value != slot_or_value)
-    return InvalidArgument(context + "value " + std::to_string(value) + " must be " + std::to_string(slot_or_value));
+    return InvalidArgument(context() + "value " + std::to_string(value) + " must be " + std::to_string(slot_or_value));
   if (code == 1 || code == 3) {
     HETRT_ASSIGN_OR_RETURN(int64_t * slot, HeapSlot(heap, slot_or_value));
     if (code == 1) *slot = value;
     if (code == 3 && *slot != value)
-      return InvalidArgument(context + "value " + std::to_string(value) + " must be " + std::to_string(*slot));
+      return InvalidArgument(context() + "value " + std::to_string(value) + " must be " + std::to_string(*slot));
   }
   return OkStatus();
 }

@@ -281,6 +281,8 @@ Status PagedKvCache::SyncAuxArrays() {
 
 Status PagedKvCache::Call(const PackedFunc* kernel, const char* slot, hetrt_value_t* values, int32_t* codes,
                           int32_t n) {
+  if (kernel_observer_) [[unlikely]]
+    kernel_observer_(*kernel, values, codes, n);
   Status s = CallPackedFunc(*kernel, values, codes, n);
   if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
   return OkStatus();

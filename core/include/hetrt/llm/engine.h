@@ -121,6 +121,14 @@ class LlmEngine {
   // The last position's logits after prefilling `prompt` (a sequence of its own, removed after).
   Result<std::vector<float>> Logits(std::span<const int32_t> prompt);
 
+  // ---- one forward without the scheduler (benchmarks, tests): the sequences
+  // must be in the KV cache (kv_cache().AddSequence); `tokens` holds each
+  // one's new tokens in order, `lengths` how many. All lengths 1: decode.
+  // Returns the logits, one row of vocab_size per sequence, on the host
+  // (valid until the next forward).
+  Result<const float*> Forward(std::span<const int64_t> seq_ids, std::span<const int64_t> lengths,
+                               std::span<const int32_t> tokens);
+
   // ---- the parts underneath (tests, bench)
   RelaxVirtualMachine& vm();
   PagedKvCache& kv_cache();

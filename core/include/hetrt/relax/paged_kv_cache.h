@@ -24,6 +24,7 @@
 #include "hetrt/base/tensor.h"
 #include "hetrt/device/device.h"
 #include "hetrt/relax/paged_kv_layout.h"
+#include "hetrt/relax/profile.h"
 #include "hetrt/relax/value.h"
 #include "hetrt/tvm_abi/global_functions.h"
 
@@ -94,6 +95,10 @@ class PagedKvCache final : public RelaxObject {
   int64_t total_sequence_length() const { return layout_.total_sequence_length(); }
   bool empty() const { return layout_.empty(); }
 
+  // Called before every kernel call the cache makes (nullptr: none). For
+  // benchmarks' floors, as RelaxVirtualMachine::SetKernelObserver.
+  void SetKernelObserver(RelaxKernelObserver observer) { kernel_observer_ = std::move(observer); }
+
   // Memory taken from the plugin at creation (pages, temporaries, aux arrays).
   uint64_t device_bytes() const { return device_bytes_; }
 
@@ -132,6 +137,7 @@ class PagedKvCache final : public RelaxObject {
   View q_view_, k_view_, v_view_, o_tmp_view_, lse_tmp_view_, lse_merged_view_, qkv_view_, o_view_;
   std::vector<PageCopy> copies_;  // reused
   uint64_t device_bytes_ = 0;
+  RelaxKernelObserver kernel_observer_;
 };
 
 }  // namespace hetrt
