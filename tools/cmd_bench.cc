@@ -78,6 +78,10 @@ nlohmann::json TraceOf(const GraphExecutor& ex, const GraphExecutor::RunProfile&
 
 int Bench(const BenchArgs& args) {
   WarnAboutUnusedPlugins();
+  if (IsLlmModelFolder(args.model)) {
+    if (args.devices.size() != 1) return Fail("a language model runs on one device: pass one --device");
+    return BenchLlm(args.model, args.devices[0], args.repeat, args.warmup, args.trace);
+  }
   ModelSpec spec{args.model, args.graph, args.params, args.function, args.devices};
   spec.sequential = args.sequential;
   spec.staged_copies = args.staged_copies;

@@ -111,12 +111,23 @@ struct LlmEngine::Impl {
   std::vector<int64_t> running;  // admitted, in admission order
   int64_t reserved_pages = 0;
   LlmStepStats stats;
+  RelaxProfile* profile = nullptr;  // SetProfile
   // Reused per step.
   std::vector<int64_t> seq_ids, lengths;
   std::vector<int32_t> tokens;
   std::vector<float> host_logits;
 
   Status Load();
+  // A model function; with a profile set, its events are appended to it.
+  Result<RelaxValue> Invoke(uint32_t fn, std::span<const RelaxValue> args) {
+    if (profile == nullptr) return vm->Invoke(fn, args);
+    RelaxProfile one;
+    auto result = vm->InvokeProfiled(fn, args, &one);
+    if (profile->events.empty()) profile->start_ns = one.start_ns;
+    profile->events.insert(profile->events.end(), one.events.begin(), one.events.end());
+    profile->end_ns = one.end_ns;
+    return result;
+  }
   Result<Tensor> Embed(std::span<const int32_t> ids);
   Result<Tensor> Forward(bool decode, std::span<const int32_t> ids, std::span<const int64_t> chunk_ends);
   Result<const float*> HostLogits(const Tensor& logits);
@@ -251,7 +262,7 @@ Result<Tensor> LlmEngine::Impl::Embed(std::span<const int32_t> ids) {
     HETRT_ASSIGN_OR_RETURN(input, vm->ToDevice(host, device));
   }
   const RelaxValue args[] = {RelaxValue::FromTensor(std::move(input)), params};
-  HETRT_ASSIGN_OR_RETURN(RelaxValue out, vm->Invoke(fn_embed, args), "embed");
+  HETRT_ASSIGN_OR_RETURN(RelaxValue out, Invoke(fn_embed, args), "embed");
   if (!out.is(RelaxValue::Kind::kTensor) || out.tensor().shape().size() != 2)
     return InvalidArgument("embed returned " + out.Describe() + ", expected (tokens, hidden)");
   info.hidden_size = out.tensor().shape()[1];
@@ -272,13 +283,13 @@ Result<Tensor> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> id
     HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({batch, 1, info.hidden_size}, dtype));
     const bool single = batch == 1 && fn_decode;
     const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), kv, params};
-    HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(single ? *fn_decode : *fn_batch_decode, args),
+    HETRT_ASSIGN_OR_RETURN(out, Invoke(single ? *fn_decode : *fn_batch_decode, args),
                            single ? "decode" : "batch_decode");
   } else {
     HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({1, total, info.hidden_size}, dtype));
     if (batch == 1 && fn_prefill) {
       const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), kv, params};
-      HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(*fn_prefill, args), "prefill");
+      HETRT_ASSIGN_OR_RETURN(out, Invoke(*fn_prefill, args), "prefill");
     } else {
       if (!fn_batch_prefill) return Unimplemented("the library has no batch_prefill: prefill one sequence at a time");
       HETRT_ASSIGN_OR_RETURN(Tensor positions, Tensor::EmptyHost({batch}, kInt32));
@@ -288,7 +299,7 @@ Result<Tensor> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> id
       }
       const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), RelaxValue::FromTensor(positions), kv,
                                  params};
-      HETRT_ASSIGN_OR_RETURN(out, vm->Invoke(*fn_batch_prefill, args), "batch_prefill");
+      HETRT_ASSIGN_OR_RETURN(out, Invoke(*fn_batch_prefill, args), "batch_prefill");
     }
   }
   if (!out.is(RelaxValue::Kind::kTuple) || out.tuple().empty() || !out.tuple()[0].is(RelaxValue::Kind::kTensor))
@@ -365,6 +376,10 @@ const LlmModelInfo& LlmEngine::info() const { return impl_->info; }
 RelaxVirtualMachine& LlmEngine::vm() { return *impl_->vm; }
 PagedKvCache& LlmEngine::kv_cache() { return *impl_->cache; }
 const LlmStepStats& LlmEngine::stats() const { return impl_->stats; }
+void LlmEngine::SetProfile(RelaxProfile* vm, std::vector<BuiltinKernelEvent>* kv_kernels) {
+  impl_->profile = vm;
+  impl_->cache->SetProfile(kv_kernels);
+}
 bool LlmEngine::HasWork() const { return !impl_->requests.empty(); }
 size_t LlmEngine::num_running() const { return impl_->running.size(); }
 size_t LlmEngine::num_waiting() const { return impl_->waiting.size(); }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/host_clock.h"
 #include "hetrt/module/module.h"
 
 namespace hetrt {
@@ -283,6 +284,16 @@ Status PagedKvCache::Call(const PackedFunc* kernel, const char* slot, hetrt_valu
                           int32_t n) {
   if (kernel_observer_) [[unlikely]]
     kernel_observer_(*kernel, values, codes, n);
+  if (profile_ != nullptr) [[unlikely]] {
+    BuiltinKernelEvent event{slot, config_.device, HostNowNs(), 0};
+    Status s = CallPackedFunc(*kernel, values, codes, n);
+    if (s.ok() && config_.device.device_type != kDLCPU && device_.CanSynchronize())
+      s = device_.Synchronize(nullptr);  // the kernel's time, not its launch
+    event.end_ns = HostNowNs();
+    profile_->push_back(event);
+    if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
+    return OkStatus();
+  }
   Status s = CallPackedFunc(*kernel, values, codes, n);
   if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
   return OkStatus();

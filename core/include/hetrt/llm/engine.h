@@ -18,6 +18,7 @@
 
 #include "hetrt/base/status.h"
 #include "hetrt/llm/sampler.h"
+#include "hetrt/relax/profile.h"
 
 namespace hetrt {
 
@@ -128,6 +129,10 @@ class LlmEngine {
   // (valid until the next forward).
   Result<const float*> Forward(std::span<const int64_t> seq_ids, std::span<const int64_t> lengths,
                                std::span<const int32_t> tokens);
+
+  // Times every Call instruction of the model's functions into `vm` and every
+  // KV-cache kernel into `kv_kernels` (nullptr: off), for `hetrt bench`.
+  void SetProfile(RelaxProfile* vm, std::vector<BuiltinKernelEvent>* kv_kernels);
 
   // ---- the parts underneath (tests, bench)
   RelaxVirtualMachine& vm();

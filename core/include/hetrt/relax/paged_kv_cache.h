@@ -98,6 +98,8 @@ class PagedKvCache final : public RelaxObject {
   // Called before every kernel call the cache makes (nullptr: none). For
   // benchmarks' floors, as RelaxVirtualMachine::SetKernelObserver.
   void SetKernelObserver(RelaxKernelObserver observer) { kernel_observer_ = std::move(observer); }
+  // Times every kernel call into `events` (nullptr: none), for `hetrt bench`.
+  void SetProfile(std::vector<BuiltinKernelEvent>* events) { profile_ = events; }
 
   // Memory taken from the plugin at creation (pages, temporaries, aux arrays).
   uint64_t device_bytes() const { return device_bytes_; }
@@ -138,6 +140,7 @@ class PagedKvCache final : public RelaxObject {
   std::vector<PageCopy> copies_;  // reused
   uint64_t device_bytes_ = 0;
   RelaxKernelObserver kernel_observer_;
+  std::vector<BuiltinKernelEvent>* profile_ = nullptr;
 };
 
 }  // namespace hetrt

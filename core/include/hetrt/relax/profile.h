@@ -34,6 +34,14 @@ struct RelaxProfile {
   std::vector<RelaxTraceEvent> events;
 };
 
+// One kernel call a stateful builtin made on its own (the paged KV cache's
+// attention kernels, inside attention_with_fused_qkv): which kernel slot, when.
+struct BuiltinKernelEvent {
+  const char* slot = "";
+  DLDevice device{kDLCPU, 0};
+  uint64_t start_ns = 0, end_ns = 0;  // host clock
+};
+
 // Sees every kernel call with its packed arguments just before it is made
 // (RelaxVirtualMachine::SetKernelObserver): a benchmark's direct-call floor.
 using RelaxKernelObserver = std::function<void(const hetrt_packed_func_t& kernel, const hetrt_value_t* values,
