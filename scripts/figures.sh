@@ -16,7 +16,7 @@
 #   FIGURES_BUILD_DIR=DIR  build folder (default build; configured as Release when new)
 #   FIGURES_OUT=FILE       default docs/figures.md; only then are README.md's and docs/micro.md's
 #                          generated blocks rewritten too
-#   FIGURES_SKIP=a,b       sections not to run: cpu,async,devices,demo,export,micro,serving,cuda
+#   FIGURES_SKIP=a,b       sections not to run: cpu,relax,llm,async,devices,demo,export,micro,serving,cuda
 #                          (serving includes bench/serve_load.py against the protocol floor)
 #                          (their figures then read "not measured")
 #   FIGURES_JOBS=N         build parallelism (default: nproc)
@@ -133,6 +133,7 @@ if ! skipped cpu graph_bench launch_bench python_bench; then
   fi
 fi
 skipped relax relax_bench || gbench relax_bench "$build/bin/relax_bench" "${gbench_time[@]}"
+skipped llm llm_bench || gbench llm_bench "$build/bin/llm_bench" "${gbench_time[@]}"
 if ! skipped async async_bench async_bench_one_thread_each; then
   gbench async_bench "$build/bin/async_bench" "${gbench_time[@]}"
   gbench async_bench_one_thread_each POCL_MAX_PTHREAD_COUNT=1 HETRT_NUM_THREADS=1 "$build/bin/async_bench" \

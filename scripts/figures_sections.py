@@ -113,6 +113,43 @@ def relax(raw):
     return s
 
 
+def llm(raw):
+    s = Section("llm", "Language models: tiny_llama's decode step against its kernels, tokens per second, loading (`llm_bench`)")
+    r = _load(s, raw, "llm_bench")
+
+    def step(batch):
+        def cell():
+            b = r.get("BM_DecodeStepVsKernels/%d" % batch)
+            return "%s step, %s kernels, **%s** runtime (%d kernel calls), %s tokens/s" % (
+                fmt_us(b.counter("step_us")), fmt_us(b.counter("kernels_us")),
+                fmt_us(b.counter("runtime_us")), b.counter("kernel_calls"),
+                sig(b.counter("tokens_per_s")))
+        return cell
+
+    def engine(batch):
+        def cell():
+            b = r.get("BM_EngineDecode/%d" % batch)
+            return "%s per step, %s tokens/s" % (fmt_s(b.real_s), sig(b.counter("tokens_per_s")))
+        return cell
+
+    def load():
+        b = r.get("BM_LoadTensorCache/128/iterations:3")
+        return "%s ms for 128 MiB, peak RSS growth **%sx** the weights" % (
+            sig(b.counter("load_ms")), sig(b.counter("peak_rss_growth_over_weights")))
+
+    s.table(["what", "figure"], [
+        ["decode step, batch 1: begin_forward, embed, decode, end_forward (+ popn) / the same kernels called "
+         "directly on the same memory (interleaved); runtime = the difference", step(1)],
+        ["decode step, batch 2", step(2)],
+        ["decode step, batch 4 (the library's compiled maximum)", step(4)],
+        ["engine step (scheduler + greedy sampling), batch 1", engine(1)],
+        ["engine step, batch 2", engine(2)],
+        ["engine step, batch 4", engine(4)],
+        ["loading weights onto the CPU (memory-mapped tensor cache, a child process)", load],
+    ])
+    return s
+
+
 def _variants(result):
     """{variant: {mean, p50, p99, ratio}} from async_bench's counters."""
     out = {}
@@ -558,4 +595,4 @@ def tvm(raw):
     return s
 
 
-ALL = (cpu, relax, asynchronous, devices, demo, export, micro, serving, protocol_floor, cuda, tvm)
+ALL = (cpu, relax, llm, asynchronous, devices, demo, export, micro, serving, protocol_floor, cuda, tvm)

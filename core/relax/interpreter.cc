@@ -360,7 +360,7 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
     RelaxValue* regs = frames[my_depth].data();
     switch (in.op) {
       case RelaxInstruction::Op::kCall: {
-        const RelaxCallArgs call_args(&operands[in.operands_begin], regs, in.num_operands);
+        const RelaxCallArgs call_args(operands.data() + in.operands_begin, regs, in.num_operands);
         RelaxValue result;
         Status s = profile == nullptr ? Call(in, call_args, &result) : CallProfiled(in, call_args, &result);
         if (!s.ok()) [[unlikely]]

@@ -231,7 +231,7 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
       }
       if (impl->callees[out.callee].kind == RelaxInterpreter::Callee::Kind::kBuiltin &&
           impl->callees[out.callee].builtin == to_device)
-        HETRT_RETURN_IF_ERROR(impl->MoveConstantOnce(&impl->operands[out.operands_begin], in.num_args),
+        HETRT_RETURN_IF_ERROR(impl->MoveConstantOnce(impl->operands.data() + out.operands_begin, in.num_args),
                               "moving a constant for function table entry " + std::to_string(out.callee));
     }
     impl->code.push_back(out);
