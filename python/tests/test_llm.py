@@ -83,3 +83,13 @@ def test_a_folder_without_weights_names_what_is_missing(tmp_path):
     (tmp_path / "model.so").write_bytes((model_dir() / "model.so").read_bytes())
     with pytest.raises(hetrt.Error, match="tensor-cache.json"):
         hetrt.llm.Engine(tmp_path)
+
+
+def test_leaving_a_stream_early_frees_its_pages(engine, plan):
+    pages = engine.kv_available_pages
+    stream = engine.stream(plan["single"]["prompt"], max_tokens=20)
+    first = [next(stream), next(stream)]
+    assert first == plan["single"]["generated"][:2]
+    assert engine.kv_available_pages < pages
+    stream.close()  # the consumer walks away: the request is cancelled
+    assert engine.kv_available_pages == pages
