@@ -20,8 +20,8 @@
 
 #include "hetrt/llm/engine.h"
 #include "hetrt/plugin_host/plugin_registry.h"
-#include "hetrt/relax/tensor_cache.h"
 #include "hetrt/relax/paged_kv_cache.h"
+#include "hetrt/relax/tensor_cache.h"
 #include "hetrt/relax/vm.h"
 #include "interleaved.h"
 #include "kernel_floor.h"
@@ -117,7 +117,8 @@ void BM_EngineDecode(benchmark::State& state) {
   uint64_t tokens = 0;
   for (auto _ : state) {
     while ((*engine)->num_running() + (*engine)->num_waiting() < static_cast<size_t>(batch))
-      if (auto id = (*engine)->AddRequest(request()); !id.ok()) return state.SkipWithError(id.status().ToString().c_str());
+      if (auto id = (*engine)->AddRequest(request()); !id.ok())
+        return state.SkipWithError(id.status().ToString().c_str());
     auto events = (*engine)->Step();
     if (!events.ok()) return state.SkipWithError(events.status().ToString().c_str());
     tokens += events->size();
@@ -157,8 +158,8 @@ BENCHMARK(BM_OpenModel)->Unit(benchmark::kMillisecond);
 // size (memory-mapped shards whose pages are dropped once decoded: ~1x).
 void BM_LoadTensorCache(benchmark::State& state) {
   const int64_t mib = state.range(0);
-  const std::string dir = (std::filesystem::temp_directory_path() / ("hetrt_llm_bench_cache_" + std::to_string(mib)))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("hetrt_llm_bench_cache_" + std::to_string(mib))).string();
   constexpr int64_t kRecord = 8 << 20, kShard = 32 << 20;
   if (!std::filesystem::exists(dir + "/tensor-cache.json")) {
     std::filesystem::create_directories(dir);
@@ -171,14 +172,21 @@ void BM_LoadTensorCache(benchmark::State& state) {
       nlohmann::json records = nlohmann::json::array();
       for (int64_t at = 0; at < kShard && shard * kShard + at < mib << 20; at += kRecord) {
         out.write(bytes.data(), kRecord);
-        records.push_back({{"name", "w" + std::to_string(record++)}, {"shape", {kRecord / 4}}, {"dtype", "float32"},
-                           {"format", "raw"}, {"nbytes", kRecord}, {"byteOffset", at}});
+        records.push_back({{"name", "w" + std::to_string(record++)},
+                           {"shape", {kRecord / 4}},
+                           {"dtype", "float32"},
+                           {"format", "raw"},
+                           {"nbytes", kRecord},
+                           {"byteOffset", at}});
       }
       out.close();
-      shards.push_back({{"dataPath", name}, {"format", "raw-shard"}, {"nbytes", std::filesystem::file_size(dir + "/" + name)},
+      shards.push_back({{"dataPath", name},
+                        {"format", "raw-shard"},
+                        {"nbytes", std::filesystem::file_size(dir + "/" + name)},
                         {"records", records}});
     }
-    std::ofstream(dir + "/tensor-cache.json") << nlohmann::json{{"metadata", nlohmann::json::object()}, {"records", shards}}.dump();
+    std::ofstream(dir + "/tensor-cache.json")
+        << nlohmann::json{{"metadata", nlohmann::json::object()}, {"records", shards}}.dump();
   }
   auto cpu = PluginRegistry::Global().DeviceFor({kDLCPU, 0});
   if (!cpu.ok()) return state.SkipWithError(cpu.status().ToString().c_str());

@@ -210,17 +210,16 @@ TEST(CliGenerate, GreedyTokensAreTvmsAndBadInputIsAMessage) {
   if (dir.empty()) HETRT_MISSING("fixtures", "tvm-0.25-llm/tiny_llama not under " << testing::FixturesRoot());
   Outcome o = RunCli("generate " + dir + " --prompt-ids 197,93,168,51,241,22,67 --max-tokens 13");
   ASSERT_EQ(o.exit_code, 0) << o.output;
-  EXPECT_NE(o.output.find("sequence 0: 22,204,96,241,179,195,41,29,47,104,170,195,170"), std::string::npos)
-      << o.output;
+  EXPECT_NE(o.output.find("sequence 0: 22,204,96,241,179,195,41,29,47,104,170,195,170"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("time to first token"), std::string::npos) << o.output;
   struct Bad {
     std::string args, says;
   };
-  for (const Bad& bad : {Bad{"--prompt-ids 1,256 --max-tokens 2", "outside the vocabulary"},
-                         Bad{"--prompt-ids 1,x,3", "comma-separated token ids"},
-                         Bad{"--prompt-ids 1 --max-tokens 200", "context"},
-                         Bad{"--prompt-ids 1 --temperature -1", "temperature"},
-                         Bad{"--prompt-ids 1 --max-batch-size 8", "at most 4 sequences"}}) {
+  for (const Bad& bad :
+       {Bad{"--prompt-ids 1,256 --max-tokens 2", "outside the vocabulary"},
+        Bad{"--prompt-ids 1,x,3", "comma-separated token ids"}, Bad{"--prompt-ids 1 --max-tokens 200", "context"},
+        Bad{"--prompt-ids 1 --temperature -1", "temperature"},
+        Bad{"--prompt-ids 1 --max-batch-size 8", "at most 4 sequences"}}) {
     o = RunCli("generate " + dir + " " + bad.args);
     EXPECT_EQ(o.exit_code, 1) << bad.args << ": " << o.output;
     EXPECT_NE(o.output.find(bad.says), std::string::npos) << bad.args << ": " << o.output;

@@ -21,9 +21,9 @@ namespace {
 
 struct RecordedCall {
   std::string slot;
-  std::vector<DLTensor> tensors;               // as passed (shape pointers not kept)
-  std::vector<std::vector<int64_t>> shapes;    // theirs
-  std::vector<std::vector<int32_t>> int32s;    // int32 tensors read back from the device
+  std::vector<DLTensor> tensors;             // as passed (shape pointers not kept)
+  std::vector<std::vector<int64_t>> shapes;  // theirs
+  std::vector<std::vector<int32_t>> int32s;  // int32 tensors read back from the device
   std::vector<int64_t> ints;
   std::vector<double> reals;
 };
@@ -116,7 +116,7 @@ void RunOn(DLDevice where) {
   EXPECT_EQ(rec.Order(), (std::vector<std::string>{"split_rotary", "ragged", "append"}));
   const RecordedCall& split = rec.calls[0];
   ASSERT_EQ(split.tensors.size(), 5u);
-  EXPECT_EQ(split.shapes[0], (std::vector<int64_t>{5, 8, 16}));  // qkv: the forward's 5 rows
+  EXPECT_EQ(split.shapes[0], (std::vector<int64_t>{5, 8, 16}));       // qkv: the forward's 5 rows
   EXPECT_EQ(split.int32s[1], (std::vector<int32_t>{0, 1, 2, 0, 1}));  // query positions, on the device
   EXPECT_EQ(split.tensors[1].byte_offset, 0u);  // first in the buffer, as get_query_positions needs
   for (const DLTensor& t : split.tensors) EXPECT_EQ(t.device.device_type, where.device_type);

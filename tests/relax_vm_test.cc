@@ -393,8 +393,8 @@ TEST(RelaxBytecode, RefusedAndMissingFunctionsFailAtCreationNamingThem) {
     p.End();
     return p.Build();
   };
-  for (const char* name : {"vm.builtin.attention_kv_cache_create", "vm.builtin.rnn_state_create",
-                           "vm.builtin.invoke_debug_func"}) {
+  for (const char* name :
+       {"vm.builtin.attention_kv_cache_create", "vm.builtin.rnn_state_create", "vm.builtin.invoke_debug_func"}) {
     auto vm = calling(name);
     ASSERT_FALSE(vm.ok()) << name;
     EXPECT_EQ(vm.status().code(), StatusCode::kUnimplemented);

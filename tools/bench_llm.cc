@@ -133,11 +133,19 @@ int BenchLlm(const std::string& model_dir, const std::string& device, int repeat
     for (const RelaxTraceEvent& e : first_vm.events)
       events.push_back({{"name", exe.functions[e.callee].name},
                         {"cat", e.kind == RelaxTraceEvent::Kind::kKernel ? "kernel" : "builtin"},
-                        {"ph", "X"}, {"pid", 0}, {"tid", 0}, {"ts", at(e.start_ns)},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", 0},
+                        {"ts", at(e.start_ns)},
                         {"dur", Us(e.start_ns, e.end_ns)}});
     for (const BuiltinKernelEvent& e : first_kv)
-      events.push_back({{"name", std::string("kv cache: ") + e.slot}, {"cat", "kernel"}, {"ph", "X"}, {"pid", 0},
-                        {"tid", 0}, {"ts", at(e.start_ns)}, {"dur", Us(e.start_ns, e.end_ns)}});
+      events.push_back({{"name", std::string("kv cache: ") + e.slot},
+                        {"cat", "kernel"},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", 0},
+                        {"ts", at(e.start_ns)},
+                        {"dur", Us(e.start_ns, e.end_ns)}});
     std::ofstream out(trace);
     out << nlohmann::json{{"traceEvents", events}}.dump(1);
     if (!out) return Fail("cannot write " + trace);

@@ -109,7 +109,8 @@ Command AddGenerateCommand(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd =
       app.add_subcommand("generate", "Generate tokens with a language model (a library beside its tensor cache)");
-  cmd->add_option("model_dir", args->engine.model_dir, "model folder: one .so and tensor-cache.json (in it or in params/)");
+  cmd->add_option("model_dir", args->engine.model_dir,
+                  "model folder: one .so and tensor-cache.json (in it or in params/)");
   cmd->add_option("--library", args->engine.library, "the model library, when not in the folder");
   cmd->add_option("--weights", args->engine.weights, "the tensor-cache folder, when not in the model folder");
   cmd->add_option("--prompt-ids", args->prompts, "comma-separated token ids; repeat for several sequences")->required();
@@ -124,8 +125,10 @@ Command AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--frequency-penalty", args->frequency_penalty, "default 0 (off)");
   cmd->add_option("--seed", args->seed, "seed of the sampler (default: random)");
   cmd->add_option("--stop-token-ids", args->stop, "comma-separated ids that end a sequence");
-  cmd->add_option("--max-batch-size", args->engine.max_batch_size, "sequences decoded together (default: the library's)");
-  cmd->add_option("--max-total-seq-len", args->engine.max_total_seq_len, "the KV cache's tokens (default: context x batch)");
+  cmd->add_option("--max-batch-size", args->engine.max_batch_size,
+                  "sequences decoded together (default: the library's)");
+  cmd->add_option("--max-total-seq-len", args->engine.max_total_seq_len,
+                  "the KV cache's tokens (default: context x batch)");
   cmd->add_option("--prefill-chunk-size", args->engine.prefill_chunk_size,
                   "tokens per prefill forward (default: the library's)");
   return [args] {

@@ -43,8 +43,7 @@ void PrintLlmSummary(const std::string& library, const std::string& weights);
 // The tensor-cache folder of a model folder (itself or its params/), or "".
 std::string WeightsFolderOf(const std::string& folder);
 // `hetrt bench`'s part for a language-model folder.
-int BenchLlm(const std::string& model_dir, const std::string& device, int repeat, int warmup,
-             const std::string& trace);
+int BenchLlm(const std::string& model_dir, const std::string& device, int repeat, int warmup, const std::string& trace);
 // `hetrt bench`'s part for a Relax executable (inputs already set).
 int BenchRelax(RelaxExecutor& executor, int repeat, int warmup, const std::string& trace);
 

@@ -534,8 +534,8 @@ Result<const float*> LlmEngine::Forward(std::span<const int64_t> seq_ids, std::s
     decode &= lengths[i] == 1;
   }
   if (at != static_cast<int64_t>(tokens.size()))
-    return InvalidArgument("the lengths add up to " + std::to_string(at) + " tokens, " +
-                           std::to_string(tokens.size()) + " given");
+    return InvalidArgument("the lengths add up to " + std::to_string(at) + " tokens, " + std::to_string(tokens.size()) +
+                           " given");
   for (int32_t t : tokens)
     if (t < 0 || t >= m.info.vocab_size)
       return InvalidArgument("token " + std::to_string(t) + " is outside the vocabulary [0, " +

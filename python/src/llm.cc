@@ -13,10 +13,9 @@ namespace {
 GenerationRequest Request(std::vector<int32_t> prompt, int64_t max_tokens, float temperature, float top_p, int top_k,
                           float repetition_penalty, float presence_penalty, float frequency_penalty,
                           std::optional<uint64_t> seed, std::vector<int32_t> stop_token_ids) {
-  const SamplingParams sampling{temperature,      top_p,
-                                top_k,            repetition_penalty,
-                                presence_penalty, frequency_penalty,
-                                seed.value_or(0), seed.has_value()};
+  const SamplingParams sampling{
+      temperature,      top_p,           top_k, repetition_penalty, presence_penalty, frequency_penalty,
+      seed.value_or(0), seed.has_value()};
   return GenerationRequest{std::move(prompt), max_tokens, sampling, std::move(stop_token_ids)};
 }
 
