@@ -220,6 +220,63 @@ TEST(TinyLlama, BranchingTokenTreeIsRefusedAndTheCacheStaysUsable) {
   EXPECT_EQ(cache->num_available_pages(), pages);
 }
 
+// The creation arguments tiny_llama's create_tir_paged_kv_cache passes, with
+// one feature hetrt does not run switched on: refused by name, not run wrongly.
+TEST(TinyLlama, UnsupportedKvCacheFeaturesAreRefusedByName) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  Harness h = Harness::Open(dir);
+  const RelaxExecutable& exe = h.vm->executable();
+  auto function = [&](const std::string& name) {
+    for (uint32_t i = 0; i < exe.functions.size(); ++i)
+      if (exe.functions[i].name == name) return RelaxValue::Function(i);
+    ADD_FAILURE() << name;
+    return RelaxValue();
+  };
+  auto tir = [&](const char* kernel) { return RelaxValue::Tuple({RelaxValue::String("tirx"), function(kernel)}); };
+  auto args = [&] {
+    return std::vector<RelaxValue>{
+        RelaxValue::Shape({4, 128, 64, 16, 0}), RelaxValue::Shape({0, 2}), RelaxValue::Int(4), RelaxValue::Int(2),
+        RelaxValue::Int(16), RelaxValue::Int(16), RelaxValue::Shape({0, 0}), RelaxValue::Int(0), RelaxValue::Int(1),
+        RelaxValue::Int(1), RelaxValue::Float(10000), RelaxValue::Int(0),
+        RelaxValue::FromTensor(*Tensor::EmptyHost({}, DLDataType{kDLFloat, 32, 1})),
+        function("tir_kv_cache_transpose_append"), function("tir_kv_cache_transpose_append_mla"),
+        tir("batch_prefill_ragged_kv"), tir("batch_prefill_paged_kv_cpu"), tir("batch_decode_paged_kv_cpu"),
+        tir("batch_prefill_paged_kv_cpu_sliding_window"), tir("batch_decode_paged_kv_cpu_sliding_window"),
+        tir("batch_tree_attn"), tir("tree_attn_paged_kv_cpu"), RelaxValue::Tuple({}),
+        RelaxValue::Tuple({function("merge_state_inplace_cpu")}), function("fused_rope"),
+        function("copy_single_page_cpu"), function("tir_kv_cache_debug_get_kv"), function("compact_kv_copy_cpu")};
+  };
+  const std::string create = "vm.builtin.paged_attention_kv_cache_create";
+  ASSERT_NE(h.Builtin(create, args()).object_as<PagedKvCache>(), nullptr);  // as the library makes it
+  struct Case {
+    size_t arg;
+    RelaxValue value;
+    const char* says;
+  };
+  const Case cases[] = {
+      {0, RelaxValue::Shape({4, 128, 64, 16, 1}), "sliding-window"},
+      {6, RelaxValue::Shape({0, 1}), "MLA"},
+      {6, RelaxValue::Shape({3, 0}), "sliding-window"},
+      {7, RelaxValue::Int(1), "disaggregation"},
+      {1, RelaxValue::Shape({0, 1, 2}), "pipeline"},
+      {5, RelaxValue::Int(8), "MLA"},
+      {15, RelaxValue::Tuple({RelaxValue::String("flashinfer"), function("batch_prefill_ragged_kv"),
+                              function("batch_prefill_ragged_kv")}),
+       "FlashInfer"},
+  };
+  for (const Case& c : cases) {
+    std::vector<RelaxValue> a = args();
+    a[c.arg] = c.value;
+    auto made = h.vm->CallBuiltin(create, a);
+    ASSERT_FALSE(made.ok()) << c.says;
+    EXPECT_EQ(made.status().code(), StatusCode::kUnimplemented) << made.status().ToString();
+    EXPECT_NE(made.status().message().find(c.says), std::string::npos) << made.status().ToString();
+  }
+  std::vector<RelaxValue> short_list = args();
+  short_list.pop_back();
+  EXPECT_FALSE(h.vm->CallBuiltin(create, short_list).ok());
+}
+
 // ---- the engine
 
 LlmEngineOptions Options(const std::string& dir) {
