@@ -172,22 +172,56 @@ Tensor Tensor::Adopt(void* data, DLDevice device, std::vector<int64_t> shape, DL
   return t;
 }
 
-Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset) const {
+namespace {
+
+// Whether `shape` x `dtype` fits `capacity` bytes from `byte_offset` on.
+Status CheckView(std::span<const int64_t> shape, DLDataType dtype, uint64_t byte_offset, uint64_t capacity) {
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
   const uint64_t elem = DataTypeBytes(dtype);
   if (elem != 0 && static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem)
     return InvalidArgument("view " + ShapeToString(shape) + " is too large");
   const uint64_t need = static_cast<uint64_t>(count) * elem;
-  if (byte_offset > capacity_ || need > capacity_ - byte_offset)
+  if (byte_offset > capacity || need > capacity - byte_offset)
     return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " at byte " +
                            std::to_string(byte_offset) + " needs " + std::to_string(need) +
-                           " bytes but the storage has " + std::to_string(capacity_));
+                           " bytes but the storage has " + std::to_string(capacity));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset) const {
+  HETRT_RETURN_IF_ERROR(CheckView(shape, dtype, byte_offset, capacity_));
   Tensor t;
   t.buffer_ = buffer_;
   t.Init(dl_.data, dl_.device, std::move(shape), dtype);
   t.dl_.byte_offset = dl_.byte_offset + byte_offset;
   t.capacity_ = capacity_ - byte_offset;
   return t;
+}
+
+Status Tensor::AssignView(const Tensor& base, std::span<const int64_t> shape, DLDataType dtype,
+                          uint64_t byte_offset) {
+  HETRT_RETURN_IF_ERROR(CheckView(shape, dtype, byte_offset, base.capacity_));
+  const DLTensor from = base.dl_;
+  const uint64_t capacity = base.capacity_;
+  if (this != &base) buffer_ = base.buffer_;
+  shape_.assign(shape.begin(), shape.end());  // keeps its capacity
+  dl_ = DLTensor{};
+  dl_.data = from.data;
+  dl_.device = from.device;
+  dl_.ndim = static_cast<int32_t>(shape_.size());
+  dl_.dtype = dtype;
+  dl_.shape = shape_.data();
+  dl_.byte_offset = from.byte_offset + byte_offset;
+  capacity_ = capacity - byte_offset;
+  return OkStatus();
+}
+
+void Tensor::ReleaseMemory() {
+  buffer_.reset();
+  dl_.data = nullptr;
+  capacity_ = 0;
 }
 
 }  // namespace hetrt

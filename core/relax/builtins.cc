@@ -77,18 +77,8 @@ Status CheckAllocDataType(DLDataType t) {
 }
 
 // alloc_tensor(storage, offset, shape, dtype) -> Tensor (a view of the storage)
-Status AllocTensor(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* result) {
-  HETRT_RETURN_IF_ERROR(NeedArgs(args, 4));
-  if (!args[0].is(Kind::kStorage)) return WrongKind(0, "a storage", args[0]);
-  HETRT_ASSIGN_OR_RETURN(int64_t offset, IntArg(args, 1));
-  if (!args[2].is(Kind::kShape)) return WrongKind(2, "a shape", args[2]);
-  if (!args[3].is(Kind::kDataType)) return WrongKind(3, "a dtype", args[3]);
-  HETRT_RETURN_IF_ERROR(CheckAllocDataType(args[3].dtype()));
-  if (offset < 0) return InvalidArgument("tensor at negative offset " + std::to_string(offset));
-  auto view = args[0].tensor().View(args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset));
-  if (!view.ok()) return view.status();
-  *result = RelaxValue::FromTensor(std::move(view).value());
-  return OkStatus();
+Status AllocTensor(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
+  return AllocTensorReusing(vm, args, nullptr, result);
 }
 
 // alloc_shape_heap(vm, size) -> host int64 tensor
@@ -480,6 +470,30 @@ constexpr std::array kRefused = {
 };
 
 }  // namespace
+
+Status AllocTensorReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
+  HETRT_RETURN_IF_ERROR(NeedArgs(args, 4));
+  if (!args[0].is(Kind::kStorage)) return WrongKind(0, "a storage", args[0]);
+  HETRT_ASSIGN_OR_RETURN(int64_t offset, IntArg(args, 1));
+  if (!args[2].is(Kind::kShape)) return WrongKind(2, "a shape", args[2]);
+  if (!args[3].is(Kind::kDataType)) return WrongKind(3, "a dtype", args[3]);
+  HETRT_RETURN_IF_ERROR(CheckAllocDataType(args[3].dtype()));
+  if (offset < 0) return InvalidArgument("tensor at negative offset " + std::to_string(offset));
+  // The instruction's last tensor, held by nothing else: made the new view in place.
+  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
+    HETRT_RETURN_IF_ERROR(
+        spare->tensor().AssignView(args[0].tensor(), args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset)));
+    *result = *spare;
+    return OkStatus();
+  }
+  auto view = args[0].tensor().View(args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset));
+  if (!view.ok()) return view.status();
+  *result = RelaxValue::FromTensor(std::move(view).value());
+  if (spare != nullptr) *spare = *result;
+  return OkStatus();
+}
+
+RelaxBuiltin AllocTensorBuiltin() { return &AllocTensor; }
 
 std::span<const NamedRelaxBuiltin> CoreRelaxBuiltins() { return kBuiltins; }
 

@@ -280,7 +280,10 @@ Result<RelaxValue> RelaxInterpreter::CallValue(const RelaxValue& callee, std::ve
 Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, RelaxValue* result) {
   const Callee& callee = callees[in.callee];
   switch (callee.kind) {
-    case Callee::Kind::kBuiltin: ++stats.builtin_calls; return callee.builtin(*this, args, result);
+    case Callee::Kind::kBuiltin:
+      ++stats.builtin_calls;
+      if (in.spare != kNoSpare) return AllocTensorReusing(*this, args, &spare_tensors[in.spare], result);
+      return callee.builtin(*this, args, result);
     case Callee::Kind::kKernel:
       // Compiled kernels write their outputs and return nothing (%void): the
       // packed path. A used result may be an object.
@@ -325,6 +328,13 @@ Status RelaxInterpreter::CallProfiled(const Instruction& in, const RelaxCallArgs
   return s;
 }
 
+void RelaxInterpreter::ReleaseSpares(uint32_t function) {
+  for (uint32_t i : function_spares[function]) {
+    RelaxValue& spare = spare_tensors[i];
+    if (spare.is(RelaxValue::Kind::kTensor) && spare.use_count() == 1) spare.tensor().ReleaseMemory();
+  }
+}
+
 Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs& args) {
   const RelaxFunction& f = exe->functions[function];
   if (static_cast<int64_t>(args.size()) != f.num_args) {
@@ -342,11 +352,15 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
   struct DepthGuard {
     RelaxInterpreter& impl;
     size_t depth;
+    uint32_t function;
     ~DepthGuard() {
       for (RelaxValue& r : impl.frames[depth]) r = RelaxValue();  // drop what the call held
       impl.depth = depth;
+      impl.ReleaseSpares(function);
     }
-  } guard{*this, my_depth};
+  } guard{*this, my_depth, function};
+  // Results of the last call the caller has dropped since give their memory back now.
+  ReleaseSpares(function);
   frames[my_depth].resize(static_cast<size_t>(f.register_file_size));
   for (uint32_t i = 0; i < args.size(); ++i) frames[my_depth][i] = args[i];
 

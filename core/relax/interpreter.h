@@ -74,6 +74,12 @@ std::span<const NamedRelaxBuiltin> CudaGraphRelaxBuiltins();    // cuda_graph_bu
 
 // A builtin hetrt implements, by TVM name; nullptr when there is none.
 RelaxBuiltin FindRelaxBuiltin(std::string_view name);
+
+// alloc_tensor, given the instruction's spare: the tensor it made last time.
+// When nothing else holds that one, it becomes the new view in place (no
+// allocation); otherwise a new tensor is made and kept as the spare.
+Status AllocTensorReusing(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result);
+RelaxBuiltin AllocTensorBuiltin();
 // Why a builtin TVM has is refused (LLM-style state, debug hooks); nullopt when not refused.
 std::optional<std::string> RefusedRelaxBuiltin(std::string_view name);
 
@@ -93,7 +99,9 @@ struct RelaxInterpreter {
     int64_t offset = 0;   // Goto, If
     uint32_t operands_begin = 0;
     uint32_t num_operands = 0;
+    uint32_t spare = kNoSpare;  // alloc_tensor: its index in spare_tensors
   };
+  static constexpr uint32_t kNoSpare = UINT32_MAX;
 
   std::shared_ptr<Module> root;
   std::shared_ptr<const RelaxExecutable> exe;
@@ -106,6 +114,14 @@ struct RelaxInterpreter {
   std::vector<Instruction> code;
   std::vector<RelaxOperand> operands;
   std::vector<RelaxValue> fixed_values;  // immediates and function references the operands point at
+  // Per alloc_tensor instruction, the tensor object it made last (reused in
+  // place when nothing holds it), and per function the ones it owns: when the
+  // function returns, those no one holds let go of their memory, so the pool
+  // gets it back between calls.
+  std::vector<RelaxValue> spare_tensors;
+  std::vector<std::vector<uint32_t>> function_spares;
+  // The spares of `function` nothing else holds let go of their memory.
+  void ReleaseSpares(uint32_t function);
   // Constants a to_device with fixed device operands moves: copied once, at
   // creation, and then read in place (constants are immutable; vm.builtin.copy
   // of one returns it too). Without this a mixed-device model copies its

@@ -68,6 +68,12 @@ class Tensor {
   // (DLTensor::byte_offset, so device handles stay unadjusted). Errors if it
   // does not fit.
   Result<Tensor> View(std::vector<int64_t> shape, DLDataType dtype, uint64_t byte_offset = 0) const;
+  // Makes this tensor such a view of `base` in place, reusing its own shape
+  // storage: no allocation when the rank fits what it held (a VM's steady state).
+  Status AssignView(const Tensor& base, std::span<const int64_t> shape, DLDataType dtype, uint64_t byte_offset = 0);
+  // Lets go of the memory (the last holder frees it) and keeps the shape
+  // storage for a later AssignView.
+  void ReleaseMemory();
 
   // The same memory seen at another address on another device (a
   // host-visible allocation's host pointer); shares this tensor's ownership.

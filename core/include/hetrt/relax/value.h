@@ -85,6 +85,8 @@ class RelaxValue {
   }
 
   Kind kind() const { return kind_; }
+  // How many values share this one's object (0 for plain values).
+  long use_count() const { return object_.use_count(); }
   bool is(Kind k) const { return kind_ == k; }
   bool is_null() const { return kind_ == Kind::kNull; }
   int64_t int_value() const { return int_; }
