@@ -200,8 +200,7 @@ Result<Tensor> Tensor::View(std::vector<int64_t> shape, DLDataType dtype, uint64
   return t;
 }
 
-Status Tensor::AssignView(const Tensor& base, std::span<const int64_t> shape, DLDataType dtype,
-                          uint64_t byte_offset) {
+Status Tensor::AssignView(const Tensor& base, std::span<const int64_t> shape, DLDataType dtype, uint64_t byte_offset) {
   HETRT_RETURN_IF_ERROR(CheckView(shape, dtype, byte_offset, base.capacity_));
   const DLTensor from = base.dl_;
   const uint64_t capacity = base.capacity_;
