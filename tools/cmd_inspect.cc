@@ -148,16 +148,12 @@ Command AddInspectCommand(CLI::App& app) {
     if (IsKernelLibraryFile(*model)) return PrintKernelLibrary(*model);
     std::string library = *model, weights;
     if (IsLlmModelFolder(*model)) {  // the folder's one library, and its weights
-      std::vector<std::string> found;
-      for (const auto& e : std::filesystem::directory_iterator(*model))
-        if (e.is_regular_file() && e.path().extension() == ".so") found.push_back(e.path().string());
-      if (found.size() != 1)
-        return Fail("language model folder '" + *model + "' must hold one library (.so), found " +
-                    std::to_string(found.size()));
-      library = found[0];
-      weights = WeightsFolderOf(*model);
+      auto found = LlmLibraryIn(*model);
+      if (!found.ok()) return Fail(found.status().message());
+      library = *found;
+      weights = LlmWeightsFolder(*model);
     } else {
-      weights = WeightsFolderOf(std::filesystem::path(*model).parent_path().string());
+      weights = LlmWeightsFolder(std::filesystem::path(*model).parent_path().string());
     }
     LoadOptions options;
     options.keep_unloadable = true;  // show the tree even without every plugin

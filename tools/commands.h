@@ -40,8 +40,6 @@ void PrintRelaxSummary(const RelaxExecutableModule& module);
 // `hetrt inspect`'s part for a language model: functions, metadata, KV cache,
 // weight records (`weights`: its tensor-cache folder, "" when unknown).
 void PrintLlmSummary(const std::string& library, const std::string& weights);
-// The tensor-cache folder of a model folder (itself or its params/), or "".
-std::string WeightsFolderOf(const std::string& folder);
 // `hetrt bench`'s part for a language-model folder.
 int BenchLlm(const std::string& model_dir, const std::string& device, int repeat, int warmup, const std::string& trace);
 // `hetrt bench`'s part for a Relax executable (inputs already set).

@@ -3,7 +3,6 @@
 // the KV cache it creates (made once, at a minimal size, to read its
 // configuration) and, with its weights folder, every tensor-cache record.
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -14,14 +13,6 @@
 #include "hetrt/relax/tensor_cache.h"
 
 namespace hetrt::cli {
-
-std::string WeightsFolderOf(const std::string& folder) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const fs::path& dir : {fs::path(folder), fs::path(folder) / "params"})
-    if (fs::is_regular_file(dir / "tensor-cache.json", ec)) return dir.string();
-  return "";
-}
 
 void PrintLlmSummary(const std::string& library, const std::string& weights) {
   std::printf("language model:\n");

@@ -1,5 +1,6 @@
 #include "hetrt/exec/open_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include "hetrt/base/dtype.h"
 
@@ -8,12 +9,31 @@
 
 namespace hetrt {
 
-bool IsLlmModelFolder(const std::string& path) {
+std::string LlmWeightsFolder(const std::string& folder) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) return false;
-  return fs::is_regular_file(fs::path(path) / "tensor-cache.json", ec) ||
-         fs::is_regular_file(fs::path(path) / "params" / "tensor-cache.json", ec);
+  for (const fs::path& dir : {fs::path(folder), fs::path(folder) / "params"})
+    if (fs::is_regular_file(dir / "tensor-cache.json", ec)) return dir.string();
+  return "";
+}
+
+bool IsLlmModelFolder(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) && !LlmWeightsFolder(path).empty();
+}
+
+Result<std::string> LlmLibraryIn(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".so") found.push_back(entry.path().string());
+  if (found.size() == 1) return found[0];
+  std::sort(found.begin(), found.end());
+  std::string names;
+  for (const std::string& f : found) names += " " + fs::path(f).filename().string();
+  return InvalidArgument("model folder '" + folder + "' must hold one library (.so), found " +
+                         std::to_string(found.size()) + (names.empty() ? "" : ":" + names));
 }
 
 Result<std::unique_ptr<RelaxVirtualMachine>> OpenRelaxVm(const std::string& library, std::vector<DLDevice> devices,

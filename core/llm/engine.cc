@@ -36,29 +36,16 @@ Status FindModelFiles(const LlmEngineOptions& o, std::string* library, std::stri
     return NotFound("model folder '" + o.model_dir + "' is not a directory");
   if (weights->empty()) {
     if (o.model_dir.empty()) return InvalidArgument("name a model folder, or a library and its weights folder");
-    for (const fs::path& dir : {fs::path(o.model_dir), fs::path(o.model_dir) / "params"})
-      if (fs::is_regular_file(dir / "tensor-cache.json", ec)) {
-        *weights = dir.string();
-        break;
-      }
+    *weights = LlmWeightsFolder(o.model_dir);
     if (weights->empty())
       return NotFound("model folder '" + o.model_dir +
                       "' has no weights: expected tensor-cache.json in it or in its params/ folder");
   }
   if (library->empty()) {
     if (o.model_dir.empty()) return InvalidArgument("name the model library (.so) beside the weights");
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(o.model_dir, ec))
-      if (entry.is_regular_file() && entry.path().extension() == ".so") found.push_back(entry.path().string());
-    std::sort(found.begin(), found.end());
-    if (found.size() != 1) {
-      std::string names;
-      for (const std::string& f : found) names += " " + fs::path(f).filename().string();
-      return InvalidArgument("model folder '" + o.model_dir + "' must hold one library (.so), found " +
-                             std::to_string(found.size()) + (names.empty() ? "" : ":" + names) +
-                             "; name it with --library");
-    }
-    *library = found[0];
+    auto found = LlmLibraryIn(o.model_dir);
+    if (!found.ok()) return InvalidArgument(found.status().message() + "; name it with --library");
+    *library = *found;
   }
   return OkStatus();
 }
@@ -117,7 +104,12 @@ struct LlmEngine::Impl {
   std::vector<int32_t> tokens;
   std::vector<float> host_logits;
 
+  Device vm_device;  // the device the model runs on (its logits are there)
   Status Load();
+  // Ids inside the vocabulary; `what` names them in the error ("prompt token").
+  Status CheckTokens(std::span<const int32_t> ids, const char* what) const;
+  // A request checked whole before it takes a sequence.
+  Status CheckRequest(const GenerationRequest& request) const;
   // A model function; with a profile set, its events are appended to it.
   Result<RelaxValue> Invoke(uint32_t fn, std::span<const RelaxValue> args) {
     if (profile == nullptr) return vm->Invoke(fn, args);
@@ -131,6 +123,11 @@ struct LlmEngine::Impl {
   Result<Tensor> Embed(std::span<const int32_t> ids);
   Result<Tensor> Forward(bool decode, std::span<const int32_t> ids, std::span<const int64_t> chunk_ends);
   Result<const float*> HostLogits(const Tensor& logits);
+  // begin_forward, the model, end_forward for `seq_ids` (each `lengths[i]`
+  // of `tokens`, in order); taken back with popn if the model fails. The
+  // logits' rows on the host, valid until the next forward.
+  Result<const float*> ForwardOnCache(bool decode, std::span<const int64_t> seq_ids,
+                                      std::span<const int64_t> lengths, std::span<const int32_t> tokens);
   Status Admit();
   Status Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token);
   Result<int32_t> SampleFor(Request& r, const float* row);
@@ -224,7 +221,6 @@ Status LlmEngine::Impl::Load() {
     return InvalidArgument(where +
                            ": cannot tell the vocabulary size (no 'vocab_size' weight in _metadata and no "
                            "2-D embedding weight)");
-  Device vm_device;
   HETRT_ASSIGN_OR_RETURN(vm_device, vm->plugins().DeviceFor(device));
   uint64_t total = 0, done = 0;
   for (const TensorCacheRecord* r : records) total += r->nbytes;
@@ -317,12 +313,49 @@ Result<const float*> LlmEngine::Impl::HostLogits(const Tensor& logits) {
     return reinterpret_cast<const float*>(static_cast<const uint8_t*>(logits.data()) + logits.dl()->byte_offset);
   host_logits.resize(static_cast<size_t>(logits.num_elements()));
   HETRT_RETURN_IF_ERROR(vm->Synchronize());
-  Device d;
-  HETRT_ASSIGN_OR_RETURN(d, vm->plugins().DeviceFor(logits.device()));
-  HETRT_RETURN_IF_ERROR(d.Copy(logits.data(), logits.dl()->byte_offset, logits.device(), host_logits.data(), 0,
-                               DLDevice{kDLCPU, 0}, logits.nbytes()),
+  HETRT_RETURN_IF_ERROR(vm_device.Copy(logits.data(), logits.dl()->byte_offset, logits.device(), host_logits.data(), 0,
+                                       DLDevice{kDLCPU, 0}, logits.nbytes()),
                         "reading the logits back");
   return host_logits.data();
+}
+
+Result<const float*> LlmEngine::Impl::ForwardOnCache(bool decode, std::span<const int64_t> seq_ids,
+                                                     std::span<const int64_t> lengths,
+                                                     std::span<const int32_t> tokens) {
+  std::vector<int64_t> ends(lengths.size());
+  int64_t at = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) ends[i] = at += lengths[i];
+  HETRT_RETURN_IF_ERROR(cache->BeginForward(seq_ids, lengths));
+  auto logits = Forward(decode, tokens, ends);
+  if (!logits.ok()) {  // the cache grew at begin_forward: take the tokens back
+    for (size_t i = 0; i < seq_ids.size(); ++i) (void)cache->PopN(seq_ids[i], lengths[i]);
+    return logits.status();
+  }
+  HETRT_RETURN_IF_ERROR(cache->EndForward());
+  return HostLogits(*logits);
+}
+
+Status LlmEngine::Impl::CheckTokens(std::span<const int32_t> ids, const char* what) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= info.vocab_size)
+      return InvalidArgument(std::string(what) + " " + std::to_string(i) + " is " + std::to_string(ids[i]) +
+                             ", outside the vocabulary [0, " + std::to_string(info.vocab_size) + ")");
+  return OkStatus();
+}
+
+Status LlmEngine::Impl::CheckRequest(const GenerationRequest& request) const {
+  if (request.prompt.empty()) return InvalidArgument("the prompt is empty: give at least one token id");
+  HETRT_RETURN_IF_ERROR(CheckTokens(request.prompt, "prompt token"));
+  HETRT_RETURN_IF_ERROR(CheckTokens(request.stop_token_ids, "stop token"));
+  if (request.max_tokens < 0)
+    return InvalidArgument("max_tokens is " + std::to_string(request.max_tokens) + "; it must be >= 0");
+  const int64_t context = std::min(info.context_window_size, info.max_total_seq_len);
+  const int64_t length = static_cast<int64_t>(request.prompt.size());
+  if (length + request.max_tokens > context)
+    return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
+                           std::to_string(request.max_tokens) + " exceed the context of " + std::to_string(context) +
+                           " tokens");
+  return request.sampling.Validate(info.vocab_size);
 }
 
 Status LlmEngine::Impl::Admit() {
@@ -386,25 +419,7 @@ size_t LlmEngine::num_waiting() const { return impl_->waiting.size(); }
 
 Result<int64_t> LlmEngine::AddRequest(GenerationRequest request) {
   Impl& m = *impl_;
-  const int64_t vocab = m.info.vocab_size;
-  if (request.prompt.empty()) return InvalidArgument("the prompt is empty: give at least one token id");
-  for (size_t i = 0; i < request.prompt.size(); ++i)
-    if (request.prompt[i] < 0 || request.prompt[i] >= vocab)
-      return InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(request.prompt[i]) +
-                             ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
-  for (int32_t id : request.stop_token_ids)
-    if (id < 0 || id >= vocab)
-      return InvalidArgument("stop token " + std::to_string(id) + " is outside the vocabulary [0, " +
-                             std::to_string(vocab) + ")");
-  if (request.max_tokens < 0)
-    return InvalidArgument("max_tokens is " + std::to_string(request.max_tokens) + "; it must be >= 0");
-  const int64_t context = std::min(m.info.context_window_size, m.info.max_total_seq_len);
-  const int64_t length = static_cast<int64_t>(request.prompt.size());
-  if (length + request.max_tokens > context)
-    return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
-                           std::to_string(request.max_tokens) + " exceed the context of " + std::to_string(context) +
-                           " tokens");
-  HETRT_RETURN_IF_ERROR(request.sampling.Validate(vocab));
+  HETRT_RETURN_IF_ERROR(m.CheckRequest(request));
   const int64_t id = m.next_id++;
   m.requests.emplace(id, Impl::Request(id, std::move(request)));
   m.waiting.push_back(id);
@@ -460,17 +475,7 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
   }
   if (!m.seq_ids.empty()) {
     const auto start = Clock::now();
-    std::vector<int64_t> ends(m.lengths.size());
-    int64_t at = 0;
-    for (size_t i = 0; i < m.lengths.size(); ++i) ends[i] = at += m.lengths[i];
-    HETRT_RETURN_IF_ERROR(m.cache->BeginForward(m.seq_ids, m.lengths));
-    auto logits = m.Forward(/*decode=*/false, m.tokens, ends);
-    if (!logits.ok()) {  // the cache grew at begin_forward: take the chunk back
-      for (size_t i = 0; i < m.seq_ids.size(); ++i) (void)m.cache->PopN(m.seq_ids[i], m.lengths[i]);
-      return logits.status();
-    }
-    HETRT_RETURN_IF_ERROR(m.cache->EndForward());
-    HETRT_ASSIGN_OR_RETURN(const float* rows, m.HostLogits(*logits));
+    HETRT_ASSIGN_OR_RETURN(const float* rows, m.ForwardOnCache(/*decode=*/false, m.seq_ids, m.lengths, m.tokens));
     ++m.stats.prefill_steps;
     m.stats.prefill_tokens += m.tokens.size();
     for (size_t i = 0; i < m.seq_ids.size(); ++i) {
@@ -497,16 +502,7 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
   }
   if (!m.seq_ids.empty()) {
     const auto start = Clock::now();
-    std::vector<int64_t> ends(m.seq_ids.size());
-    for (size_t i = 0; i < ends.size(); ++i) ends[i] = static_cast<int64_t>(i) + 1;
-    HETRT_RETURN_IF_ERROR(m.cache->BeginForward(m.seq_ids, m.lengths));
-    auto logits = m.Forward(/*decode=*/true, m.tokens, ends);
-    if (!logits.ok()) {
-      for (int64_t id : m.seq_ids) (void)m.cache->PopN(id, 1);
-      return logits.status();
-    }
-    HETRT_RETURN_IF_ERROR(m.cache->EndForward());
-    HETRT_ASSIGN_OR_RETURN(const float* rows, m.HostLogits(*logits));
+    HETRT_ASSIGN_OR_RETURN(const float* rows, m.ForwardOnCache(/*decode=*/true, m.seq_ids, m.lengths, m.tokens));
     ++m.stats.decode_steps;
     m.stats.decode_tokens += m.seq_ids.size();
     const std::vector<int64_t> decoded = m.seq_ids;
@@ -526,28 +522,17 @@ Result<const float*> LlmEngine::Forward(std::span<const int64_t> seq_ids, std::s
   if (seq_ids.size() != lengths.size() || seq_ids.empty())
     return InvalidArgument("a forward takes one length per sequence, got " + std::to_string(seq_ids.size()) +
                            " sequences and " + std::to_string(lengths.size()) + " lengths");
-  std::vector<int64_t> ends(lengths.size());
-  int64_t at = 0;
+  int64_t total = 0;
   bool decode = true;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    ends[i] = at += lengths[i];
-    decode &= lengths[i] == 1;
+  for (int64_t n : lengths) {
+    total += n;
+    decode &= n == 1;
   }
-  if (at != static_cast<int64_t>(tokens.size()))
-    return InvalidArgument("the lengths add up to " + std::to_string(at) + " tokens, " + std::to_string(tokens.size()) +
-                           " given");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= m.info.vocab_size)
-      return InvalidArgument("token " + std::to_string(t) + " is outside the vocabulary [0, " +
-                             std::to_string(m.info.vocab_size) + ")");
-  HETRT_RETURN_IF_ERROR(m.cache->BeginForward(seq_ids, lengths));
-  auto logits = m.Forward(decode, tokens, ends);
-  if (!logits.ok()) {
-    for (size_t i = 0; i < seq_ids.size(); ++i) (void)m.cache->PopN(seq_ids[i], lengths[i]);
-    return logits.status();
-  }
-  HETRT_RETURN_IF_ERROR(m.cache->EndForward());
-  return m.HostLogits(*logits);
+  if (total != static_cast<int64_t>(tokens.size()))
+    return InvalidArgument("the lengths add up to " + std::to_string(total) + " tokens, " +
+                           std::to_string(tokens.size()) + " given");
+  HETRT_RETURN_IF_ERROR(m.CheckTokens(tokens, "token"));
+  return m.ForwardOnCache(decode, seq_ids, lengths, tokens);
 }
 
 Result<std::vector<GenerationResult>> LlmEngine::Generate(std::vector<GenerationRequest> requests,
@@ -596,43 +581,25 @@ Result<std::vector<float>> LlmEngine::Logits(std::span<const int32_t> prompt) {
   GenerationRequest probe;
   probe.prompt.assign(prompt.begin(), prompt.end());
   probe.max_tokens = 0;
-  HETRT_ASSIGN_OR_RETURN(int64_t id, AddRequest(std::move(probe)));
+  HETRT_RETURN_IF_ERROR(m.CheckRequest(probe));
   // A sequence of its own, prefilled chunk by chunk now, then removed.
-  m.waiting.pop_back();
-  Impl::Request& r = m.requests.at(id);
-  auto drop = [&]() { m.requests.erase(id); };
-  if (Status s = m.cache->AddSequence(id); !s.ok()) {
-    drop();
-    return s;
-  }
+  const int64_t id = m.next_id++;
+  HETRT_RETURN_IF_ERROR(m.cache->AddSequence(id));
   std::vector<float> out;
   Status status = OkStatus();
   for (size_t at = 0; at < prompt.size() && status.ok();) {
     const size_t take = std::min<size_t>(prompt.size() - at, static_cast<size_t>(m.info.prefill_chunk_size));
     const int64_t ids[] = {id};
     const int64_t lengths[] = {static_cast<int64_t>(take)};
-    const int64_t ends[] = {static_cast<int64_t>(take)};
-    status = m.cache->BeginForward(ids, lengths);
-    if (!status.ok()) break;
-    auto logits = m.Forward(false, prompt.subspan(at, take), ends);
-    if (!logits.ok()) {
-      status = logits.status();
+    auto rows = m.ForwardOnCache(/*decode=*/false, ids, lengths, prompt.subspan(at, take));
+    if (!rows.ok()) {
+      status = rows.status();
       break;
     }
-    status = m.cache->EndForward();
-    if (at + take == prompt.size() && status.ok()) {
-      auto rows = m.HostLogits(*logits);
-      if (!rows.ok()) {
-        status = rows.status();
-        break;
-      }
-      out.assign(*rows, *rows + m.info.vocab_size);
-    }
     at += take;
+    if (at == prompt.size()) out.assign(*rows, *rows + m.info.vocab_size);
   }
-  (void)r;
   Status removed = m.cache->RemoveSequence(id);
-  drop();
   HETRT_RETURN_IF_ERROR(status);
   HETRT_RETURN_IF_ERROR(removed);
   return out;

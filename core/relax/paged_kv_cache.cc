@@ -105,6 +105,8 @@ Result<std::shared_ptr<PagedKvCache>> PagedKvCache::Create(const PagedKvCacheCon
                             Required{kernels.split_rotary, "f_split_rotary (argument 24)"}})
     if (r.kernel == nullptr) return InvalidArgument("the KV cache needs " + std::string(r.what) + ", which is absent");
 
+  HETRT_RETURN_IF_ERROR(PagedKvLayout::CheckConfig(c.num_total_pages(), c.page_size, c.max_batch_size,
+                                                  c.prefill_chunk_size));
   std::shared_ptr<PagedKvCache> cache(new PagedKvCache());
   cache->config_ = c;
   cache->kernels_ = kernels;

@@ -38,8 +38,12 @@ Result<Model> OpenModel(const ModelSpec& spec);
 Result<std::unique_ptr<RelaxVirtualMachine>> OpenRelaxVm(const std::string& library, std::vector<DLDevice> devices,
                                                          PluginRegistry* plugins = nullptr);
 
-// Whether `path` is a language-model folder (a library beside a tensor cache:
-// tensor-cache.json in it or in its params/), which the LLM engine opens.
+// A language-model folder: a library beside a tensor cache (tensor-cache.json
+// in it or in its params/), which the LLM engine opens.
 bool IsLlmModelFolder(const std::string& path);
+// The folder's tensor-cache folder (itself or its params/), or "" when none.
+std::string LlmWeightsFolder(const std::string& folder);
+// The folder's one library (.so); an error naming what it found otherwise.
+Result<std::string> LlmLibraryIn(const std::string& folder);
 
 }  // namespace hetrt
