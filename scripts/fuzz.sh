@@ -11,7 +11,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(ParamDict ModuleBlob GraphJson Npy ElfSymbols MlfTar RestInferRequest GrpcInferRequest HttpRequestHead
-  RelaxExecutable FfiModuleBlob DevicePayload TensorCacheJson)
+  RelaxExecutable FfiModuleBlob DevicePayload TensorCacheJson GenerateRequestJson GrpcGenerateRequest)
 fixtures=${HETRT_FIXTURES:-$PWD/../shared/fixtures}/tvm-0.18
 build=${HETRT_FUZZ_BUILD:-build-fuzz}
 if [ -z "${HETRT_FUZZ_BUILD:-}" ]; then
@@ -41,6 +41,8 @@ seed HttpRequestHead tests/fuzz/seeds/http_head/*
 seed FfiModuleBlob tests/fuzz/seeds/ffi_blob/*
 seed DevicePayload tests/fuzz/seeds/device_payload/*
 seed TensorCacheJson tests/fuzz/seeds/tensor_cache/*
+seed GenerateRequestJson tests/fuzz/seeds/generate/*
+seed GrpcGenerateRequest tests/fuzz/seeds/grpc_generate/*
 mkdir -p build-fuzz/corpus/ModuleBlob
 for info in "$fixtures"/*/blob.txt; do  # "deploy.so: __tvm_dev_mblob at file offset 0x4502, ... payload nbytes 2592"
   read -r offset nbytes < <(sed -n '1s/.*file offset \(0x[0-9a-f]*\).*payload nbytes \([0-9]*\).*/\1 \2/p' "$info")

@@ -11,12 +11,14 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "grpc_generate_codec.h"
 #include "grpc_infer_codec.h"
 #include "grpc_service.grpc.pb.h"
 #include "hetrt/serve/frontend.h"
@@ -134,6 +136,172 @@ grpc::Status WriteResponse(const InferResponse& response, grpc::ByteBuffer& out)
   return grpc::Status::OK;
 }
 
+// One ModelStreamInfer call (Triton's decoupled mode): each request read
+// starts a generation, each of its events is written back as a response.
+// Responses of all the stream's requests share one write queue (gRPC allows
+// one write at a time). Events come on the models' scheduler threads, so the
+// queue is locked; a decision (write, finish) is made under the lock and
+// acted on after it. The reactor cannot be done while a write is in flight
+// and finishes only with none, so a thread that claimed the write may start
+// it after unlocking. The shared state outlives the reactor: a generation's
+// sink may fire after the call ended (it then drops the event).
+class GenerateStreamReactor final
+    : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  explicit GenerateStreamReactor(InferenceServer& server) : server_(server), state_(std::make_shared<State>()) {
+    state_->reactor = this;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client is done sending (or the call ended)
+      Act(state_->Locked([](State& s) {
+        s.reads_done = true;
+        return s.NextAction();
+      }));
+      return;
+    }
+    Begin(request_);
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    Act(state_->Locked([ok](State& s) {
+      s.writing = false;
+      s.responses.pop_front();
+      if (!ok) s.broken = true;  // the client is gone: nothing more will be sent
+      return s.NextAction();
+    }));
+    if (!ok) CancelAll();
+  }
+
+  void OnCancel() override {
+    CancelAll();
+    Act(state_->Locked([](State& s) {
+      s.broken = true;
+      return s.NextAction();
+    }));
+  }
+
+  void OnDone() override {
+    state_->Locked([](State& s) {
+      s.reactor = nullptr;
+      return Action{};
+    });
+    CancelAll();
+    delete this;
+  }
+
+ private:
+  struct Action {
+    inference::ModelStreamInferResponse* write = nullptr;
+    bool finish = false;
+  };
+  struct State {
+    std::mutex mutex;
+    GenerateStreamReactor* reactor = nullptr;                   // null once done
+    std::deque<inference::ModelStreamInferResponse> responses;  // the front is being written while `writing`
+    std::map<uint64_t, std::shared_ptr<Generation>> active;     // by key
+    uint64_t next_key = 0;
+    bool writing = false, reads_done = false, broken = false, finished = false;
+
+    template <typename F>
+    Action Locked(F&& f) {
+      std::lock_guard<std::mutex> lock(mutex);
+      return f(*this);
+    }
+    // Under the lock: the next write, or the finish once nothing is left.
+    Action NextAction() {
+      if (finished || reactor == nullptr || writing) return {};
+      if (!broken && !responses.empty()) {
+        writing = true;
+        return {&responses.front(), false};
+      }
+      if (broken || (reads_done && active.empty())) {
+        finished = true;
+        return {nullptr, true};
+      }
+      return {};
+    }
+  };
+
+  void Act(Action action) {
+    if (action.write != nullptr) StartWrite(action.write);
+    if (action.finish) Finish(grpc::Status::OK);
+  }
+
+  void CancelAll() {
+    std::vector<std::shared_ptr<Generation>> active;
+    state_->Locked([&](State& s) {
+      for (auto& [key, g] : s.active)
+        if (g != nullptr) active.push_back(g);
+      return Action{};
+    });
+    for (auto& g : active) g->Cancel();
+  }
+
+  // Starts the generation a request asks for; a refusal is a response with
+  // its error_message, and the stream goes on.
+  void Begin(const inference::ModelInferRequest& request) {
+    auto refuse = [&](const Status& status) {
+      Act(state_->Locked([&](State& s) {
+        inference::ModelStreamInferResponse& r = s.responses.emplace_back();
+        r.set_error_message(status.message());
+        r.mutable_infer_response()->set_model_name(request.model_name());
+        r.mutable_infer_response()->set_id(request.id());
+        return s.NextAction();
+      }));
+    };
+    Result<GenerateRequest> decoded = DecodeGenerateRequest(request);
+    if (!decoded.ok()) return refuse(decoded.status());
+    // Listed before it starts (its events may come before Generate returns),
+    // its handle filled in after; its last event takes it off.
+    uint64_t key = 0;
+    state_->Locked([&](State& s) {
+      key = s.next_key++;
+      s.active.emplace(key, nullptr);
+      return Action{};
+    });
+    auto sink = [state = state_, key, model = request.model_name(), id = request.id()](const GenerationEvent& e) {
+      if (e.kind == GenerationEvent::Kind::kAdmitted) return;
+      Action action;
+      GenerateStreamReactor* reactor = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        if (e.kind != GenerationEvent::Kind::kToken) state->active.erase(key);
+        if (state->finished || state->broken) return;
+        inference::ModelStreamInferResponse& r = state->responses.emplace_back();
+        if (e.kind == GenerationEvent::Kind::kRefused) {
+          r.set_error_message(e.status.message());
+          r.mutable_infer_response()->set_model_name(model);
+          r.mutable_infer_response()->set_id(id);
+        } else {
+          EncodeGenerateResponse(e, model, std::to_string(e.model_version), id, r);
+        }
+        action = state->NextAction();
+        reactor = state->reactor;
+      }
+      if (reactor != nullptr) reactor->Act(action);
+    };
+    Result<std::shared_ptr<Generation>> started = server_.Generate(std::move(decoded).value(), std::move(sink));
+    state_->Locked([&](State& s) {
+      auto it = s.active.find(key);
+      if (it == s.active.end()) return Action{};  // ended already
+      if (started.ok()) {
+        it->second = *started;
+        return Action{};
+      }
+      s.active.erase(it);  // refuse() below answers, then the stream may finish
+      return Action{};
+    });
+    if (!started.ok()) return refuse(started.status());
+  }
+
+  InferenceServer& server_;
+  std::shared_ptr<State> state_;
+  inference::ModelInferRequest request_;
+};
+
 // On gRPC's callback API: one thread serves many calls, and ModelInfer
 // completes when its request has run, on whichever thread ran it, instead of
 // holding a server thread while it waits in the model's queue. ModelInfer
@@ -199,6 +367,12 @@ class InferenceService final : public inference::GRPCInferenceService::WithRawCa
       reactor->Finish(result.ok() ? WriteResponse(*result, *response) : ToGrpc(result.status()));
     });
     return reactor;
+  }
+
+  // Language models' token streams (Triton's decoupled mode).
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      grpc::CallbackServerContext*) override {
+    return new GenerateStreamReactor(server_);
   }
 
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,

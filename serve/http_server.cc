@@ -22,7 +22,20 @@ using Clock = std::chrono::steady_clock;
 // thread looks for expired ones while any is parked.
 constexpr auto kExpiryCheck = std::chrono::milliseconds(1000);
 
+thread_local int request_socket = -1;  // HttpServer::RequestSocket
+
 }  // namespace
+
+int HttpServer::RequestSocket() { return request_socket; }
+
+bool HttpServer::ClientLeft(int fd) {
+  if (fd < 0) return false;
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;  // a next request: still there
+  if (n == 0) return true;  // closed
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
 
 // httplib's task queue for the accept loop: accepted connections go to the
 // pool, and the end of the accept loop is the end of parking.
@@ -139,7 +152,9 @@ void HttpServer::Serve(Connection connection) {
       }
     }
     bool closed = false;
+    request_socket = connection.fd;
     const bool served = process_request(stream, last, closed, nullptr);
+    request_socket = -1;
     ++connection.requests;
     connection.idle_since = Clock::now();
     if (!served || closed || last) return Close(connection);

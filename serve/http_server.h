@@ -82,6 +82,14 @@ class HttpServer final : public httplib::Server {
   // Connections parked now (for tests and metrics).
   size_t parked() const;
 
+  // The socket of the request this thread serves through httplib's routes,
+  // -1 elsewhere: a handler that waits long (a generation) asks ClientLeft
+  // with it whether anyone still waits for its answer.
+  static int RequestSocket();
+  // Whether the peer of `fd` closed or reset it. Never blocks, reads nothing
+  // (a pipelined next request stays where it is).
+  static bool ClientLeft(int fd);
+
  private:
   struct Connection {
     int fd = -1;

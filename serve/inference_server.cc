@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "generative_model.h"
 #include "hetrt/base/log.h"
 #include "metrics.h"
 #include "model_config.h"
@@ -30,7 +31,7 @@ struct ModelEntry {
   bool wanted = false;  // asked to be loaded (at start or by the repository API)
   std::string state = "UNAVAILABLE";
   std::string reason = "not loaded";
-  std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // the loaded ones
+  std::map<int64_t, std::shared_ptr<ServedModel>> versions;  // the loaded ones
   // The model's own plugin instances (config.json parameters) and the settings
   // they were opened with: kept across reloads while the settings stay the
   // same, since a library is loaded through one set of plugins at a time.
@@ -76,6 +77,15 @@ Result<std::vector<int64_t>> SelectVersions(const std::string& dir, const ModelC
   return chosen;
 }
 
+// The tensor model an infer request needs, or why `found` is not one.
+Result<ModelVersion*> TensorModel(const Result<ServedModel*>& found) {
+  if (!found.ok()) return found.status();
+  if (ModelVersion* tensor = (*found)->tensor_model()) return tensor;
+  const std::string& name = (*found)->name();
+  return InvalidArgument("model '" + name + "' is a language model: send its requests to POST /v2/models/" + name +
+                         "/generate or /generate_stream (gRPC: ModelStreamInfer)");
+}
+
 }  // namespace
 
 struct InferenceServer::State {
@@ -99,14 +109,14 @@ struct InferenceServer::State {
     for (auto& [id, observer] : observers) observer();
   }
 
-  Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version) const;
+  Result<std::shared_ptr<ServedModel>> Find(const std::string& model, const std::string& version) const;
   template <typename Use>
   void Run(const std::string& model, const std::string& version, Use&& use);
   void Finished();  // a call or a request left in_flight
 };
 
-Result<std::shared_ptr<ModelVersion>> InferenceServer::State::Find(const std::string& model,
-                                                                   const std::string& version) const {
+Result<std::shared_ptr<ServedModel>> InferenceServer::State::Find(const std::string& model,
+                                                                  const std::string& version) const {
   auto it = models.find(model);
   if (it == models.end()) return NotFound("unknown model '" + model + "'");
   const ModelEntry& entry = it->second;
@@ -153,7 +163,7 @@ std::vector<std::string> InferenceServer::Extensions() const { return {"binary_t
 
 Result<ModelMetadata> InferenceServer::Metadata(const std::string& model, const std::string& version) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  HETRT_ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> served, state_->Find(model, version));
+  HETRT_ASSIGN_OR_RETURN(std::shared_ptr<ServedModel> served, state_->Find(model, version));
   ModelMetadata metadata = served->metadata();
   for (const auto& [number, v] : state_->models.at(model).versions) metadata.versions.push_back(std::to_string(number));
   return metadata;
@@ -169,7 +179,8 @@ Result<bool> InferenceServer::ModelReady(const std::string& model, const std::st
 
 Result<InferResponse> InferenceServer::Infer(InferRequest request) {
   std::optional<Result<InferResponse>> answer;
-  state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
+  state_->Run(request.model, request.version, [&](Result<ServedModel*> found) {
+    Result<ModelVersion*> served = TensorModel(found);
     if (!served.ok()) {
       answer = Result<InferResponse>(served.status());
       return;
@@ -185,7 +196,8 @@ Result<InferResponse> InferenceServer::Infer(InferRequest request) {
 }
 
 void InferenceServer::InferAsync(InferRequest request, InferDone done) {
-  state_->Run(request.model, request.version, [&](Result<ModelVersion*> served) {
+  state_->Run(request.model, request.version, [&](Result<ServedModel*> found) {
+    Result<ModelVersion*> served = TensorModel(found);
     if (!served.ok()) return done(served.status());
     // The request is in flight, for Drain, until it is answered.
     state_->in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -211,12 +223,12 @@ void InferenceServer::State::Finished() {
 // they leave queued (InferAsync).
 template <typename Use>
 void InferenceServer::State::Run(const std::string& model, const std::string& version, Use&& use) {
-  std::shared_ptr<ModelVersion> served;
+  std::shared_ptr<ServedModel> served;
   Status refused = OkStatus();
   {
     std::lock_guard<std::mutex> lock(mutex);
-    Result<std::shared_ptr<ModelVersion>> found =
-        draining ? Result<std::shared_ptr<ModelVersion>>(Unavailable("the server is shutting down"))
+    Result<std::shared_ptr<ServedModel>> found =
+        draining ? Result<std::shared_ptr<ServedModel>>(Unavailable("the server is shutting down"))
                  : Find(model, version);
     if (found.ok()) {
       served = std::move(found).value();
@@ -226,8 +238,8 @@ void InferenceServer::State::Run(const std::string& model, const std::string& ve
     }
   }
   // Errors too are answered without the lock: `use` may call the server.
-  if (!refused.ok()) return use(Result<ModelVersion*>(refused));
-  use(Result<ModelVersion*>(served.get()));
+  if (!refused.ok()) return use(Result<ServedModel*>(refused));
+  use(Result<ServedModel*>(served.get()));
   served.reset();
   Finished();
 }
@@ -315,15 +327,24 @@ Status InferenceServer::Load(const std::string& model) {
   }
   if (plugins_change)
     if (Status s = RetireVersions(model, "reloading with other plugin settings"); !s.ok()) return fail(s);
-  std::map<int64_t, std::shared_ptr<ModelVersion>> opened;
+  std::map<int64_t, std::shared_ptr<ServedModel>> opened;
   for (int64_t version : *chosen) {
     auto files = FindModelFiles(dir + "/" + std::to_string(version));
     if (!files.ok()) return fail(files.status());
+    if (files->kind == ModelVersionFiles::Kind::kLanguageModel) {
+      auto served = GenerativeModel::Open(model, version, *files, config, plugins);
+      if (!served.ok()) return fail(served.status());
+      opened[version] = std::move(served).value();
+      continue;
+    }
+    if (config.has_generation)
+      return fail(InvalidArgument(config_path + ": 'generation' is for language models; version " +
+                                  std::to_string(version) + " is a tensor model"));
     auto served = ModelVersion::Open(model, version, *files, config, plugins);
     if (!served.ok()) return fail(served.status());
     opened[version] = std::move(served).value();
   }
-  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  std::map<int64_t, std::shared_ptr<ServedModel>> retired;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     ModelEntry& entry = state_->models[model];
@@ -344,7 +365,7 @@ Status InferenceServer::Load(const std::string& model) {
 }
 
 Status InferenceServer::RetireVersions(const std::string& model, const std::string& reason) {
-  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  std::map<int64_t, std::shared_ptr<ServedModel>> retired;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     ModelEntry& entry = state_->models[model];
@@ -370,7 +391,7 @@ Status InferenceServer::RetireVersions(const std::string& model, const std::stri
 Status InferenceServer::Unload(const std::string& model) {
   HETRT_RETURN_IF_ERROR(CheckModelName(model));
   std::lock_guard<std::mutex> load_lock(state_->load_mutex);
-  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
+  std::map<int64_t, std::shared_ptr<ServedModel>> retired;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     auto it = state_->models.find(model);
@@ -389,12 +410,31 @@ Status InferenceServer::Unload(const std::string& model) {
 
 std::string InferenceServer::MetricsText() const {
   std::vector<std::shared_ptr<const ModelVersion>> versions;
+  std::vector<std::shared_ptr<const GenerativeModel>> generative;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     for (const auto& [name, entry] : state_->models)
-      for (const auto& [number, v] : entry.versions) versions.push_back(v);
+      for (const auto& [number, v] : entry.versions) {
+        if (ModelVersion* tensor = v->tensor_model()) versions.emplace_back(v, tensor);  // aliasing: keeps `v`
+        if (GenerativeModel* llm = v->generative_model()) generative.emplace_back(v, llm);
+      }
   }
-  return RenderMetrics(versions);
+  return RenderMetrics(versions) + RenderGenerativeMetrics(generative);
+}
+
+Result<std::shared_ptr<Generation>> InferenceServer::Generate(GenerateRequest request, GenerationSink sink) {
+  std::optional<Result<std::shared_ptr<Generation>>> started;
+  state_->Run(request.model, request.version, [&](Result<ServedModel*> found) {
+    GenerativeModel* llm = found.ok() ? (*found)->generative_model() : nullptr;
+    if (!found.ok())
+      started.emplace(found.status());
+    else if (llm == nullptr)
+      started.emplace(
+          InvalidArgument("model '" + (*found)->name() + "' is not a language model: send its requests to /infer"));
+    else
+      started.emplace(llm->Start(std::move(request), std::move(sink)));
+  });
+  return std::move(*started);
 }
 
 int InferenceServer::AddReadinessObserver(std::function<void()> observer) {
@@ -418,15 +458,33 @@ void InferenceServer::BeginDrain() {
 }
 
 void InferenceServer::Drain() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
   BeginDrain();
   {
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
   }
   std::lock_guard<std::mutex> load_lock(state_->load_mutex);
+  // Language models: nothing new is admitted and what is queued is refused;
+  // running sequences go on until the deadline, then end with "shutdown".
+  std::vector<GenerativeModel*> generating;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    for (auto& [name, entry] : state_->models)
+      for (auto& [number, v] : entry.versions)
+        if (GenerativeModel* llm = v->generative_model()) generating.push_back(llm);
+  }
+  for (GenerativeModel* llm : generating) llm->StopAdmission();
+  auto busy = [&] {
+    return std::any_of(generating.begin(), generating.end(), [](GenerativeModel* m) { return m->active() > 0; });
+  };
+  while (busy() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (GenerativeModel* llm : generating) llm->EndRunning();
+  while (busy()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   // Stopped without the state lock: Stop joins instance threads, which may
   // still be on their way out of a request's bookkeeping.
-  std::vector<std::shared_ptr<ModelVersion>> served;
+  std::vector<std::shared_ptr<ServedModel>> served;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     for (auto& [name, entry] : state_->models)

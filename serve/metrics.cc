@@ -35,7 +35,7 @@ class Writer {
   std::string text_;
 };
 
-std::string ModelLabels(const ModelVersion& v) {
+std::string ModelLabels(const ServedModel& v) {
   return "model=\"" + Escaped(v.name()) + "\",version=\"" + std::to_string(v.version()) + "\"";
 }
 
@@ -122,6 +122,86 @@ std::string RenderMetrics(const std::vector<std::shared_ptr<const ModelVersion>>
                   const double up = static_cast<double>(v.uptime_ns());
                   w.Sample("hetrt_instance_utilization", l, up > 0 ? load(s.busy_ns) / up : 0.0);
                 });
+  return std::move(w.text());
+}
+
+std::string RenderGenerativeMetrics(const std::vector<std::shared_ptr<const GenerativeModel>>& models) {
+  if (models.empty()) return {};
+  Writer w;
+  auto each = [&](const char* name, const char* type, const char* help, auto&& emit) {
+    w.Family(name, type, help);
+    for (const auto& m : models) emit(m->stats(), ModelLabels(*m));
+  };
+  auto load = [](const auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+  auto histogram = [&](const char* name, const char* help, const Histogram GenerativeModelStats::*member) {
+    w.Family(name, "histogram", help);
+    const std::string bucket = std::string(name) + "_bucket";
+    for (const auto& m : models) {
+      const Histogram& h = m->stats().*member;
+      const std::string l = ModelLabels(*m);
+      uint64_t cumulative = 0;
+      char le[40];
+      for (size_t i = 0; i < h.bounds().size(); ++i) {
+        cumulative += h.bucket(i);
+        std::snprintf(le, sizeof le, "%g", h.bounds()[i]);
+        w.Sample(bucket.c_str(), l + ",le=\"" + le + "\"", static_cast<double>(cumulative));
+      }
+      cumulative += h.bucket(h.bounds().size());
+      w.Sample(bucket.c_str(), l + ",le=\"+Inf\"", static_cast<double>(cumulative));
+      w.Sample((std::string(name) + "_sum").c_str(), l, h.sum());
+      w.Sample((std::string(name) + "_count").c_str(), l, static_cast<double>(cumulative));
+    }
+  };
+  histogram("hetrt_llm_time_to_first_token_seconds", "Time from a request's arrival to its first token.",
+            &GenerativeModelStats::time_to_first_token);
+  histogram("hetrt_llm_inter_token_latency_seconds", "Time between a request's consecutive tokens.",
+            &GenerativeModelStats::inter_token_latency);
+  histogram("hetrt_llm_e2e_request_latency_seconds", "Time from a request's arrival to its last event.",
+            &GenerativeModelStats::e2e_request_latency);
+  histogram("hetrt_llm_request_queue_time_seconds", "Time a request waited for KV-cache pages.",
+            &GenerativeModelStats::request_queue_time);
+  each("hetrt_llm_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_prompt_tokens_total", l, load(s.prompt_tokens));
+       });
+  each("hetrt_llm_generation_tokens_total", "counter", "Tokens generated.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_generation_tokens_total", l, load(s.generation_tokens));
+       });
+  each("hetrt_llm_request_success_total", "counter", "Requests ended, by finish reason.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         for (size_t i = 0; i < s.finished.size(); ++i)
+           w.Sample("hetrt_llm_request_success_total",
+                    l + ",finished_reason=\"" + GenerativeModelStats::kFinishReasons[i] + "\"", load(s.finished[i]));
+       });
+  each("hetrt_llm_requests_rejected_total", "counter",
+       "Requests answered 503 before admission: the queue was full, they waited past queue_timeout_ms, shutdown.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_requests_rejected_total", l + ",reason=\"queue_full\"", load(s.rejected_queue_full));
+         w.Sample("hetrt_llm_requests_rejected_total", l + ",reason=\"queue_timeout\"", load(s.rejected_queue_timeout));
+         w.Sample("hetrt_llm_requests_rejected_total", l + ",reason=\"shutdown\"", load(s.rejected_shutdown));
+       });
+  each("hetrt_llm_num_preemptions_total", "counter",
+       "Sequences preempted: always 0 (admission reserves a request's pages, so a running one never runs out).",
+       [&](const GenerativeModelStats&, const std::string& l) { w.Sample("hetrt_llm_num_preemptions_total", l, 0); });
+  each("hetrt_llm_num_requests_running", "gauge", "Sequences in the engines.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_num_requests_running", l, load(s.running));
+       });
+  each("hetrt_llm_num_requests_waiting", "gauge", "Requests waiting for KV-cache pages.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_num_requests_waiting", l, load(s.waiting));
+       });
+  each("hetrt_llm_kv_cache_usage_perc", "gauge", "KV-cache pages reserved by admitted requests over all (0..1).",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         const double total = load(s.pages_total);
+         w.Sample("hetrt_llm_kv_cache_usage_perc", l, total > 0 ? load(s.pages_reserved) / total : 0.0);
+       });
+  each("hetrt_llm_kv_cache_pages", "gauge", "KV-cache pages holding tokens now (used) and not (free).",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_kv_cache_pages", l + ",state=\"used\"", load(s.pages_used));
+         w.Sample("hetrt_llm_kv_cache_pages", l + ",state=\"free\"", load(s.pages_total) - load(s.pages_used));
+       });
   return std::move(w.text());
 }
 

@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "generative_model.h"
 #include "model_version.h"
 
 namespace hetrt::serve {
 
 std::string RenderMetrics(const std::vector<std::shared_ptr<const ModelVersion>>& versions);
+// The language models' families (docs/serving-llm.md: vLLM's names, hetrt_llm_ prefix).
+std::string RenderGenerativeMetrics(const std::vector<std::shared_ptr<const GenerativeModel>>& models);
 
 }  // namespace hetrt::serve

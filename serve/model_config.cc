@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 namespace hetrt::serve {
 namespace {
 
@@ -97,6 +99,57 @@ Status ParseParameters(const json& parameters, ModelConfig& config, const std::s
   return OkStatus();
 }
 
+Result<double> Number(const json& object, const char* key, double fallback, const std::string& where) {
+  if (!object.contains(key)) return fallback;
+  if (!object[key].is_number()) return InvalidArgument(where + ": '" + key + "' must be a number");
+  return object[key].get<double>();
+}
+
+// Ranges of the sampling settings are the engine's to check (at load, with
+// the vocabulary known); here only their types.
+Status ParseGeneration(const json& g, GenerationConfig& out, const std::string& where) {
+  const std::string at = where + ": generation";
+  if (!g.is_object()) return InvalidArgument(at + " must be an object");
+  HETRT_RETURN_IF_ERROR(Unknown(
+      g, {"kv_cache_tokens", "kv_cache_pages", "prefill_chunk_size", "queue_timeout_ms", "stop_token_ids", "defaults"},
+      at));
+  if (g.contains("kv_cache_tokens") && g.contains("kv_cache_pages"))
+    return InvalidArgument(at + ": give 'kv_cache_tokens' or 'kv_cache_pages', not both");
+  constexpr int64_t kPageSize = 16;  // the KV cache's page (docs/llm.md)
+  HETRT_ASSIGN_OR_RETURN(out.kv_cache_tokens, Integer(g, "kv_cache_tokens", 1, int64_t{1} << 32, 0, at));
+  HETRT_ASSIGN_OR_RETURN(int64_t pages, Integer(g, "kv_cache_pages", 1, int64_t{1} << 28, 0, at));
+  if (pages > 0) out.kv_cache_tokens = pages * kPageSize;
+  HETRT_ASSIGN_OR_RETURN(out.prefill_chunk_size, Integer(g, "prefill_chunk_size", 1, int64_t{1} << 20, 0, at));
+  HETRT_ASSIGN_OR_RETURN(out.queue_timeout_ms,
+                         Integer(g, "queue_timeout_ms", 0, int64_t{24} * 3600 * 1000, out.queue_timeout_ms, at));
+  if (g.contains("stop_token_ids")) {
+    const json& ids = g["stop_token_ids"];
+    if (!ids.is_array()) return InvalidArgument(at + ": 'stop_token_ids' must be an array of token ids");
+    for (const json& id : ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        return InvalidArgument(at + ": 'stop_token_ids' must hold non-negative integers");
+      out.stop_token_ids.push_back(id.get<int32_t>());
+    }
+  }
+  if (g.contains("defaults")) {
+    const json& d = g["defaults"];
+    const std::string dat = at + ".defaults";
+    if (!d.is_object()) return InvalidArgument(dat + " must be an object");
+    HETRT_RETURN_IF_ERROR(Unknown(
+        d,
+        {"max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "presence_penalty", "frequency_penalty"},
+        dat));
+    HETRT_ASSIGN_OR_RETURN(out.max_tokens, Integer(d, "max_tokens", 0, int64_t{1} << 30, out.max_tokens, dat));
+    HETRT_ASSIGN_OR_RETURN(out.top_k, Integer(d, "top_k", 0, int64_t{1} << 30, out.top_k, dat));
+    HETRT_ASSIGN_OR_RETURN(out.temperature, Number(d, "temperature", out.temperature, dat));
+    HETRT_ASSIGN_OR_RETURN(out.top_p, Number(d, "top_p", out.top_p, dat));
+    HETRT_ASSIGN_OR_RETURN(out.repetition_penalty, Number(d, "repetition_penalty", out.repetition_penalty, dat));
+    HETRT_ASSIGN_OR_RETURN(out.presence_penalty, Number(d, "presence_penalty", out.presence_penalty, dat));
+    HETRT_ASSIGN_OR_RETURN(out.frequency_penalty, Number(d, "frequency_penalty", out.frequency_penalty, dat));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& origin) {
@@ -105,7 +158,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& o
   if (!root.is_object()) return InvalidArgument(origin + ": must be a JSON object");
   HETRT_RETURN_IF_ERROR(Unknown(root,
                                 {"name", "max_batch_size", "instance_group", "dynamic_batching", "max_queue_size",
-                                 "version_policy", "platform", "backend", "function", "parameters"},
+                                 "version_policy", "platform", "backend", "function", "parameters", "generation"},
                                 origin));
   ModelConfig config;
   HETRT_ASSIGN_OR_RETURN(int64_t max_batch, Integer(root, "max_batch_size", 0, 1 << 20, 0, origin));
@@ -141,6 +194,10 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& o
   if (root.contains("version_policy"))
     HETRT_RETURN_IF_ERROR(ParseVersionPolicy(root["version_policy"], config, origin));
   if (root.contains("parameters")) HETRT_RETURN_IF_ERROR(ParseParameters(root["parameters"], config, origin));
+  if (root.contains("generation")) {
+    HETRT_RETURN_IF_ERROR(ParseGeneration(root["generation"], config.generation, origin));
+    config.has_generation = true;
+  }
   return config;
 }
 

@@ -17,6 +17,18 @@ struct InstanceGroup {
   std::vector<std::string> devices{"cpu"};  // the ordered --device list of `hetrt run`
 };
 
+// A language model's serving (docs/serving-llm.md): config.json's "generation".
+struct GenerationConfig {
+  int64_t kv_cache_tokens = 0;     // 0: the library's context window times the batch
+  int64_t prefill_chunk_size = 0;  // 0: the library's
+  int64_t queue_timeout_ms = 30000;
+  std::vector<int32_t> stop_token_ids;  // end every request
+  // Settings a request leaves out.
+  int64_t max_tokens = 16;
+  double temperature = 0, top_p = 1, repetition_penalty = 1, presence_penalty = 0, frequency_penalty = 0;
+  int64_t top_k = 0;
+};
+
 struct ModelConfig {
   // 0: requests carry the model's exact shapes. Otherwise requests may carry
   // 1..max_batch_size rows on the first axis (at most the model's compiled
@@ -41,6 +53,8 @@ struct ModelConfig {
   // instances of its own with them (a CPU pool and device queues of its own),
   // shared by its instances and versions.
   std::vector<PluginSetting> plugin_settings;
+  GenerationConfig generation;  // language models only (a tensor model with it is a load error)
+  bool has_generation = false;
 };
 
 // `origin` names the file in errors. Unknown keys are errors (a typo must not

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "hetrt/exec/open_model.h"
+
 namespace hetrt::serve {
 namespace fs = std::filesystem;
 
@@ -51,6 +53,12 @@ Result<std::vector<int64_t>> ListVersions(const std::string& model_dir) {
 }
 
 Result<ModelVersionFiles> FindModelFiles(const std::string& version_dir) {
+  ModelVersionFiles files;
+  if (IsLlmModelFolder(version_dir)) {  // a tensor cache: tensor-cache.json here or in params/
+    files.kind = ModelVersionFiles::Kind::kLanguageModel;
+    files.llm_folder = version_dir;
+    return files;
+  }
   std::error_code ec;
   std::vector<std::string> libraries, tars, params;
   bool graph_json = false;
@@ -69,10 +77,9 @@ Result<ModelVersionFiles> FindModelFiles(const std::string& version_dir) {
   if (ec) return Unavailable("model version folder '" + version_dir + "': " + ec.message());
   std::sort(libraries.begin(), libraries.end());
   const std::string dir = version_dir + "/";
-  ModelVersionFiles files;
   const char* expected =
       "expected one of: a deploy .so (a Relax one + its weights' params); graph.json + one lib .so (+ params); a "
-      "Model Library Format .tar";
+      "Model Library Format .tar; a language model's .so beside its tensor cache (tensor-cache.json)";
   if (!tars.empty()) {
     if (tars.size() > 1 || !libraries.empty() || graph_json)
       return InvalidArgument(version_dir + ": more than one model (" + Join(tars) + " " + Join(libraries) + "); " +

@@ -1,6 +1,7 @@
 // Triton's repository layout: DIR/<model>/<version>/ with one of
 //   deploy .so (graph or AOT factory, or a Relax executable + params of its weights)
 //   | graph.json + lib .so (+ params) | MLF .tar
+//   | a language model: one .so beside a tensor cache (docs/serving-llm.md)
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,10 @@
 namespace hetrt::serve {
 
 struct ModelVersionFiles {
-  enum class Kind { kLibrary, kGraphTriple, kMlf } kind = Kind::kLibrary;
+  enum class Kind { kLibrary, kGraphTriple, kMlf, kLanguageModel } kind = Kind::kLibrary;
   GraphModelFiles graph;  // kLibrary (graph.library only) and kGraphTriple
   std::string mlf;        // kMlf: the Model Library Format tarball
+  std::string llm_folder;  // kLanguageModel: the version folder (LlmEngineOptions::model_dir)
 };
 
 // Model folders in a repository (names, sorted). Folders whose name starts with

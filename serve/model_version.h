@@ -20,6 +20,7 @@
 #include "hetrt/serve/inference.h"
 #include "model_config.h"
 #include "model_files.h"
+#include "served_model.h"
 
 namespace hetrt {
 class PluginRegistry;
@@ -56,21 +57,21 @@ struct InstanceStats {
 // the parameter.
 Result<std::shared_ptr<PluginRegistry>> OpenPluginsWith(const std::vector<PluginSetting>& settings);
 
-class ModelVersion {
+class ModelVersion final : public ServedModel {
  public:
   // `plugins`: the model's own plugin instances (config.json parameters), or
   // nullptr for the process-wide ones.
   static Result<std::unique_ptr<ModelVersion>> Open(const std::string& name, int64_t version,
                                                     const ModelVersionFiles& files, const ModelConfig& config,
                                                     std::shared_ptr<PluginRegistry> plugins = nullptr);
-  ~ModelVersion();
+  ~ModelVersion() override;
   ModelVersion(const ModelVersion&) = delete;
   ModelVersion& operator=(const ModelVersion&) = delete;
 
-  const std::string& name() const { return name_; }
-  int64_t version() const { return version_; }
-  // Inputs, outputs and platform (versions are the server's to fill in).
-  const ModelMetadata& metadata() const { return metadata_; }
+  const std::string& name() const override { return name_; }
+  int64_t version() const override { return version_; }
+  const ModelMetadata& metadata() const override { return metadata_; }
+  ModelVersion* tensor_model() override { return this; }
 
   // Who submits a request, which decides whether its thread may run requests.
   // Either runs its own request only when an instance is idle, nothing is
@@ -93,7 +94,7 @@ class ModelVersion {
   void Submit(InferRequest request, InferDone done, Caller caller);
   // Rejects new requests, lets queued and running ones finish, joins the
   // instances. Idempotent.
-  void Stop();
+  void Stop() override;
 
   const ModelVersionStats& stats() const { return stats_; }
   std::vector<const InstanceStats*> instance_stats() const;

@@ -1,4 +1,5 @@
 #include "rest_codec.h"
+#include "json_parse.h"
 
 #include <nlohmann/json.hpp>
 
@@ -376,24 +377,6 @@ class RequestParser {
   uint64_t decoded_bytes_ = 0;
 };
 
-Result<json> ParseJson(std::string_view text, const char* what, size_t max_depth) {
-  JsonLimits limits;
-  limits.max_depth = max_depth;
-  limits.max_bytes = std::numeric_limits<size_t>::max();
-  HETRT_RETURN_IF_ERROR(CheckJsonLimits(text, what, limits));
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 1e700
-    std::string message = e.what();
-    if (auto bracket = message.find("] "); message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
-      message = message.substr(bracket + 2);
-    return DataLoss(std::string(what) + " is not valid JSON: " + message);
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted(std::string(what) + ": out of memory parsing " + std::to_string(text.size()) +
-                             " bytes of JSON");
-  }
-}
-
 // ---- elements -> JSON text ----
 
 float HalfToFloat(uint16_t h) {
@@ -482,6 +465,24 @@ json TensorMetadataJson(const std::vector<TensorMetadata>& tensors) {
 
 }  // namespace
 
+Result<nlohmann::json> ParseJson(std::string_view text, const char* what, size_t max_depth) {
+  JsonLimits limits;
+  limits.max_depth = max_depth;
+  limits.max_bytes = std::numeric_limits<size_t>::max();
+  HETRT_RETURN_IF_ERROR(CheckJsonLimits(text, what, limits));
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 1e700
+    std::string message = e.what();
+    if (auto bracket = message.find("] "); message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+      message = message.substr(bracket + 2);
+    return DataLoss(std::string(what) + " is not valid JSON: " + message);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(std::string(what) + ": out of memory parsing " + std::to_string(text.size()) +
+                             " bytes of JSON");
+  }
+}
+
 bool RestOutputFormat::IsBinary(std::string_view output) const {
   for (const auto& [name, binary] : per_output)
     if (name == output) return binary;
@@ -553,11 +554,17 @@ std::string EncodeServerMetadata(const std::string& name, const std::string& ver
 }
 
 std::string EncodeModelMetadata(const ModelMetadata& metadata) {
-  return Dump({{"name", metadata.name},
-               {"versions", metadata.versions},
-               {"platform", metadata.platform},
-               {"inputs", TensorMetadataJson(metadata.inputs)},
-               {"outputs", TensorMetadataJson(metadata.outputs)}});
+  json out = {{"name", metadata.name},
+              {"versions", metadata.versions},
+              {"platform", metadata.platform},
+              {"inputs", TensorMetadataJson(metadata.inputs)},
+              {"outputs", TensorMetadataJson(metadata.outputs)}};
+  if (metadata.generative) {
+    json parameters = {{"generative", true}, {"decoupled", true}};
+    for (const auto& [name, value] : metadata.generative_facts) parameters[name] = value;
+    out["parameters"] = std::move(parameters);
+  }
+  return Dump(out);
 }
 
 std::string EncodeRepositoryIndex(const std::vector<RepositoryEntry>& entries) {

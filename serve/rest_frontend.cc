@@ -7,13 +7,16 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
 
+#include "generate_codec.h"
 #include "hetrt/serve/frontend.h"
 #include "http_server.h"
 #include "rest_codec.h"
@@ -170,6 +173,36 @@ std::optional<std::pair<std::string_view, std::string_view>> InferTarget(std::st
   if (version.empty() || version.find('/') != std::string_view::npos) return std::nullopt;
   return std::pair{model, version};
 }
+
+// A generation's events on their way from the model's scheduler thread to
+// the handler's thread, which writes them.
+class GenerationEvents {
+ public:
+  void Push(const GenerationEvent& event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      events_.push_back(event);
+    }
+    ready_.notify_one();
+  }
+  // Waits up to `wait` for events and appends them to `out`; false when none came.
+  bool Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!ready_.wait_for(lock, wait, [&] { return !events_.empty(); })) return false;
+    out.insert(out.end(), events_.begin(), events_.end());
+    events_.clear();
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<GenerationEvent> events_;
+};
+
+// How often a handler waiting for a generation's next event looks whether
+// its client is still there (a client that left cancels its request).
+constexpr auto kClientCheck = std::chrono::milliseconds(50);
 
 // One httplib server accepting on its own thread; subclasses add the routes.
 class HttpListener : public Frontend {
@@ -347,6 +380,11 @@ class RestFrontend final : public HttpListener {
     });
     http_.Post(std::string(kModel) + "/infer",
                [this](const Request& req, Response& res, const ContentReader& reader) { Infer(req, res, reader); });
+    http_.Post(std::string(kModel) + "/generate",
+               [this](const Request& req, Response& res, const ContentReader& reader) { Generate(req, res, reader); });
+    http_.Post(
+        std::string(kModel) + "/generate_stream",
+        [this](const Request& req, Response& res, const ContentReader& reader) { GenerateStream(req, res, reader); });
     http_.Post("/v2/repository/index", [this](const Request& req, Response& res, const ContentReader& reader) {
       std::string body;
       if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return;
@@ -388,6 +426,112 @@ class RestFrontend final : public HttpListener {
     InferAnswer answer = AnswerOf(response, parsed->output_format);
     if (answer.json_header_length) res.set_header(kJsonHeaderLength, std::to_string(*answer.json_header_length));
     SetBody(res, answer.status, std::move(answer.body), answer.content_type);
+  }
+
+  // A 503 says when to come back (a full queue drains in about that).
+  static void SendGenerateError(httplib::Response& res, const Status& status) {
+    if (HttpStatusOf(status) == 503) res.set_header("Retry-After", "1");
+    SendError(res, status);
+  }
+
+  // Reads and starts a generation; nullptr once `res` holds the error.
+  std::shared_ptr<Generation> StartGeneration(const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& reader,
+                                              const std::shared_ptr<GenerationEvents>& events, std::string* prefix) {
+    std::string body;
+    if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return nullptr;
+    auto parsed = ParseGenerateRequest(body);
+    if (!parsed.ok()) {
+      SendError(res, parsed.status());
+      return nullptr;
+    }
+    parsed->model = req.matches[1];
+    parsed->version = req.matches[2];
+    const std::string id = parsed->id;
+    auto started = server_.Generate(std::move(*parsed), [events](const GenerationEvent& e) { events->Push(e); });
+    if (!started.ok()) {
+      SendGenerateError(res, started.status());
+      return nullptr;
+    }
+    *prefix = GenerateAnswerPrefix(req.matches[1].str(), std::to_string((*started)->model_version()), id);
+    return std::move(*started);
+  }
+
+  // POST .../generate: the whole generation in one answer.
+  void Generate(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    auto events = std::make_shared<GenerationEvents>();
+    std::string prefix;
+    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, events, &prefix);
+    if (generation == nullptr) return;
+    const int client = HttpServer::RequestSocket();
+    std::vector<int32_t> ids;
+    std::vector<GenerationEvent> batch;
+    for (;;) {
+      batch.clear();
+      if (!events->Take(batch, kClientCheck)) {
+        if (HttpServer::ClientLeft(client)) return generation->Cancel();
+        continue;
+      }
+      for (const GenerationEvent& e : batch) {
+        if (e.token >= 0) ids.push_back(e.token);
+        if (e.kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, e.status);
+        if (e.kind != GenerationEvent::Kind::kEnd) continue;
+        if (std::string_view(e.finish_reason) == kFinishError) return SendError(res, e.status);
+        return SendJson(res, 200, EncodeGenerateAnswer(prefix, ids, e));
+      }
+    }
+  }
+
+  // POST .../generate_stream: Server-Sent Events, one per token. The answer
+  // starts once the request is admitted, so that a refusal is still an HTTP
+  // error (503 with Retry-After).
+  void GenerateStream(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    auto events = std::make_shared<GenerationEvents>();
+    std::string prefix;
+    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, events, &prefix);
+    if (generation == nullptr) return;
+    const int client = HttpServer::RequestSocket();
+    std::vector<GenerationEvent> first;
+    while (!events->Take(first, kClientCheck))
+      if (HttpServer::ClientLeft(client)) return generation->Cancel();
+    if (first.front().kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, first.front().status);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [events, generation, client, prefix = std::move(prefix), batch = std::move(first)](
+                                 size_t, httplib::DataSink& sink) mutable {
+          std::string out;
+          for (;;) {
+            out.clear();
+            bool end = false;
+            for (const GenerationEvent& e : batch) {
+              if (e.kind == GenerationEvent::Kind::kAdmitted) continue;
+              if (e.kind == GenerationEvent::Kind::kRefused) {  // (only a request never admitted)
+                GenerationEvent ended = e;
+                ended.kind = GenerationEvent::Kind::kEnd;
+                ended.finish_reason = kFinishError;
+                AppendGenerateStreamEvent(out, prefix, ended);
+              } else {
+                AppendGenerateStreamEvent(out, prefix, e);
+              }
+              end |= e.kind != GenerationEvent::Kind::kToken;
+            }
+            batch.clear();
+            // A client that left cancels its request: its pages return before the next step.
+            if (!out.empty() && (HttpServer::ClientLeft(client) || !sink.write(out.data(), out.size()))) {
+              generation->Cancel();
+              return false;
+            }
+            if (end) {
+              sink.done();
+              return true;
+            }
+            while (!events->Take(batch, kClientCheck))
+              if (HttpServer::ClientLeft(client)) {
+                generation->Cancel();
+                return false;
+              }
+          }
+        });
   }
 
   // The infer route past httplib (HttpServer::FastRoute): the worker parses

@@ -198,6 +198,18 @@ TEST(ParserFuzz, GrpcInferRequest) {
   FuzzFromSeeds(&fuzz::GrpcInferRequest, seeds, 50000);
 }
 
+TEST(ParserFuzz, GenerateRequestJson) {
+  const auto seeds = SeedFiles("generate");
+  ASSERT_GE(seeds.size(), 3u);
+  FuzzFromSeeds(&fuzz::GenerateRequestJson, seeds, 30000);
+}
+
+TEST(ParserFuzz, GrpcGenerateRequest) {
+  const auto seeds = SeedFiles("grpc_generate");
+  ASSERT_GE(seeds.size(), 2u);
+  FuzzFromSeeds(&fuzz::GrpcGenerateRequest, seeds, 30000);
+}
+
 TEST(ParserFuzz, HttpRequestHead) {
   const auto seeds = SeedFiles("http_head");
   ASSERT_GE(seeds.size(), 3u);

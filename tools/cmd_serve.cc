@@ -3,8 +3,9 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
-#include <csignal>
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -27,6 +28,7 @@ struct ServeArgs {
   int64_t cpu_spin_us = 20;
   int64_t cpu_serial_below_us = -1;
   std::string scheduling = "batch";
+  double drain_timeout_s = 20;
 };
 
 // Each connection holds a file descriptor; the soft limit (often 1024) would
@@ -75,6 +77,7 @@ int Serve(ServeArgs& args) {
 
   args.options.max_request_bytes = static_cast<size_t>(args.max_request_mib) << 20;
   args.options.max_connections = static_cast<size_t>(args.max_connections);
+  args.options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000));
   RaiseOpenFileLimit(args.options.max_connections);
   // The CPU pool spins after each parallel launch so that the next one finds
   // its workers awake (200 us by default). Between a server's runs the cores
@@ -133,8 +136,10 @@ int Serve(ServeArgs& args) {
 Command AddServeCommand(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve a model repository over the Open Inference Protocol (KServe v2)");
-  cmd->add_option("--model-repository", args->options.model_repository,
-                  "DIR/<model>/<version>/ with a deploy .so, graph.json + lib .so (+ params), or an MLF .tar")
+  cmd->add_option(
+         "--model-repository", args->options.model_repository,
+         "DIR/<model>/<version>/ with a deploy .so, graph.json + lib .so (+ params), an MLF .tar, or a language "
+         "model's .so beside its tensor cache")
       ->required();
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
   cmd->add_option("--http-port", args->http_port, "REST port (0: any free one)")
@@ -166,6 +171,11 @@ Command AddServeCommand(CLI::App& app) {
                   "0: always split)")
       ->capture_default_str()
       ->check(IntInRange("--cpu-serial-below-us", -1, 1000000));
+  cmd->add_option("--drain-timeout-s", args->drain_timeout_s,
+                  "after SIGTERM, how long language models' running sequences may go on before they end with "
+                  "finish_reason \"shutdown\" (new and queued requests get 503 at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--scheduling", args->scheduling,
                   "batch: every server thread runs SCHED_BATCH (as under chrt -b 0: a waking thread does not preempt "
                   "a running one, so instances overlap their devices); default: the kernel's policy, except for "

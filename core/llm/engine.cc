@@ -110,6 +110,7 @@ struct LlmEngine::Impl {
   Status CheckTokens(std::span<const int32_t> ids, const char* what) const;
   // A request checked whole before it takes a sequence.
   Status CheckRequest(const GenerationRequest& request) const;
+  int64_t PagesFor(const GenerationRequest& request) const;
   // A model function; with a profile set, its events are appended to it.
   Result<RelaxValue> Invoke(uint32_t fn, std::span<const RelaxValue> args) {
     if (profile == nullptr) return vm->Invoke(fn, args);
@@ -351,19 +352,26 @@ Status LlmEngine::Impl::CheckRequest(const GenerationRequest& request) const {
     return InvalidArgument("max_tokens is " + std::to_string(request.max_tokens) + "; it must be >= 0");
   const int64_t context = std::min(info.context_window_size, info.max_total_seq_len);
   const int64_t length = static_cast<int64_t>(request.prompt.size());
-  if (length + request.max_tokens > context)
+  if (request.max_tokens > context - length)  // (not length + max_tokens: max_tokens may be near INT64_MAX)
     return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
                            std::to_string(request.max_tokens) + " exceed the context of " + std::to_string(context) +
                            " tokens");
+  if (PagesFor(request) > info.num_total_pages)
+    return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
+                           std::to_string(request.max_tokens) + " need " + std::to_string(PagesFor(request)) +
+                           " KV-cache pages; the cache has " + std::to_string(info.num_total_pages));
   return request.sampling.Validate(info.vocab_size);
 }
 
+int64_t LlmEngine::Impl::PagesFor(const GenerationRequest& request) const {
+  const int64_t tokens = static_cast<int64_t>(request.prompt.size()) + request.max_tokens;
+  return (tokens + info.page_size - 1) / info.page_size;
+}
+
 Status LlmEngine::Impl::Admit() {
-  const int64_t page = info.page_size;
   while (!waiting.empty() && static_cast<int64_t>(running.size()) < info.max_batch_size) {
     Request& r = requests.at(waiting.front());
-    const int64_t tokens = static_cast<int64_t>(r.request.prompt.size()) + r.request.max_tokens;
-    const int64_t need = (tokens + page - 1) / page;
+    const int64_t need = PagesFor(r.request);
     if (reserved_pages + need > info.num_total_pages) break;  // first come, first served
     HETRT_RETURN_IF_ERROR(cache->AddSequence(r.id));
     r.reserved_pages = need;
@@ -417,6 +425,10 @@ bool LlmEngine::HasWork() const { return !impl_->requests.empty(); }
 size_t LlmEngine::num_running() const { return impl_->running.size(); }
 size_t LlmEngine::num_waiting() const { return impl_->waiting.size(); }
 
+Status LlmEngine::CheckRequest(const GenerationRequest& request) const { return impl_->CheckRequest(request); }
+int64_t LlmEngine::PagesFor(const GenerationRequest& request) const { return impl_->PagesFor(request); }
+int64_t LlmEngine::unreserved_pages() const { return impl_->info.num_total_pages - impl_->reserved_pages; }
+
 Result<int64_t> LlmEngine::AddRequest(GenerationRequest request) {
   Impl& m = *impl_;
   HETRT_RETURN_IF_ERROR(m.CheckRequest(request));
@@ -436,12 +448,12 @@ bool LlmEngine::Cancel(int64_t request) {
 Result<std::vector<TokenEvent>> LlmEngine::Step() {
   Impl& m = *impl_;
   std::vector<TokenEvent> events;
-  // A request asking for no tokens ends before it takes a page.
-  for (auto it = m.waiting.begin(); it != m.waiting.end();) {
-    Impl::Request& r = m.requests.at(*it);
-    ++it;
-    if (r.request.max_tokens == 0) HETRT_RETURN_IF_ERROR(m.Finish(r, FinishReason::kLength, &events, -1));
-  }
+  // A request asking for no tokens ends before it takes a page. (Ids first:
+  // Finish erases from `waiting`, which invalidates a deque's iterators.)
+  m.seq_ids.clear();
+  for (int64_t id : m.waiting)
+    if (m.requests.at(id).request.max_tokens == 0) m.seq_ids.push_back(id);
+  for (int64_t id : m.seq_ids) HETRT_RETURN_IF_ERROR(m.Finish(m.requests.at(id), FinishReason::kLength, &events, -1));
   HETRT_RETURN_IF_ERROR(m.Admit());
   std::vector<int64_t> just_prefilled;
   // A sampled token is emitted at once, and may end its request.

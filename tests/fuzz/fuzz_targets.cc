@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "generate_codec.h"
+#include "grpc_generate_codec.h"
 #include "grpc_infer_codec.h"
 #include "hetrt/exec/graph_executor.h"
 #include "hetrt/exec/relax_executor.h"
@@ -216,6 +218,30 @@ void GrpcInferRequest(const uint8_t* data, size_t size) {
   response.id = request->id;
   response.outputs = request->inputs;
   (void)serve::EncodeInferResponse(response);
+}
+
+void GenerateRequestJson(const uint8_t* data, size_t size) {
+  auto request = serve::ParseGenerateRequest(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (!request.ok()) return;
+  serve::GenerationEvent end;
+  end.kind = serve::GenerationEvent::Kind::kEnd;
+  end.finish_reason = serve::kFinishLength;
+  end.token = request->input_ids.empty() ? -1 : request->input_ids.back();
+  const std::string prefix = serve::GenerateAnswerPrefix("m", "1", request->id);
+  (void)serve::EncodeGenerateAnswer(prefix, request->input_ids, end);
+  std::string event;
+  serve::AppendGenerateStreamEvent(event, prefix, end);
+}
+
+void GrpcGenerateRequest(const uint8_t* data, size_t size) {
+  inference::ModelInferRequest message;
+  if (!message.ParseFromArray(data, static_cast<int>(size))) return;
+  auto request = serve::DecodeGenerateRequest(message);
+  if (!request.ok()) return;
+  serve::GenerationEvent token;
+  token.token = request->input_ids.empty() ? -1 : request->input_ids.front();
+  inference::ModelStreamInferResponse response;
+  serve::EncodeGenerateResponse(token, request->model, request->version, request->id, response);
 }
 
 }  // namespace hetrt::fuzz

@@ -34,5 +34,11 @@ void DevicePayload(const uint8_t* data, size_t size);
 // shards the seeds name (tests/fuzz/seeds/tensor_cache), then opened; every
 // record of a cache that opens is decoded.
 void TensorCacheJson(const uint8_t* data, size_t size);
+// The body of a language model's generate request (REST, Triton's generate
+// extension), then its answer and a stream event encoded.
+void GenerateRequestJson(const uint8_t* data, size_t size);
+// A ModelInferRequest as ModelStreamInfer receives it for a language model,
+// then a response encoded.
+void GrpcGenerateRequest(const uint8_t* data, size_t size);
 
 }  // namespace hetrt::fuzz

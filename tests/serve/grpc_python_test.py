@@ -165,6 +165,7 @@ class GrpcServeTest(unittest.TestCase):
         "RepositoryIndexResponse.ModelIndex": {"name": 1, "version": 2, "state": 3, "reason": 4},
         "RepositoryModelLoadRequest": {"repository_name": 1, "model_name": 2, "parameters": 3},
         "RepositoryModelUnloadRequest": {"repository_name": 1, "model_name": 2, "parameters": 3},
+        "ModelStreamInferResponse": {"error_message": 1, "infer_response": 2},
     }
 
     def test_proto_has_the_published_names_and_field_numbers(self):
@@ -173,7 +174,7 @@ class GrpcServeTest(unittest.TestCase):
         service = file.services_by_name["GRPCInferenceService"]
         self.assertEqual(sorted(m.name for m in service.methods), sorted([
             "ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata", "ModelInfer",
-            "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload"]))
+            "ModelStreamInfer", "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload"]))
         for path, fields in self.PUBLISHED_FIELDS.items():
             outer, _, inner = path.partition(".")
             message = file.message_types_by_name[outer]

@@ -107,6 +107,14 @@ class LlmEngine {
   // max_tokens within the context, the sampling settings): a bad one is an
   // error for it alone. Returns the request's id.
   Result<int64_t> AddRequest(GenerationRequest request);
+  // AddRequest's checks alone, for a caller that queues requests of its own
+  // (the server): reads only what Open set, so any thread may call it.
+  Status CheckRequest(const GenerationRequest& request) const;
+  // KV-cache pages a request reserves while it runs (its prompt plus
+  // max_tokens), and the pages no admitted request has reserved: a request
+  // added when it fits those and the batch has room is admitted at the next Step.
+  int64_t PagesFor(const GenerationRequest& request) const;
+  int64_t unreserved_pages() const;
   // Ends a request now; its pages return to the cache. False when unknown.
   bool Cancel(int64_t request);
   // One step: admits waiting requests whose pages fit, prefills the next

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hetrt/base/status.h"
@@ -41,6 +42,10 @@ struct ModelMetadata {
   std::vector<std::string> versions;  // the versions served
   std::string platform;               // "hetrt_graph", "hetrt_aot", "hetrt_mlf"
   std::vector<TensorMetadata> inputs, outputs;
+  // A language model (docs/serving-llm.md): REST's metadata adds "parameters"
+  // with "generative": true and these facts (vocab_size, context_window, ...).
+  bool generative = false;
+  std::vector<std::pair<std::string, int64_t>> generative_facts = {};
 };
 
 struct InferTensor {

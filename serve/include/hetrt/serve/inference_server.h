@@ -3,11 +3,13 @@
 // frontends call it from their own threads. Knows nothing of HTTP or gRPC.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "hetrt/serve/generation.h"
 #include "hetrt/serve/inference.h"
 
 namespace hetrt::serve {
@@ -26,6 +28,9 @@ struct ServerOptions {
   // Plugin options an instance with plugins of its own (a model whose
   // config.json has parameters) starts from; the model's parameters win.
   std::vector<PluginSetting> plugin_defaults = {};
+  // How long a language model's running sequences may go on once Drain
+  // begins (SIGTERM) before they end with finish_reason "shutdown".
+  std::chrono::milliseconds drain_timeout{20000};
 };
 
 class InferenceServer final {
@@ -61,6 +66,14 @@ class InferenceServer final {
   // for at most about a millisecond per call.
   void InferAsync(InferRequest request, InferDone done);
 
+  // Starts a generation on a language model (docs/serving-llm.md); its
+  // events go to `sink` on the model's scheduler thread, the last one kEnd or
+  // kRefused. Errors, for which `sink` is never called: NotFound (model or
+  // version), InvalidArgument (the request; a model that is not a language
+  // model), Unavailable (its queue is full, shutting down: retry later). The
+  // handle cancels it (a client that left). Drain waits for it.
+  Result<std::shared_ptr<Generation>> Generate(GenerateRequest request, GenerationSink sink);
+
   // The repository extension.
   std::vector<RepositoryEntry> Index(bool ready_only) const;
   Status Load(const std::string& model);
@@ -83,6 +96,8 @@ class InferenceServer final {
   // answers Unavailable while health, metadata and metrics still answer, so
   // probes take this server out of rotation; Drain also waits for the requests
   // in flight and stops the models. Frontends stop listening after Drain.
+  // Language models: Drain refuses their queued requests and lets running
+  // sequences go on for up to options().drain_timeout, then ends them.
   void BeginDrain();
   void Drain();
 

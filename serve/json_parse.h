@@ -1,0 +1,18 @@
+// JSON text from a client, parsed with hetrt's limits (nesting, size) checked
+// first: the REST codecs' one way in. Errors: DataLoss (not JSON),
+// InvalidArgument (too deep), ResourceExhausted (out of memory).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string_view>
+
+#include "hetrt/base/status.h"
+
+namespace hetrt::serve {
+
+// `what` names the text in errors ("the inference request").
+Result<nlohmann::json> ParseJson(std::string_view text, const char* what, size_t max_depth);
+
+}  // namespace hetrt::serve
