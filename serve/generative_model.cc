@@ -1,6 +1,7 @@
 #include "generative_model.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,12 @@ namespace hetrt::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+uint64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+}
 
 double SecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -340,7 +347,10 @@ void GenerativeModel::Schedule(Instance& instance) {
     if (!ended.empty() && admitted.empty() && !engine.HasWork()) continue;
     // One step; its tokens go out at once.
     finished.clear();
-    auto events = engine.HasWork() ? engine.Step() : Result<std::vector<TokenEvent>>(std::vector<TokenEvent>());
+    const uint64_t step_cpu = ThreadCpuNs();
+    auto events = engine.Step();
+    stats_.step_thread_cpu_ns.fetch_add(ThreadCpuNs() - step_cpu, std::memory_order_relaxed);
+    stats_.steps.fetch_add(1, std::memory_order_relaxed);
     const auto stepped = Clock::now();
     if (!events.ok()) {
       Log(LogLevel::kError, "serve", "model '" + name_ + "': a step failed: " + events.status().message());

@@ -48,6 +48,11 @@ struct GenerativeModelStats {
   Histogram time_to_first_token{kLatencyBuckets}, inter_token_latency{kLatencyBuckets},
       e2e_request_latency{kLatencyBuckets}, request_queue_time{kLatencyBuckets};
   std::atomic<uint64_t> prompt_tokens{0}, generation_tokens{0};
+  std::atomic<uint64_t> steps{0};
+  // CPU time the scheduler threads spent inside engine steps, on their own
+  // thread (the CPU plugin's workers add theirs): what the rest of the
+  // process's CPU is compared with to find the server's own cost per token.
+  std::atomic<uint64_t> step_thread_cpu_ns{0};
   // Requests ended, by finish reason (kFinishReasons' order).
   static constexpr std::array<const char*, 5> kFinishReasons = {kFinishLength, kFinishStop, kFinishCancelled,
                                                                 kFinishShutdown, kFinishError};

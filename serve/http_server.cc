@@ -28,15 +28,6 @@ thread_local int request_socket = -1;  // HttpServer::RequestSocket
 
 int HttpServer::RequestSocket() { return request_socket; }
 
-bool HttpServer::ClientLeft(int fd) {
-  if (fd < 0) return false;
-  char byte;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return false;  // a next request: still there
-  if (n == 0) return true;  // closed
-  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
-
 // httplib's task queue for the accept loop: accepted connections go to the
 // pool, and the end of the accept loop is the end of parking.
 class HttpServer::Queue final : public httplib::TaskQueue {

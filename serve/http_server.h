@@ -83,12 +83,10 @@ class HttpServer final : public httplib::Server {
   size_t parked() const;
 
   // The socket of the request this thread serves through httplib's routes,
-  // -1 elsewhere: a handler that waits long (a generation) asks ClientLeft
-  // with it whether anyone still waits for its answer.
+  // -1 elsewhere: a handler that waits long (a generation) asks PeerClosed
+  // (socket_stream.h) with it whether anyone still waits for its answer, and
+  // a stream may write to it while httplib waits for the handler.
   static int RequestSocket();
-  // Whether the peer of `fd` closed or reset it. Never blocks, reads nothing
-  // (a pipelined next request stays where it is).
-  static bool ClientLeft(int fd);
 
  private:
   struct Connection {

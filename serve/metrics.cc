@@ -168,6 +168,16 @@ std::string RenderGenerativeMetrics(const std::vector<std::shared_ptr<const Gene
        [&](const GenerativeModelStats& s, const std::string& l) {
          w.Sample("hetrt_llm_generation_tokens_total", l, load(s.generation_tokens));
        });
+  each("hetrt_llm_engine_steps_total", "counter", "Engine steps (a prefill chunk and one decode of every sequence).",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_engine_steps_total", l, load(s.steps));
+       });
+  each("hetrt_llm_engine_step_thread_cpu_seconds_total", "counter",
+       "CPU time the scheduler threads spent inside engine steps on their own thread (the CPU plugin's workers, "
+       "threads hetrt-cpu-*, add theirs); the rest of the process's CPU is the server's own.",
+       [&](const GenerativeModelStats& s, const std::string& l) {
+         w.Sample("hetrt_llm_engine_step_thread_cpu_seconds_total", l, load(s.step_thread_cpu_ns) / 1e9);
+       });
   each("hetrt_llm_request_success_total", "counter", "Requests ended, by finish reason.",
        [&](const GenerativeModelStats& s, const std::string& l) {
          for (size_t i = 0; i < s.finished.size(); ++i)

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "generate_codec.h"
+#include "generation_relay.h"
 #include "hetrt/serve/frontend.h"
 #include "http_server.h"
 #include "rest_codec.h"
@@ -173,32 +174,6 @@ std::optional<std::pair<std::string_view, std::string_view>> InferTarget(std::st
   if (version.empty() || version.find('/') != std::string_view::npos) return std::nullopt;
   return std::pair{model, version};
 }
-
-// A generation's events on their way from the model's scheduler thread to
-// the handler's thread, which writes them.
-class GenerationEvents {
- public:
-  void Push(const GenerationEvent& event) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      events_.push_back(event);
-    }
-    ready_.notify_one();
-  }
-  // Waits up to `wait` for events and appends them to `out`; false when none came.
-  bool Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!ready_.wait_for(lock, wait, [&] { return !events_.empty(); })) return false;
-    out.insert(out.end(), events_.begin(), events_.end());
-    events_.clear();
-    return true;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<GenerationEvent> events_;
-};
 
 // How often a handler waiting for a generation's next event looks whether
 // its client is still there (a client that left cancels its request).
@@ -437,7 +412,7 @@ class RestFrontend final : public HttpListener {
   // Reads and starts a generation; nullptr once `res` holds the error.
   std::shared_ptr<Generation> StartGeneration(const httplib::Request& req, httplib::Response& res,
                                               const httplib::ContentReader& reader,
-                                              const std::shared_ptr<GenerationEvents>& events, std::string* prefix) {
+                                              const std::shared_ptr<GenerationRelay>& relay, std::string* prefix) {
     std::string body;
     if (!ReadBody(req, reader, max_request_bytes_, &body, res)) return nullptr;
     auto parsed = ParseGenerateRequest(body);
@@ -448,7 +423,7 @@ class RestFrontend final : public HttpListener {
     parsed->model = req.matches[1];
     parsed->version = req.matches[2];
     const std::string id = parsed->id;
-    auto started = server_.Generate(std::move(*parsed), [events](const GenerationEvent& e) { events->Push(e); });
+    auto started = server_.Generate(std::move(*parsed), [relay](const GenerationEvent& e) { relay->Push(e); });
     if (!started.ok()) {
       SendGenerateError(res, started.status());
       return nullptr;
@@ -459,17 +434,17 @@ class RestFrontend final : public HttpListener {
 
   // POST .../generate: the whole generation in one answer.
   void Generate(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    auto events = std::make_shared<GenerationEvents>();
+    auto relay = std::make_shared<GenerationRelay>(/*wake_on_tokens=*/false);
     std::string prefix;
-    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, events, &prefix);
+    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
     const int client = HttpServer::RequestSocket();
     std::vector<int32_t> ids;
     std::vector<GenerationEvent> batch;
     for (;;) {
       batch.clear();
-      if (!events->Take(batch, kClientCheck)) {
-        if (HttpServer::ClientLeft(client)) return generation->Cancel();
+      if (!relay->Take(batch, kClientCheck)) {
+        if (PeerClosed(client)) return generation->Cancel();
         continue;
       }
       for (const GenerationEvent& e : batch) {
@@ -484,52 +459,35 @@ class RestFrontend final : public HttpListener {
 
   // POST .../generate_stream: Server-Sent Events, one per token. The answer
   // starts once the request is admitted, so that a refusal is still an HTTP
-  // error (503 with Retry-After).
+  // error (503 with Retry-After); from then on the scheduler sends each
+  // token's event itself (generation_relay.h).
   void GenerateStream(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    auto events = std::make_shared<GenerationEvents>();
+    auto relay = std::make_shared<GenerationRelay>(/*wake_on_tokens=*/false);
     std::string prefix;
-    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, events, &prefix);
+    std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
     const int client = HttpServer::RequestSocket();
     std::vector<GenerationEvent> first;
-    while (!events->Take(first, kClientCheck))
-      if (HttpServer::ClientLeft(client)) return generation->Cancel();
+    while (!relay->Take(first, kClientCheck))
+      if (PeerClosed(client)) return generation->Cancel();
     if (first.front().kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, first.front().status);
     res.set_header("Cache-Control", "no-cache");
+    // (httplib never compresses text/event-stream, so the body's chunks are
+    // the relay's, written straight to the socket.)
     res.set_chunked_content_provider(
-        "text/event-stream", [events, generation, client, prefix = std::move(prefix), batch = std::move(first)](
+        "text/event-stream", [relay, generation, client, prefix = std::move(prefix), first = std::move(first)](
                                  size_t, httplib::DataSink& sink) mutable {
-          std::string out;
+          // httplib has sent the head: the relay writes the chunks from here on.
+          if (!relay->Stream(client, std::move(prefix), first)) {
+            generation->Cancel();
+            return false;
+          }
           for (;;) {
-            out.clear();
-            bool end = false;
-            for (const GenerationEvent& e : batch) {
-              if (e.kind == GenerationEvent::Kind::kAdmitted) continue;
-              if (e.kind == GenerationEvent::Kind::kRefused) {  // (only a request never admitted)
-                GenerationEvent ended = e;
-                ended.kind = GenerationEvent::Kind::kEnd;
-                ended.finish_reason = kFinishError;
-                AppendGenerateStreamEvent(out, prefix, ended);
-              } else {
-                AppendGenerateStreamEvent(out, prefix, e);
-              }
-              end |= e.kind != GenerationEvent::Kind::kToken;
+            switch (relay->Pump(kClientCheck, std::chrono::seconds(kReadWriteTimeoutSeconds))) {
+              case GenerationRelay::Progress::kGoing: continue;
+              case GenerationRelay::Progress::kEnded: sink.done(); return true;
+              case GenerationRelay::Progress::kBroken: generation->Cancel(); return false;
             }
-            batch.clear();
-            // A client that left cancels its request: its pages return before the next step.
-            if (!out.empty() && (HttpServer::ClientLeft(client) || !sink.write(out.data(), out.size()))) {
-              generation->Cancel();
-              return false;
-            }
-            if (end) {
-              sink.done();
-              return true;
-            }
-            while (!events->Take(batch, kClientCheck))
-              if (HttpServer::ClientLeft(client)) {
-                generation->Cancel();
-                return false;
-              }
           }
         });
   }

@@ -130,4 +130,29 @@ void SocketStream::get_local_ip_and_port(std::string& ip, int& port) const {
   if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) IpAndPort(address, length, ip, port);
 }
 
+bool PeerClosed(int fd) {
+  if (fd < 0) return false;
+  char byte;
+  ssize_t n;
+  do n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) return false;  // a next request: still there
+  if (n == 0) return true;  // closed
+  return errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
+bool SendAll(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (PollFor(fd, POLLOUT, timeout) <= 0) return false;
+  }
+  return true;
+}
+
 }  // namespace hetrt::serve

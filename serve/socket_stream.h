@@ -52,4 +52,12 @@ class SocketStream final : public httplib::Stream {
 // `wake_fd` (an eventfd), 2 when that was signalled (and is then drained).
 int WaitReadable(int fd, std::chrono::milliseconds timeout, int wake_fd = -1);
 
+// Whether the peer of `fd` closed or reset it. Never blocks, reads nothing (a
+// pipelined next request stays where it is).
+bool PeerClosed(int fd);
+
+// Sends all of `data`, waiting at most `timeout` for each bit of progress;
+// false when the connection failed or stalled.
+bool SendAll(int fd, std::string_view data, std::chrono::milliseconds timeout);
+
 }  // namespace hetrt::serve

@@ -1,0 +1,129 @@
+#include "generation_relay.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+
+#include "generate_codec.h"
+#include "socket_stream.h"
+
+namespace hetrt::serve {
+
+void GenerationRelay::Push(const GenerationEvent& event) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool last = event.kind == GenerationEvent::Kind::kEnd || event.kind == GenerationEvent::Kind::kRefused;
+  if (!streaming_) {
+    events_.push_back(event);
+    const bool wake = wake_on_tokens_ || last || event.kind == GenerationEvent::Kind::kAdmitted;
+    lock.unlock();
+    if (wake) ready_.notify_one();
+    return;
+  }
+  if (broken_ || ended_ || event.kind == GenerationEvent::Kind::kAdmitted) return;
+  Frame(event);
+  ended_ = last;
+  // While the handler sends a backlog outside the lock, the event waits its
+  // turn behind it; otherwise the backlog (this event, or it behind what a
+  // slow client left) goes now, from its front.
+  if (!flushing_) SendNow();
+  if (!backlog_.empty() || ended_ || broken_) WakeHandler();
+}
+
+GenerationRelay::~GenerationRelay() {
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void GenerationRelay::WakeHandler() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void GenerationRelay::Frame(const GenerationEvent& event) {
+  chunk_.clear();
+  if (event.kind == GenerationEvent::Kind::kRefused) {  // (only a request never admitted)
+    GenerationEvent ended = event;
+    ended.kind = GenerationEvent::Kind::kEnd;
+    ended.finish_reason = kFinishError;
+    AppendGenerateStreamEvent(chunk_, prefix_, ended);
+  } else {
+    AppendGenerateStreamEvent(chunk_, prefix_, event);
+  }
+  // One chunk of the chunked body: its size in hex, the bytes, CRLF.
+  char size[20];
+  auto [end, ec] = std::to_chars(size, size + sizeof size, chunk_.size(), 16);
+  backlog_.append(size, end);
+  backlog_ += "\r\n";
+  backlog_ += chunk_;
+  backlog_ += "\r\n";
+}
+
+void GenerationRelay::SendNow() {
+  ssize_t n;
+  do n = ::send(fd_, backlog_.data(), backlog_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n > 0)
+    backlog_.erase(0, static_cast<size_t>(n));
+  else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    broken_ = true;
+}
+
+bool GenerationRelay::Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ready_.wait_for(lock, wait, [&] { return !events_.empty(); })) return false;
+  out.insert(out.end(), events_.begin(), events_.end());
+  events_.clear();
+  return true;
+}
+
+bool GenerationRelay::Stream(int fd, std::string prefix, const std::vector<GenerationEvent>& first) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return false;
+  fd_ = fd;
+  prefix_ = std::move(prefix);
+  auto frame = [&](const GenerationEvent& e) {
+    if (ended_ || e.kind == GenerationEvent::Kind::kAdmitted) return;
+    Frame(e);
+    ended_ = e.kind != GenerationEvent::Kind::kToken;
+  };
+  for (const GenerationEvent& e : first) frame(e);
+  for (const GenerationEvent& e : events_) frame(e);
+  events_.clear();
+  streaming_ = true;
+  return true;
+}
+
+GenerationRelay::Progress GenerationRelay::Pump(std::chrono::milliseconds wait,
+                                                std::chrono::milliseconds write_timeout) {
+  // The client's hang-up (POLLRDHUP; POLLHUP and POLLERR come anyway, and
+  // not POLLIN: a pipelined next request is no reason to wake) or the
+  // scheduler's signal.
+  pollfd waits[2] = {{fd_, POLLRDHUP, 0}, {wake_fd_, POLLIN, 0}};
+  int ready;
+  do ready = ::poll(waits, 2, static_cast<int>(wait.count()));
+  while (ready < 0 && errno == EINTR);
+  if (waits[1].revents & POLLIN) {
+    uint64_t count;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (ready < 0 || (waits[0].revents & (POLLRDHUP | POLLHUP | POLLERR))) broken_ = true;
+  while (!backlog_.empty() && !broken_) {
+    std::string out;
+    out.swap(backlog_);
+    flushing_ = true;
+    lock.unlock();
+    const bool sent = SendAll(fd_, out, write_timeout);
+    lock.lock();
+    flushing_ = false;
+    if (!sent) broken_ = true;
+  }
+  if (broken_) return Progress::kBroken;
+  return ended_ ? Progress::kEnded : Progress::kGoing;
+}
+
+}  // namespace hetrt::serve
