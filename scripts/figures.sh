@@ -134,6 +134,13 @@ if ! skipped cpu graph_bench launch_bench python_bench; then
 fi
 skipped relax relax_bench || gbench relax_bench "$build/bin/relax_bench" "${gbench_time[@]}"
 skipped llm llm_bench || gbench llm_bench "$build/bin/llm_bench" "${gbench_time[@]}"
+if ! skipped llm llm_serve_load token_stream_floor; then
+  # hetrt serve streaming tiny_llama under load against the engine in process
+  # (bench/llm_serve_load.py), and one token event's floor on loopback.
+  run llm_serve_load json PYTHONPATH="$build/python" "$python" bench/llm_serve_load.py --hetrt "$build/bin/hetrt" \
+    --rounds "$load_rounds" --json "$raw/llm_serve_load.json"
+  gbench token_stream_floor "$build/bin/token_stream_floor" "${gbench_time[@]}"
+fi
 if ! skipped async async_bench async_bench_one_thread_each; then
   gbench async_bench "$build/bin/async_bench" "${gbench_time[@]}"
   gbench async_bench_one_thread_each POCL_MAX_PTHREAD_COUNT=1 HETRT_NUM_THREADS=1 "$build/bin/async_bench" \

@@ -150,6 +150,51 @@ def llm(raw):
     return s
 
 
+def llm_serving(raw):
+    s = Section("llm-serving", "Serving a language model (`llm_serve_load.py`: streams against the engine in "
+                "process; `token_stream_floor`)")
+    s.text("`hetrt serve` with tiny_llama (batch 4, the library's maximum) under 32 concurrent streaming requests "
+           "(prompts of 8..64 tokens, 32 generated each, greedy) against the engine generating the same mix in one "
+           "process (`hetrt.llm.Engine.generate_batch`, kept warm), rounds interleaved, medians. The server's own CPU "
+           "per token: its process's CPU over the loaded window, per thread from /proc (ns), less the engine's (the "
+           "CPU plugin's workers and the scheduler's time inside steps); beside it, the floor one token's event "
+           "costs on a loopback socket with a client thread asleep in recv (`token_stream_floor`).")
+    s.command(raw.command("llm_serve_load"))
+    floor = _load(s, raw, "token_stream_floor")
+    if floor is not None:
+        s.command(raw.command("token_stream_floor"))
+    try:
+        data = raw.data("llm_serve_load")
+        median = data["median"]
+    except (Missing, KeyError, TypeError) as e:
+        s.note_missing("llm_serve_load: %s" % e)
+        median = None
+
+    def m(key, fmt):
+        def cell():
+            if median is None:
+                raise Missing("llm_serve_load did not run")
+            return fmt(median[key])
+        return cell
+
+    def event_floor():
+        b = floor.get("BM_SseEventOnLoopback/4/1")
+        return "%s per event (4 connections)" % fmt_us(b.counter("sender_cpu_us_per_event"))
+
+    s.table(["what", "figure"], [
+        ["engine in process, tokens/s", m("engine_tokens_per_s", sig)],
+        ["`hetrt serve`, tokens/s over the 32 streams", m("server_tokens_per_s", sig)],
+        ["server / engine (target >= 0.9)", m("throughput_ratio", lambda v: "**%s**" % fmt_ratio(v))],
+        ["time to first token p50 / p99 (ms)", lambda: "%s / %s" % (m("ttft_p50_ms", sig)(), m("ttft_p99_ms", sig)())],
+        ["unloaded time to first token (ms)", m("unloaded_ttft_ms", sig)],
+        ["p99 TTFT / unloaded (target < 10; batch 4 queues 28 requests behind 4)", m("ttft_p99_ratio", fmt_ratio)],
+        ["server's mean queue time (ms, /metrics)", m("server_queue_mean_ms", sig)],
+        ["server's own CPU per token (target < 15 us)", m("server_own_us_per_token", lambda v: "**%s**" % fmt_us(v))],
+        ["floor: one event sent on loopback, a client thread asleep in recv", event_floor],
+    ])
+    return s
+
+
 def _variants(result):
     """{variant: {mean, p50, p99, ratio}} from async_bench's counters."""
     out = {}
@@ -595,4 +640,4 @@ def tvm(raw):
     return s
 
 
-ALL = (cpu, relax, llm, asynchronous, devices, demo, export, micro, serving, protocol_floor, cuda, tvm)
+ALL = (cpu, relax, llm, llm_serving, asynchronous, devices, demo, export, micro, serving, protocol_floor, cuda, tvm)

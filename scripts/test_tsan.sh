@@ -31,6 +31,15 @@ echo "tsan: hetrt serve (rest_binary_test.py)"
 TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
   /usr/bin/python3 tests/serve/rest_binary_test.py build-tsan/bin/hetrt > build-tsan/rest_binary_test.log 2>&1 ||
   { tail -60 build-tsan/rest_binary_test.log; exit 1; }
+# Language models served: the schedulers, the relay sending tokens from them
+# while handler threads poll, cancellation on hang-up, gRPC's stream reactor
+# fed from the scheduler threads, the drain.
+for llm_test in llm_serving_test llm_grpc_test; do
+  echo "tsan: hetrt serve ($llm_test.py)"
+  TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
+    /usr/bin/python3 tests/serve/$llm_test.py build-tsan/bin/hetrt > build-tsan/$llm_test.log 2>&1 ||
+    { tail -80 build-tsan/$llm_test.log; exit 1; }
+done
 # The CPU's streams, events and current stream per thread are checked by the conformance kit.
 profiles=sdk/conformance/profiles
 echo "tsan: hetrt-conformance (cpu)"

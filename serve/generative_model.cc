@@ -231,6 +231,19 @@ void GenerativeModel::Schedule(Instance& instance) {
   std::vector<Ended> ended;                        // requests to end this pass (refused, cancelled, shutdown)
   std::vector<std::shared_ptr<Pending>> admitted;  // taken from the queue this pass
   std::vector<std::shared_ptr<Pending>> finished;  // ended by the step
+  // The gauges: this instance's numbers, folded into the model's sums.
+  auto UpdateGauges = [&] {
+    const PagedKvLayout& layout = engine.kv_cache().layout();
+    const int64_t reserved = info.num_total_pages - engine.unreserved_pages();
+    const int64_t used = layout.num_total_pages() - layout.num_available_pages();
+    const int64_t running = static_cast<int64_t>(instance.running.size());
+    stats_.pages_reserved.fetch_add(reserved - instance.pages_reserved, std::memory_order_relaxed);
+    stats_.pages_used.fetch_add(used - instance.pages_used, std::memory_order_relaxed);
+    stats_.running.fetch_add(running - instance.num_running, std::memory_order_relaxed);
+    instance.pages_reserved = reserved;
+    instance.pages_used = used;
+    instance.num_running = running;
+  };
   auto Send = [this](Pending& p, GenerationEvent& e) {
     e.model_version = version_;
     p.sink(e);
@@ -344,7 +357,10 @@ void GenerativeModel::Schedule(Instance& instance) {
       e.kind = GenerationEvent::Kind::kAdmitted;
       Send(*p, e);
     }
-    if (!ended.empty() && admitted.empty() && !engine.HasWork()) continue;
+    if (!ended.empty() && admitted.empty() && !engine.HasWork()) {  // (a cancel: its pages are free now)
+      UpdateGauges();
+      continue;
+    }
     // One step; its tokens go out at once.
     finished.clear();
     const uint64_t step_cpu = ThreadCpuNs();
@@ -402,17 +418,7 @@ void GenerativeModel::Schedule(Instance& instance) {
       }
       active_.fetch_sub(static_cast<int64_t>(finished.size()), std::memory_order_acq_rel);
     }
-    // The gauges: this instance's numbers, folded into the model's sums.
-    const int64_t reserved = info.num_total_pages - engine.unreserved_pages();
-    const int64_t used =
-        engine.kv_cache().layout().num_total_pages() - engine.kv_cache().layout().num_available_pages();
-    const int64_t running = static_cast<int64_t>(instance.running.size());
-    stats_.pages_reserved.fetch_add(reserved - instance.pages_reserved, std::memory_order_relaxed);
-    stats_.pages_used.fetch_add(used - instance.pages_used, std::memory_order_relaxed);
-    stats_.running.fetch_add(running - instance.num_running, std::memory_order_relaxed);
-    instance.pages_reserved = reserved;
-    instance.pages_used = used;
-    instance.num_running = running;
+    UpdateGauges();
   }
 }
 

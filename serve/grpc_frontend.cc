@@ -162,16 +162,29 @@ class GenerateStreamReactor final
       return;
     }
     Begin(request_);
-    StartRead(&request_);
+    // A client that sends faster than it reads stops being read until its
+    // responses drain: what a stream holds stays bounded.
+    const bool read_on = state_->Locked([](State& s) {
+      s.read_paused = s.responses.size() >= kMaxQueuedResponses;
+      return !s.read_paused && !s.finished;
+    });
+    if (read_on) StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {
-    Act(state_->Locked([ok](State& s) {
+    bool resume_reading = false;
+    Act(state_->Locked([&](State& s) {
       s.writing = false;
       s.responses.pop_front();
       if (!ok) s.broken = true;  // the client is gone: nothing more will be sent
-      return s.NextAction();
+      Action next = s.NextAction();
+      if (s.read_paused && !s.finished && s.responses.size() <= kMaxQueuedResponses / 2) {
+        s.read_paused = false;
+        resume_reading = true;
+      }
+      return next;
     }));
+    if (resume_reading) StartRead(&request_);
     if (!ok) CancelAll();
   }
 
@@ -204,9 +217,10 @@ class GenerateStreamReactor final
     std::map<uint64_t, std::shared_ptr<Generation>> active;     // by key
     uint64_t next_key = 0;
     bool writing = false, reads_done = false, broken = false, finished = false;
+    bool read_paused = false;  // too many responses wait: the next read waits for them
 
     template <typename F>
-    Action Locked(F&& f) {
+    auto Locked(F&& f) -> decltype(f(*this)) {
       std::lock_guard<std::mutex> lock(mutex);
       return f(*this);
     }
@@ -296,6 +310,9 @@ class GenerateStreamReactor final
     });
     if (!started.ok()) return refuse(started.status());
   }
+
+  // Responses a stream may hold before it stops reading requests.
+  static constexpr size_t kMaxQueuedResponses = 4096;
 
   InferenceServer& server_;
   std::shared_ptr<State> state_;

@@ -17,13 +17,16 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "hetrt/exec/graph_model.h"
 #include "hetrt/formats/npy.h"
 #include "hetrt/formats/params.h"
+#include "hetrt/llm/engine.h"
 #include "hetrt/plugin_host/plugin_registry.h"
+#include "hetrt/serve/generation.h"
 #include "hetrt/serve/inference_server.h"
 #include "kernel_set.h"
 #include "test_support.h"
@@ -757,6 +760,207 @@ TEST(InferenceServer, ReadinessObserversHearLoadsUnloadsAndTheDrain) {
   EXPECT_TRUE(server->Unload("mlp").ok());  // a change nobody hears of any more
   server->Drain();
   EXPECT_EQ(calls.load(), 4);
+}
+
+// ---- language models (docs/serving-llm.md), in process: the scheduler, its
+// queue, cancellation and the drain on TVM v0.25's tiny_llama.
+
+std::string LlmFixture() {
+  const fs::path dir = fs::path(::hetrt::testing::FixturesRoot()) / "tvm-0.25-llm" / "tiny_llama";
+  return fs::is_directory(dir) ? dir.string() : std::string();
+}
+
+#define HETRT_REQUIRE_LLM_FIXTURE(var)  \
+  const std::string var = LlmFixture(); \
+  if (var.empty())                      \
+  HETRT_MISSING("fixtures", "tvm-0.25-llm/tiny_llama not found under " << ::hetrt::testing::FixturesRoot())
+
+// One generation's events as its sink receives them (on the scheduler thread).
+struct Collected {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int32_t> tokens;
+  std::vector<GenerationEvent::Kind> kinds;
+  std::optional<GenerationEvent> last;  // kEnd or kRefused
+
+  GenerationSink Sink() {
+    return [this](const GenerationEvent& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      kinds.push_back(e.kind);
+      if (e.token >= 0) tokens.push_back(e.token);
+      if (e.kind == GenerationEvent::Kind::kEnd || e.kind == GenerationEvent::Kind::kRefused) last = e;
+      changed.notify_all();
+    };
+  }
+  // Waits until `done` holds (under the lock); false after 60 s.
+  template <typename Done>
+  bool WaitFor(Done done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(60), [&] { return done(*this); });
+  }
+  bool Ended() {
+    return WaitFor([](Collected& c) { return c.last.has_value(); });
+  }
+};
+
+GenerateRequest Prompt(std::vector<int32_t> ids, int64_t max_tokens) {
+  GenerateRequest r;
+  r.model = "llm";
+  r.input_ids = std::move(ids);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+// What the engine alone generates (greedy unless `seed`).
+std::vector<int32_t> EngineTokens(const std::string& dir, std::vector<int32_t> prompt, int64_t max_tokens,
+                                  std::optional<uint64_t> seed = std::nullopt) {
+  LlmEngineOptions options;
+  options.model_dir = dir;
+  auto engine = LlmEngine::Open(options);
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  if (!engine.ok()) return {};
+  GenerationRequest request;
+  request.prompt = std::move(prompt);
+  request.max_tokens = max_tokens;
+  if (seed) {
+    request.sampling.temperature = 0.8f;
+    request.sampling.top_p = 0.9f;
+    request.sampling.seed = *seed;
+    request.sampling.has_seed = true;
+  }
+  auto results = (*engine)->Generate({request});
+  EXPECT_TRUE(results.ok()) << results.status().message();
+  return results.ok() ? (*results)[0].tokens : std::vector<int32_t>();
+}
+
+TEST(GenerativeModel, RequestsOnTheSchedulerGetTheEnginesTokensWhileOthersJoinAndLeave) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  Repository repo;
+  repo.Link("llm", 1, dir, {"model.so", "params"});
+  auto server = Start(repo);
+  ASSERT_TRUE(server);
+  auto metadata = server->Metadata("llm", "");
+  ASSERT_TRUE(metadata.ok()) << metadata.status().message();
+  EXPECT_EQ(metadata->platform, "hetrt_llm");
+  EXPECT_TRUE(metadata->generative);
+  // Six requests of different lengths at once (batch 4: two wait, then join
+  // as others leave), one of them sampled with a seed.
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {9, 8, 7, 6, 5}, {42}, {100, 101}, {7, 7, 7, 7}, {250, 3}};
+  std::vector<int64_t> lengths = {12, 5, 20, 3, 9, 15};
+  std::vector<Collected> got(prompts.size());
+  std::vector<std::shared_ptr<Generation>> handles;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateRequest r = Prompt(prompts[i], lengths[i]);
+    if (i == 4) {
+      r.temperature = 0.8;
+      r.top_p = 0.9;
+      r.seed = 7;
+    }
+    auto started = server->Generate(std::move(r), got[i].Sink());
+    ASSERT_TRUE(started.ok()) << started.status().message();
+    EXPECT_EQ((*started)->model_version(), 1);
+    handles.push_back(*started);
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(got[i].Ended()) << "request " << i;
+    std::lock_guard<std::mutex> lock(got[i].mutex);
+    EXPECT_EQ(got[i].kinds.front(), GenerationEvent::Kind::kAdmitted);
+    EXPECT_EQ(got[i].last->kind, GenerationEvent::Kind::kEnd);
+    EXPECT_STREQ(got[i].last->finish_reason, kFinishLength);
+    EXPECT_EQ(got[i].last->completion_tokens, lengths[i]);
+    EXPECT_EQ(got[i].last->prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+    EXPECT_EQ(got[i].tokens,
+              EngineTokens(dir, prompts[i], lengths[i], i == 4 ? std::optional<uint64_t>(7) : std::nullopt))
+        << "request " << i;
+  }
+  // Bad requests are refused at once, the sink never called.
+  Collected bad;
+  for (GenerateRequest r : {Prompt({256}, 4), Prompt({}, 4), Prompt({1}, -1), Prompt({1}, 500)}) {
+    auto refused = server->Generate(std::move(r), bad.Sink());
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().message();
+  }
+  GenerateRequest unknown = Prompt({1}, 1);
+  unknown.model = "nope";
+  EXPECT_EQ(server->Generate(unknown, bad.Sink()).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(bad.kinds.empty());
+  // Infer on a language model says where its requests go.
+  InferRequest infer;
+  infer.model = "llm";
+  auto answer = server->Infer(infer);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_NE(answer.status().message().find("generate"), std::string::npos) << answer.status().message();
+  // The metrics count it all, and no page stays taken.
+  const std::string metrics = server->MetricsText();
+  EXPECT_NE(metrics.find("hetrt_llm_request_success_total{model=\"llm\",version=\"1\",finished_reason=\"length\"} 6"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hetrt_llm_kv_cache_pages{model=\"llm\",version=\"1\",state=\"used\"} 0"), std::string::npos)
+      << metrics;
+}
+
+TEST(GenerativeModel, CancelFreesThePagesAndAFullQueueOrAShutdownRefuses) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  Repository repo;
+  repo.Link("llm", 1, dir, {"model.so", "params"});
+  // One 100-token request fills the cache (96 + the spare page's tokens):
+  // the next waits in the queue, the one after finds it full.
+  repo.Config("llm", R"({"max_queue_size": 1, "generation": {"kv_cache_tokens": 112, "queue_timeout_ms": 60000}})");
+  ServerOptions options{repo.path()};
+  options.drain_timeout = std::chrono::milliseconds(0);
+  auto created = InferenceServer::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  auto& server = *created;
+  // A request cancelled mid-stream ends "cancelled" and gives its pages back.
+  Collected cancelled;
+  auto first = server->Generate(Prompt({1, 2, 3, 4}, 100), cancelled.Sink());
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(cancelled.WaitFor([](Collected& c) { return !c.tokens.empty(); }));
+  (*first)->Cancel();
+  ASSERT_TRUE(cancelled.Ended());
+  {
+    // (A machine slow to reach the Cancel lets the 100 tokens finish first.)
+    std::lock_guard<std::mutex> lock(cancelled.mutex);
+    EXPECT_STREQ(cancelled.last->finish_reason, cancelled.tokens.size() < 100 ? kFinishCancelled : kFinishLength);
+  }
+  const std::string metrics = server->MetricsText();
+  EXPECT_NE(metrics.find("hetrt_llm_kv_cache_pages{model=\"llm\",version=\"1\",state=\"used\"} 0"), std::string::npos)
+      << metrics;
+  // One request holds the cache: the next waits, the one after finds the queue full.
+  Collected running, waiting, full;
+  auto second = server->Generate(Prompt({1, 2, 3, 4}, 100), running.Sink());
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_TRUE(running.WaitFor([](Collected& c) { return !c.tokens.empty(); }));
+  auto third = server->Generate(Prompt({5, 6}, 100), waiting.Sink());
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  auto fourth = server->Generate(Prompt({7}, 100), full.Sink());
+  bool second_done = false;
+  {
+    std::lock_guard<std::mutex> lock(running.mutex);
+    second_done = running.last.has_value();
+  }
+  if (!second_done) {  // still running, so it was when the fourth came: the third filled the queue
+    ASSERT_FALSE(fourth.ok());
+    EXPECT_EQ(fourth.status().code(), StatusCode::kUnavailable) << fourth.status().message();
+  }
+  // Drain with no time for running sequences: what runs ends "shutdown", what
+  // waits is refused (503), new requests too.
+  server->Drain();
+  ASSERT_TRUE(running.Ended());
+  ASSERT_TRUE(waiting.Ended());
+  {
+    std::lock_guard<std::mutex> lock(running.mutex);
+    if (running.tokens.size() < 100) {
+      EXPECT_STREQ(running.last->finish_reason, kFinishShutdown);
+      EXPECT_EQ(running.last->status.code(), StatusCode::kUnavailable);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(waiting.mutex);
+    if (waiting.last->kind == GenerationEvent::Kind::kRefused)
+      EXPECT_EQ(waiting.last->status.code(), StatusCode::kUnavailable) << waiting.last->status.message();
+  }
+  EXPECT_EQ(server->Generate(Prompt({1}, 1), full.Sink()).status().code(), StatusCode::kUnavailable);
 }
 
 }  // namespace
