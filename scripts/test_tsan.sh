@@ -31,10 +31,12 @@ echo "tsan: hetrt serve (rest_binary_test.py)"
 TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
   /usr/bin/python3 tests/serve/rest_binary_test.py build-tsan/bin/hetrt > build-tsan/rest_binary_test.log 2>&1 ||
   { tail -60 build-tsan/rest_binary_test.log; exit 1; }
-# Language models served: the schedulers, the relay sending tokens from them
-# while handler threads poll, cancellation on hang-up, gRPC's stream reactor
-# fed from the scheduler threads, the drain.
-for llm_test in llm_serving_test llm_grpc_test; do
+# Language models served over REST: the schedulers, the relay sending tokens
+# from them while handler threads poll, cancellation on hang-up, the drain.
+# (Not the gRPC stream: Debian's gRPC is not built with TSan, and its callback
+# API hands each reactor's tags between its threads through the completion
+# queue, which TSan cannot see; serve_test drives the same schedulers in process.)
+for llm_test in llm_serving_test; do
   echo "tsan: hetrt serve ($llm_test.py)"
   TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
     /usr/bin/python3 tests/serve/$llm_test.py build-tsan/bin/hetrt > build-tsan/$llm_test.log 2>&1 ||

@@ -957,8 +957,9 @@ TEST(GenerativeModel, CancelFreesThePagesAndAFullQueueOrAShutdownRefuses) {
   }
   {
     std::lock_guard<std::mutex> lock(waiting.mutex);
-    if (waiting.last->kind == GenerationEvent::Kind::kRefused)
+    if (waiting.last->kind == GenerationEvent::Kind::kRefused) {
       EXPECT_EQ(waiting.last->status.code(), StatusCode::kUnavailable) << waiting.last->status.message();
+    }
   }
   EXPECT_EQ(server->Generate(Prompt({1}, 1), full.Sink()).status().code(), StatusCode::kUnavailable);
 }
