@@ -236,7 +236,7 @@ void GenerativeModel::Schedule(Instance& instance) {
     const PagedKvLayout& layout = engine.kv_cache().layout();
     const int64_t reserved = info.num_total_pages - engine.unreserved_pages();
     const int64_t used = layout.num_total_pages() - layout.num_available_pages();
-    const int64_t running = static_cast<int64_t>(instance.running.size());
+    const int64_t running = static_cast<int64_t>(engine.num_running() + engine.num_waiting());
     stats_.pages_reserved.fetch_add(reserved - instance.pages_reserved, std::memory_order_relaxed);
     stats_.pages_used.fetch_add(used - instance.pages_used, std::memory_order_relaxed);
     stats_.running.fetch_add(running - instance.num_running, std::memory_order_relaxed);
@@ -329,12 +329,15 @@ void GenerativeModel::Schedule(Instance& instance) {
       }
     }
     const auto now = Clock::now();
-    // Ends first: their pages go back before the step admits anyone.
-    for (Ended& e : ended) {
+    // Ends first: their pages go back before the step admits anyone, and
+    // /metrics says so before their clients hear of the end.
+    for (Ended& e : ended)
       if (e.request->engine_id >= 0) {
         engine.Cancel(e.request->engine_id);
         instance.running.erase(e.request->engine_id);
       }
+    if (!ended.empty()) UpdateGauges();
+    for (Ended& e : ended) {
       if (e.event.kind == GenerationEvent::Kind::kEnd) {
         stats_.finished[FinishIndex(e.event.finish_reason)].fetch_add(1, std::memory_order_relaxed);
         stats_.e2e_request_latency.Observe(SecondsBetween(e.request->arrival, now));
@@ -345,8 +348,18 @@ void GenerativeModel::Schedule(Instance& instance) {
     for (std::shared_ptr<Pending>& p : admitted) {
       auto id = engine.AddRequest(p->request);
       if (!id.ok()) {  // checked at Start; only an engine fault gets here
-        std::lock_guard<std::mutex> lock(shared.mutex);
-        end_running(p, kFinishError, id.status());
+        GenerationEvent e;
+        e.kind = GenerationEvent::Kind::kEnd;
+        e.finish_reason = kFinishError;
+        e.status = id.status();
+        e.prompt_tokens = static_cast<int64_t>(p->request.prompt.size());
+        {
+          std::lock_guard<std::mutex> lock(shared.mutex);
+          p->state = Pending::State::kDone;
+        }
+        stats_.finished[FinishIndex(kFinishError)].fetch_add(1, std::memory_order_relaxed);
+        Send(*p, e);
+        active_.fetch_sub(1, std::memory_order_acq_rel);
         continue;
       }
       p->engine_id = *id;
@@ -357,10 +370,7 @@ void GenerativeModel::Schedule(Instance& instance) {
       e.kind = GenerationEvent::Kind::kAdmitted;
       Send(*p, e);
     }
-    if (!ended.empty() && admitted.empty() && !engine.HasWork()) {  // (a cancel: its pages are free now)
-      UpdateGauges();
-      continue;
-    }
+    if (!ended.empty() && admitted.empty() && !engine.HasWork()) continue;
     // One step; its tokens go out at once.
     finished.clear();
     const uint64_t step_cpu = ThreadCpuNs();
@@ -368,6 +378,7 @@ void GenerativeModel::Schedule(Instance& instance) {
     stats_.step_thread_cpu_ns.fetch_add(ThreadCpuNs() - step_cpu, std::memory_order_relaxed);
     stats_.steps.fetch_add(1, std::memory_order_relaxed);
     const auto stepped = Clock::now();
+    UpdateGauges();  // (the requests the step finished have left the engine)
     if (!events.ok()) {
       Log(LogLevel::kError, "serve", "model '" + name_ + "': a step failed: " + events.status().message());
       ended.clear();
