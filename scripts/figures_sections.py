@@ -133,7 +133,7 @@ def llm(raw):
         return cell
 
     def load():
-        b = r.get("BM_LoadTensorCache/128/iterations:3")
+        b = r.get("BM_LoadTensorCache/128")
         return "%s ms for 128 MiB, peak RSS growth **%sx** the weights" % (
             sig(b.counter("load_ms")), sig(b.counter("peak_rss_growth_over_weights")))
 
