@@ -475,8 +475,9 @@ class RestFrontend final : public HttpListener {
     // (httplib never compresses text/event-stream, so the body's chunks are
     // the relay's, written straight to the socket.)
     res.set_chunked_content_provider(
-        "text/event-stream", [relay, generation, client, prefix = std::move(prefix), first = std::move(first)](
-                                 size_t, httplib::DataSink& sink) mutable {
+        "text/event-stream",
+        [relay, generation, client, prefix = std::move(prefix), first = std::move(first)](
+            size_t, httplib::DataSink& sink) mutable {
           // httplib has sent the head: the relay writes the chunks from here on.
           if (!relay->Stream(client, std::move(prefix), first)) {
             generation->Cancel();
@@ -489,6 +490,11 @@ class RestFrontend final : public HttpListener {
               case GenerationRelay::Progress::kBroken: generation->Cancel(); return false;
             }
           }
+        },
+        // A stream httplib could not start (the head's write failed: the
+        // client left) or ended in error: its request must not run on.
+        [generation](bool success) {
+          if (!success) generation->Cancel();
         });
   }
 
