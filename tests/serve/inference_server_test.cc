@@ -964,5 +964,77 @@ TEST(GenerativeModel, CancelFreesThePagesAndAFullQueueOrAShutdownRefuses) {
   EXPECT_EQ(server->Generate(Prompt({1}, 1), full.Sink()).status().code(), StatusCode::kUnavailable);
 }
 
+TEST(GenerativeModel, ConfigJsonSetsTheCacheTheDefaultsAndStopTokensAndRefusesWhatDoesNotApply) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_REQUIRE_FIXTURE(add3, "add3");
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  const std::vector<int32_t> greedy = EngineTokens(dir, prompt, 7);
+  ASSERT_EQ(greedy.size(), 7u);
+  // A stop token from config.json: the first place greedy decoding meets it.
+  const int32_t stop = greedy[3];
+  const size_t stop_at = static_cast<size_t>(std::find(greedy.begin(), greedy.end(), stop) - greedy.begin());
+  Repository repo;
+  repo.Link("llm", 1, dir, {"model.so", "params"});
+  repo.Config("llm", R"({"generation": {"kv_cache_pages": 5, "stop_token_ids": [)" + std::to_string(stop) +
+                         R"(], "defaults": {"max_tokens": 7}}})");
+  // What does not apply is a load error naming it.
+  const std::vector<std::pair<std::string, std::string>> broken = {
+      {R"({"generation": {"kv_cache_tokens": 64, "kv_cache_pages": 4}})", "not both"},
+      {R"({"generation": {"kv_cache": 64}})", "unknown field 'kv_cache'"},
+      {R"({"generation": {"defaults": {"temperature": -1}}})", "temperature"},
+      {R"({"max_batch_size": 4, "dynamic_batching": {}})", "dynamic_batching"},
+  };
+  for (size_t i = 0; i < broken.size(); ++i) {
+    repo.Link("llm_bad" + std::to_string(i), 1, dir, {"model.so", "params"});
+    repo.Config("llm_bad" + std::to_string(i), broken[i].first);
+  }
+  repo.Link("tensor", 1, add3, {"graph.json", "lib.so", "params.params"});
+  repo.Config("tensor", R"({"generation": {"kv_cache_tokens": 64}})");
+  auto server = InferenceServer::Create({repo.path(), {"llm"}});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  for (size_t i = 0; i < broken.size(); ++i) {
+    Status loaded = (*server)->Load("llm_bad" + std::to_string(i));
+    ASSERT_FALSE(loaded.ok()) << broken[i].first;
+    EXPECT_NE(loaded.message().find(broken[i].second), std::string::npos) << loaded.message();
+  }
+  Status tensor = (*server)->Load("tensor");
+  ASSERT_FALSE(tensor.ok());
+  EXPECT_NE(tensor.message().find("'generation' is for language models"), std::string::npos) << tensor.message();
+
+  auto metadata = (*server)->Metadata("llm", "");
+  ASSERT_TRUE(metadata.ok()) << metadata.status().message();
+  const auto& facts = metadata->generative_facts;
+  auto pages = std::find_if(facts.begin(), facts.end(), [](const auto& f) { return f.first == "kv_cache_pages"; });
+  ASSERT_NE(pages, facts.end());
+  EXPECT_EQ(pages->second, 6);  // 5 pages of tokens, and the spare one TVM's count adds
+  // No max_tokens: the default 7, cut at config.json's stop token.
+  Collected got;
+  GenerateRequest request;
+  request.model = "llm";
+  request.input_ids = prompt;
+  auto started = (*server)->Generate(request, got.Sink());
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  ASSERT_TRUE(got.Ended());
+  {
+    std::lock_guard<std::mutex> lock(got.mutex);
+    EXPECT_EQ(got.tokens, std::vector<int32_t>(greedy.begin(), greedy.begin() + static_cast<ptrdiff_t>(stop_at) + 1));
+    EXPECT_STREQ(got.last->finish_reason, kFinishStop);
+  }
+  // A max_tokens near INT64_MAX is over the context, not an overflow.
+  Collected refused;
+  request.max_tokens = INT64_MAX;
+  auto huge = (*server)->Generate(request, refused.Sink());
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument) << huge.status().message();
+  // The steps and their thread CPU are on /metrics.
+  const std::string metrics = (*server)->MetricsText();
+  EXPECT_EQ(metrics.find("hetrt_llm_engine_steps_total{model=\"llm\",version=\"1\"} 0\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hetrt_llm_engine_steps_total{model=\"llm\",version=\"1\"} "), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("hetrt_llm_engine_step_thread_cpu_seconds_total{model=\"llm\",version=\"1\"} "),
+            std::string::npos)
+      << metrics;
+}
+
 }  // namespace
 }  // namespace hetrt::serve
