@@ -18,7 +18,7 @@ void GenerationRelay::Push(const GenerationEvent& event) {
   const bool last = event.kind == GenerationEvent::Kind::kEnd || event.kind == GenerationEvent::Kind::kRefused;
   if (!streaming_) {
     events_.push_back(event);
-    const bool wake = wake_on_tokens_ || last || event.kind == GenerationEvent::Kind::kAdmitted;
+    const bool wake = last || event.kind == GenerationEvent::Kind::kAdmitted;
     lock.unlock();
     if (wake) ready_.notify_one();
     return;

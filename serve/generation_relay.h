@@ -29,9 +29,7 @@ namespace hetrt::serve {
 
 class GenerationRelay {
  public:
-  // `wake_on_tokens`: whether the handler wakes for each token while not
-  // streaming (a whole answer needs only the end).
-  explicit GenerationRelay(bool wake_on_tokens) : wake_on_tokens_(wake_on_tokens) {}
+  GenerationRelay() = default;
   ~GenerationRelay();
   GenerationRelay(const GenerationRelay&) = delete;
   GenerationRelay& operator=(const GenerationRelay&) = delete;
@@ -40,7 +38,8 @@ class GenerationRelay {
   void Push(const GenerationEvent& event);
 
   // Waits up to `wait` for queued events and moves them to `out`; false when
-  // none came.
+  // none came. Only admission and the end wake it: tokens before the stream
+  // (or of a whole answer) wait for the next of those.
   bool Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait);
 
   // From now on events go to `fd` as the chunks of a chunked HTTP body, each
@@ -62,7 +61,6 @@ class GenerationRelay {
   void SendNow();
   void WakeHandler();  // streaming: signals wake_fd_
 
-  const bool wake_on_tokens_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;  // before Stream

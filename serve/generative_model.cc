@@ -44,6 +44,25 @@ const char* FinishOf(FinishReason reason) {
   return kFinishError;
 }
 
+// A request's generation settings, the model's defaults where it left them
+// out; its stop tokens and the model's both end it.
+GenerationRequest Resolve(GenerateRequest request, const GenerationConfig& d) {
+  GenerationRequest g;
+  g.prompt = std::move(request.input_ids);
+  g.max_tokens = request.max_tokens.value_or(d.max_tokens);
+  g.sampling.temperature = static_cast<float>(request.temperature.value_or(d.temperature));
+  g.sampling.top_p = static_cast<float>(request.top_p.value_or(d.top_p));
+  g.sampling.top_k = static_cast<int>(std::clamp<int64_t>(request.top_k.value_or(d.top_k), -1, INT32_MAX));
+  g.sampling.repetition_penalty = static_cast<float>(request.repetition_penalty.value_or(d.repetition_penalty));
+  g.sampling.presence_penalty = static_cast<float>(request.presence_penalty.value_or(d.presence_penalty));
+  g.sampling.frequency_penalty = static_cast<float>(request.frequency_penalty.value_or(d.frequency_penalty));
+  g.sampling.has_seed = request.seed.has_value();
+  g.sampling.seed = request.seed.value_or(0);
+  g.stop_token_ids = std::move(request.stop_token_ids);
+  g.stop_token_ids.insert(g.stop_token_ids.end(), d.stop_token_ids.begin(), d.stop_token_ids.end());
+  return g;
+}
+
 }  // namespace
 
 // One request, from Start to its last event; also the handle a frontend holds.
@@ -133,20 +152,11 @@ Result<std::unique_ptr<GenerativeModel>> GenerativeModel::Open(const std::string
   if (m->instances_.empty()) return InvalidArgument(where + ": no instances");
   // The defaults must make a valid request (their ranges are the sampler's).
   const LlmModelInfo& info = m->instances_[0]->engine->info();
-  {
-    GenerationRequest probe;
-    probe.prompt = {0};
-    probe.max_tokens = 0;
-    probe.sampling.temperature = static_cast<float>(config.generation.temperature);
-    probe.sampling.top_p = static_cast<float>(config.generation.top_p);
-    probe.sampling.top_k = static_cast<int>(config.generation.top_k);
-    probe.sampling.repetition_penalty = static_cast<float>(config.generation.repetition_penalty);
-    probe.sampling.presence_penalty = static_cast<float>(config.generation.presence_penalty);
-    probe.sampling.frequency_penalty = static_cast<float>(config.generation.frequency_penalty);
-    probe.stop_token_ids = config.generation.stop_token_ids;
-    if (Status s = m->instances_[0]->engine->CheckRequest(probe); !s.ok())
-      return InvalidArgument(where + ": config.json's generation settings: " + s.message());
-  }
+  GenerateRequest probe;
+  probe.input_ids = {0};
+  probe.max_tokens = 0;
+  if (Status s = m->instances_[0]->engine->CheckRequest(Resolve(probe, config.generation)); !s.ok())
+    return InvalidArgument(where + ": config.json's generation settings: " + s.message());
 
   ModelMetadata& md = m->metadata_;
   md.name = name;
@@ -181,24 +191,11 @@ Result<std::shared_ptr<Generation>> GenerativeModel::Start(GenerateRequest reque
   pending->shared = shared_;
   pending->sink = std::move(sink);
   pending->version = version_;
-  GenerationRequest& g = pending->request;
-  const GenerationConfig& d = generation_;
-  g.prompt = std::move(request.input_ids);
-  g.max_tokens = request.max_tokens.value_or(d.max_tokens);
-  g.sampling.temperature = static_cast<float>(request.temperature.value_or(d.temperature));
-  g.sampling.top_p = static_cast<float>(request.top_p.value_or(d.top_p));
-  g.sampling.top_k = static_cast<int>(std::clamp<int64_t>(request.top_k.value_or(d.top_k), -1, INT32_MAX));
-  g.sampling.repetition_penalty = static_cast<float>(request.repetition_penalty.value_or(d.repetition_penalty));
-  g.sampling.presence_penalty = static_cast<float>(request.presence_penalty.value_or(d.presence_penalty));
-  g.sampling.frequency_penalty = static_cast<float>(request.frequency_penalty.value_or(d.frequency_penalty));
-  g.sampling.has_seed = request.seed.has_value();
-  g.sampling.seed = request.seed.value_or(0);
-  g.stop_token_ids = std::move(request.stop_token_ids);
-  g.stop_token_ids.insert(g.stop_token_ids.end(), d.stop_token_ids.begin(), d.stop_token_ids.end());
+  pending->request = Resolve(std::move(request), generation_);
   // Every instance opened the same library: one's checks hold for all.
-  HETRT_RETURN_IF_ERROR(instances_[0]->engine->CheckRequest(g));
+  HETRT_RETURN_IF_ERROR(instances_[0]->engine->CheckRequest(pending->request));
   pending->arrival = Clock::now();
-  pending->deadline = pending->arrival + std::chrono::milliseconds(d.queue_timeout_ms);
+  pending->deadline = pending->arrival + std::chrono::milliseconds(generation_.queue_timeout_ms);
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     if (!shared_->admitting) {
@@ -254,6 +251,26 @@ void GenerativeModel::Schedule(Instance& instance) {
     e.kind = GenerationEvent::Kind::kRefused;
     e.status = std::move(why);
     ended.push_back({std::move(p), std::move(e)});
+  };
+  // Sends the last events of `ended`: their sequences leave the engine first,
+  // and /metrics says so before their clients hear of the end.
+  auto deliver = [&](Clock::time_point now) {
+    if (ended.empty()) return;
+    for (Ended& e : ended)
+      if (e.request->engine_id >= 0) {
+        engine.Cancel(e.request->engine_id);
+        instance.running.erase(e.request->engine_id);
+      }
+    UpdateGauges();
+    for (Ended& e : ended) {
+      if (e.event.kind == GenerationEvent::Kind::kEnd) {
+        stats_.finished[FinishIndex(e.event.finish_reason)].fetch_add(1, std::memory_order_relaxed);
+        stats_.e2e_request_latency.Observe(SecondsBetween(e.request->arrival, now));
+      }
+      Send(*e.request, e.event);
+      active_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    ended.clear();
   };
   auto end_running = [&](const std::shared_ptr<Pending>& p, const char* reason, Status why) {
     p->state = Pending::State::kDone;
@@ -329,37 +346,13 @@ void GenerativeModel::Schedule(Instance& instance) {
       }
     }
     const auto now = Clock::now();
-    // Ends first: their pages go back before the step admits anyone, and
-    // /metrics says so before their clients hear of the end.
-    for (Ended& e : ended)
-      if (e.request->engine_id >= 0) {
-        engine.Cancel(e.request->engine_id);
-        instance.running.erase(e.request->engine_id);
-      }
-    if (!ended.empty()) UpdateGauges();
-    for (Ended& e : ended) {
-      if (e.event.kind == GenerationEvent::Kind::kEnd) {
-        stats_.finished[FinishIndex(e.event.finish_reason)].fetch_add(1, std::memory_order_relaxed);
-        stats_.e2e_request_latency.Observe(SecondsBetween(e.request->arrival, now));
-      }
-      Send(*e.request, e.event);
-      active_.fetch_sub(1, std::memory_order_acq_rel);
-    }
+    // Ends first: their pages go back before the step admits anyone.
+    deliver(now);
     for (std::shared_ptr<Pending>& p : admitted) {
       auto id = engine.AddRequest(p->request);
       if (!id.ok()) {  // checked at Start; only an engine fault gets here
-        GenerationEvent e;
-        e.kind = GenerationEvent::Kind::kEnd;
-        e.finish_reason = kFinishError;
-        e.status = id.status();
-        e.prompt_tokens = static_cast<int64_t>(p->request.prompt.size());
-        {
-          std::lock_guard<std::mutex> lock(shared.mutex);
-          p->state = Pending::State::kDone;
-        }
-        stats_.finished[FinishIndex(kFinishError)].fetch_add(1, std::memory_order_relaxed);
-        Send(*p, e);
-        active_.fetch_sub(1, std::memory_order_acq_rel);
+        std::lock_guard<std::mutex> lock(shared.mutex);
+        end_running(p, kFinishError, id.status());
         continue;
       }
       p->engine_id = *id;
@@ -370,7 +363,8 @@ void GenerativeModel::Schedule(Instance& instance) {
       e.kind = GenerationEvent::Kind::kAdmitted;
       Send(*p, e);
     }
-    if (!ended.empty() && admitted.empty() && !engine.HasWork()) continue;
+    deliver(now);
+    if (!engine.HasWork()) continue;
     // One step; its tokens go out at once.
     finished.clear();
     const uint64_t step_cpu = ThreadCpuNs();
@@ -381,18 +375,11 @@ void GenerativeModel::Schedule(Instance& instance) {
     UpdateGauges();  // (the requests the step finished have left the engine)
     if (!events.ok()) {
       Log(LogLevel::kError, "serve", "model '" + name_ + "': a step failed: " + events.status().message());
-      ended.clear();
       {
         std::lock_guard<std::mutex> lock(shared.mutex);
         for (auto& [id, p] : instance.running) end_running(p, kFinishError, events.status());
       }
-      for (Ended& e : ended) {
-        engine.Cancel(e.request->engine_id);
-        stats_.finished[FinishIndex(kFinishError)].fetch_add(1, std::memory_order_relaxed);
-        Send(*e.request, e.event);
-        active_.fetch_sub(1, std::memory_order_acq_rel);
-      }
-      instance.running.clear();
+      deliver(stepped);
     } else {
       for (const TokenEvent& t : *events) {
         auto it = instance.running.find(t.request);
@@ -429,7 +416,6 @@ void GenerativeModel::Schedule(Instance& instance) {
       }
       active_.fetch_sub(static_cast<int64_t>(finished.size()), std::memory_order_acq_rel);
     }
-    UpdateGauges();
   }
 }
 

@@ -259,10 +259,11 @@ class GenerateStreamReactor final
   void Begin(const inference::ModelInferRequest& request) {
     auto refuse = [&](const Status& status) {
       Act(state_->Locked([&](State& s) {
-        inference::ModelStreamInferResponse& r = s.responses.emplace_back();
-        r.set_error_message(status.message());
-        r.mutable_infer_response()->set_model_name(request.model_name());
-        r.mutable_infer_response()->set_id(request.id());
+        GenerationEvent refused;
+        refused.kind = GenerationEvent::Kind::kRefused;
+        refused.status = status;
+        EncodeGenerateResponse(refused, request.model_name(), request.model_version(), request.id(),
+                               s.responses.emplace_back());
         return s.NextAction();
       }));
     };
@@ -284,14 +285,7 @@ class GenerateStreamReactor final
         std::lock_guard<std::mutex> lock(state->mutex);
         if (e.kind != GenerationEvent::Kind::kToken) state->active.erase(key);
         if (state->finished || state->broken) return;
-        inference::ModelStreamInferResponse& r = state->responses.emplace_back();
-        if (e.kind == GenerationEvent::Kind::kRefused) {
-          r.set_error_message(e.status.message());
-          r.mutable_infer_response()->set_model_name(model);
-          r.mutable_infer_response()->set_id(id);
-        } else {
-          EncodeGenerateResponse(e, model, std::to_string(e.model_version), id, r);
-        }
+        EncodeGenerateResponse(e, model, std::to_string(e.model_version), id, state->responses.emplace_back());
         action = state->NextAction();
         reactor = state->reactor;
       }

@@ -1,5 +1,7 @@
 #include "grpc_generate_codec.h"
 
+#include "grpc_infer_codec.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -16,89 +18,43 @@ using inference::ModelInferRequest;
 // Whether `v` is an integer in [lo, hi] (false for NaN; no cast before the check).
 bool IsWhole(double v, double lo, double hi) { return v >= lo && v <= hi && v == std::trunc(v); }
 
-bool IsIntegerType(std::string_view dt) {
-  return dt == "INT8" || dt == "INT16" || dt == "INT32" || dt == "INT64" || dt == "UINT8" || dt == "UINT16" ||
-         dt == "UINT32" || dt == "UINT64";
-}
-
-size_t ElementBytes(std::string_view dt) {
-  if (dt == "INT8" || dt == "UINT8" || dt == "BOOL") return 1;
-  if (dt == "INT16" || dt == "UINT16") return 2;
-  if (dt == "INT32" || dt == "UINT32" || dt == "FP32") return 4;
-  if (dt == "INT64" || dt == "UINT64" || dt == "FP64") return 8;
-  return 0;
-}
-
-// The elements of one input as doubles (every value a generation input takes
-// fits one exactly: token ids, counts, settings), from `contents` or `raw`.
-Result<std::vector<double>> Elements(const ModelInferRequest::InferInputTensor& input, const std::string* raw) {
-  const std::string& dt = input.datatype();
-  const std::string where = "input '" + input.name() + "'";
-  const size_t width = ElementBytes(dt);
-  if (width == 0 || dt == "BOOL")
-    return InvalidArgument(where + " has datatype '" + dt + "'; it takes an integer or floating-point type");
-  int64_t count = 1;
-  for (int64_t d : input.shape()) {
-    if (d < 0 || d > (int64_t{1} << 24))
-      return InvalidArgument(where + " has a bad shape dimension " + std::to_string(d));
-    count *= d;
-    if (count > (int64_t{1} << 24)) return InvalidArgument(where + " is too large");
-  }
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(count));
-  if (raw != nullptr) {
-    if (raw->size() != static_cast<size_t>(count) * width)
-      return InvalidArgument(where + ": raw_input_contents holds " + std::to_string(raw->size()) + " bytes, shape x " +
-                             dt + " needs " + std::to_string(static_cast<size_t>(count) * width));
-    for (int64_t i = 0; i < count; ++i) {
-      const char* at = raw->data() + static_cast<size_t>(i) * width;
-      auto read = [&](auto value) {
-        std::memcpy(&value, at, sizeof value);
-        return static_cast<double>(value);
-      };
-      if (dt == "INT8")
-        out.push_back(read(int8_t{}));
-      else if (dt == "INT16")
-        out.push_back(read(int16_t{}));
-      else if (dt == "INT32")
-        out.push_back(read(int32_t{}));
-      else if (dt == "INT64")
-        out.push_back(read(int64_t{}));
-      else if (dt == "UINT8")
-        out.push_back(read(uint8_t{}));
-      else if (dt == "UINT16")
-        out.push_back(read(uint16_t{}));
-      else if (dt == "UINT32")
-        out.push_back(read(uint32_t{}));
-      else if (dt == "UINT64")
-        out.push_back(read(uint64_t{}));
-      else if (dt == "FP32")
-        out.push_back(read(float{}));
-      else
-        out.push_back(read(double{}));
+// An input's elements as doubles (every value a generation input takes fits
+// one exactly: token ids, counts, settings). Read with memcpy: a raw input
+// borrowed from the message need not be aligned.
+Result<std::vector<double>> Values(const Tensor& tensor, const std::string& where) {
+  const DLDataType d = tensor.dtype();
+  std::vector<double> out(static_cast<size_t>(tensor.num_elements()));
+  const char* base = static_cast<const char*>(tensor.data());
+  auto read = [&](auto value) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::memcpy(&value, base + i * sizeof value, sizeof value);
+      out[i] = static_cast<double>(value);
     }
-    return out;
-  }
-  const auto& c = input.contents();
-  auto take = [&](const auto& field) -> Status {
-    if (field.size() != count)
-      return InvalidArgument(where + ": contents hold " + std::to_string(field.size()) + " elements, its shape " +
-                             std::to_string(count));
-    for (auto v : field) out.push_back(static_cast<double>(v));
-    return OkStatus();
   };
-  if (dt == "INT8" || dt == "INT16" || dt == "INT32")
-    HETRT_RETURN_IF_ERROR(take(c.int_contents()));
-  else if (dt == "INT64")
-    HETRT_RETURN_IF_ERROR(take(c.int64_contents()));
-  else if (dt == "UINT8" || dt == "UINT16" || dt == "UINT32")
-    HETRT_RETURN_IF_ERROR(take(c.uint_contents()));
-  else if (dt == "UINT64")
-    HETRT_RETURN_IF_ERROR(take(c.uint64_contents()));
-  else if (dt == "FP32")
-    HETRT_RETURN_IF_ERROR(take(c.fp32_contents()));
+  const bool is_int = d.code == kDLInt, is_uint = d.code == kDLUInt, is_float = d.code == kDLFloat;
+  if (is_int && d.bits == 8)
+    read(int8_t{});
+  else if (is_int && d.bits == 16)
+    read(int16_t{});
+  else if (is_int && d.bits == 32)
+    read(int32_t{});
+  else if (is_int && d.bits == 64)
+    read(int64_t{});
+  else if (is_uint && d.bits == 8)
+    read(uint8_t{});
+  else if (is_uint && d.bits == 16)
+    read(uint16_t{});
+  else if (is_uint && d.bits == 32)
+    read(uint32_t{});
+  else if (is_uint && d.bits == 64)
+    read(uint64_t{});
+  else if (is_float && d.bits == 32)
+    read(float{});
+  else if (is_float && d.bits == 64)
+    read(double{});
   else
-    HETRT_RETURN_IF_ERROR(take(c.fp64_contents()));
+    return InvalidArgument(where + " has datatype " + ProtocolDataType(d) +
+                           "; it takes an integer or floating-point type");
   return out;
 }
 
@@ -173,14 +129,19 @@ Status Apply(const std::string& name, const std::vector<double>& values, const s
 }  // namespace
 
 Result<GenerateRequest> DecodeGenerateRequest(const ModelInferRequest& request) {
+  // The inputs through the protocol's own decoder (datatypes, shapes, sizes,
+  // contents or raw): raw entries are viewed where the message holds them.
+  WireInferRequest wire;
+  wire.message = request;
+  wire.message.clear_raw_input_contents();
+  for (const std::string& raw : request.raw_input_contents())
+    wire.raw_input_contents.push_back(Tensor::Borrow(const_cast<char*>(raw.data()), DLDevice{kDLCPU, 0},
+                                                     {static_cast<int64_t>(raw.size())}, DLDataType{kDLUInt, 8, 1}));
+  HETRT_ASSIGN_OR_RETURN(InferRequest decoded, DecodeInferRequest(std::move(wire)));
   GenerateRequest out;
-  out.model = request.model_name();
-  out.version = request.model_version();
-  out.id = request.id();
-  const bool raw = request.raw_input_contents_size() > 0;
-  if (raw && request.raw_input_contents_size() != request.inputs_size())
-    return InvalidArgument("raw_input_contents has " + std::to_string(request.raw_input_contents_size()) +
-                           " entries for " + std::to_string(request.inputs_size()) + " inputs");
+  out.model = std::move(decoded.model);
+  out.version = std::move(decoded.version);
+  out.id = std::move(decoded.id);
   std::vector<std::string> seen;
   auto once = [&](const std::string& name) -> Status {
     for (const std::string& s : seen)
@@ -188,18 +149,19 @@ Result<GenerateRequest> DecodeGenerateRequest(const ModelInferRequest& request) 
     seen.push_back(name);
     return OkStatus();
   };
-  for (int i = 0; i < request.inputs_size(); ++i) {
-    const auto& input = request.inputs(i);
-    HETRT_RETURN_IF_ERROR(once(input.name()));
-    const std::string where = "input '" + input.name() + "'";
-    if ((input.name() == "input_ids" || input.name() == "stop_token_ids") && !IsIntegerType(input.datatype()))
-      return InvalidArgument(where + " must be INT32 or INT64 token ids, not " + input.datatype());
-    if (input.name() == "input_ids" && input.shape_size() == 2 && input.shape(0) != 1)
-      return InvalidArgument(where + " has shape [" + std::to_string(input.shape(0)) +
+  for (const InferTensor& input : decoded.inputs) {
+    HETRT_RETURN_IF_ERROR(once(input.name));
+    const std::string where = "input '" + input.name + "'";
+    const std::vector<int64_t>& shape = input.tensor.shape();
+    const DLDataType d = input.tensor.dtype();
+    if ((input.name == "input_ids" || input.name == "stop_token_ids") && d.code != kDLInt && d.code != kDLUInt)
+      return InvalidArgument(where + " must be INT32 or INT64 token ids, not " + ProtocolDataType(d));
+    if (input.name == "input_ids" && shape.size() == 2 && shape[0] != 1)
+      return InvalidArgument(where + " has shape [" + std::to_string(shape[0]) +
                              ", n]; one request carries one prompt ([n] or [1, n])");
-    if (input.shape_size() > 2) return InvalidArgument(where + " must have shape [n] or [1, n]");
-    HETRT_ASSIGN_OR_RETURN(std::vector<double> values, Elements(input, raw ? &request.raw_input_contents(i) : nullptr));
-    HETRT_RETURN_IF_ERROR(Apply(input.name(), values, where, out));
+    if (shape.size() > 2) return InvalidArgument(where + " must have shape [n] or [1, n]");
+    HETRT_ASSIGN_OR_RETURN(std::vector<double> values, Values(input.tensor, where));
+    HETRT_RETURN_IF_ERROR(Apply(input.name, values, where, out));
   }
   for (const auto& [name, value] : request.parameters()) {
     HETRT_RETURN_IF_ERROR(once(name));
@@ -233,9 +195,9 @@ Result<GenerateRequest> DecodeGenerateRequest(const ModelInferRequest& request) 
   if (std::find(seen.begin(), seen.end(), "input_ids") == seen.end())
     return InvalidArgument("the request has no input 'input_ids' (the prompt's token ids, INT32 or INT64 [n])");
   if (out.input_ids.empty()) return InvalidArgument("input 'input_ids' is empty: give at least one token id");
-  for (const auto& output : request.outputs())
-    if (output.name() != "output_ids")
-      return InvalidArgument("output '" + output.name() + "' does not exist; the model's output is 'output_ids'");
+  for (const std::string& output : decoded.outputs)
+    if (output != "output_ids")
+      return InvalidArgument("output '" + output + "' does not exist; the model's output is 'output_ids'");
   return out;
 }
 
@@ -244,8 +206,12 @@ void EncodeGenerateResponse(const GenerationEvent& event, const std::string& mod
   out.Clear();
   inference::ModelInferResponse& r = *out.mutable_infer_response();
   r.set_model_name(model);
-  r.set_model_version(version);
   r.set_id(id);
+  if (event.kind == GenerationEvent::Kind::kRefused) {  // why, and the stream goes on
+    out.set_error_message(event.status.message());
+    return;
+  }
+  r.set_model_version(version);
   auto* output = r.add_outputs();
   output->set_name("output_ids");
   output->set_datatype("INT32");

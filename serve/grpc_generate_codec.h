@@ -17,7 +17,8 @@ Result<GenerateRequest> DecodeGenerateRequest(const inference::ModelInferRequest
 
 // A kToken or kEnd event: output_ids INT32 [1] (or [0]) in raw_output_contents,
 // and on kEnd the parameters finish_reason and triton_final_response = true
-// (and "error" for a shutdown or a failure).
+// (and "error" for a shutdown or a failure). A kRefused event: its status as
+// error_message, with the model and the request's id.
 void EncodeGenerateResponse(const GenerationEvent& event, const std::string& model, const std::string& version,
                             const std::string& id, inference::ModelStreamInferResponse& out);
 

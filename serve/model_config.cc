@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "hetrt/llm/engine.h"
+
 namespace hetrt::serve {
 namespace {
 
@@ -115,10 +117,9 @@ Status ParseGeneration(const json& g, GenerationConfig& out, const std::string& 
       at));
   if (g.contains("kv_cache_tokens") && g.contains("kv_cache_pages"))
     return InvalidArgument(at + ": give 'kv_cache_tokens' or 'kv_cache_pages', not both");
-  constexpr int64_t kPageSize = 16;  // the KV cache's page (docs/llm.md)
   HETRT_ASSIGN_OR_RETURN(out.kv_cache_tokens, Integer(g, "kv_cache_tokens", 1, int64_t{1} << 32, 0, at));
   HETRT_ASSIGN_OR_RETURN(int64_t pages, Integer(g, "kv_cache_pages", 1, int64_t{1} << 28, 0, at));
-  if (pages > 0) out.kv_cache_tokens = pages * kPageSize;
+  if (pages > 0) out.kv_cache_tokens = pages * kLlmPageSize;
   HETRT_ASSIGN_OR_RETURN(out.prefill_chunk_size, Integer(g, "prefill_chunk_size", 1, int64_t{1} << 20, 0, at));
   HETRT_ASSIGN_OR_RETURN(out.queue_timeout_ms,
                          Integer(g, "queue_timeout_ms", 0, int64_t{24} * 3600 * 1000, out.queue_timeout_ms, at));

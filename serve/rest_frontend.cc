@@ -432,21 +432,29 @@ class RestFrontend final : public HttpListener {
     return std::move(*started);
   }
 
+  // Waits for the generation's next events, appended to `out`; false (its
+  // request cancelled) when the client left first.
+  static bool AwaitEvents(GenerationRelay& relay, Generation& generation, std::vector<GenerationEvent>& out) {
+    const int client = HttpServer::RequestSocket();
+    while (!relay.Take(out, kClientCheck))
+      if (PeerClosed(client)) {
+        generation.Cancel();
+        return false;
+      }
+    return true;
+  }
+
   // POST .../generate: the whole generation in one answer.
   void Generate(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    auto relay = std::make_shared<GenerationRelay>(/*wake_on_tokens=*/false);
+    auto relay = std::make_shared<GenerationRelay>();
     std::string prefix;
     std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
-    const int client = HttpServer::RequestSocket();
     std::vector<int32_t> ids;
     std::vector<GenerationEvent> batch;
     for (;;) {
       batch.clear();
-      if (!relay->Take(batch, kClientCheck)) {
-        if (PeerClosed(client)) return generation->Cancel();
-        continue;
-      }
+      if (!AwaitEvents(*relay, *generation, batch)) return;
       for (const GenerationEvent& e : batch) {
         if (e.token >= 0) ids.push_back(e.token);
         if (e.kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, e.status);
@@ -462,14 +470,13 @@ class RestFrontend final : public HttpListener {
   // error (503 with Retry-After); from then on the scheduler sends each
   // token's event itself (generation_relay.h).
   void GenerateStream(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    auto relay = std::make_shared<GenerationRelay>(/*wake_on_tokens=*/false);
+    auto relay = std::make_shared<GenerationRelay>();
     std::string prefix;
     std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
-    const int client = HttpServer::RequestSocket();
     std::vector<GenerationEvent> first;
-    while (!relay->Take(first, kClientCheck))
-      if (PeerClosed(client)) return generation->Cancel();
+    if (!AwaitEvents(*relay, *generation, first)) return;
+    const int client = HttpServer::RequestSocket();
     if (first.front().kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, first.front().status);
     res.set_header("Cache-Control", "no-cache");
     // (httplib never compresses text/event-stream, so the body's chunks are

@@ -356,10 +356,8 @@ Status LlmEngine::Impl::CheckRequest(const GenerationRequest& request) const {
     return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
                            std::to_string(request.max_tokens) + " exceed the context of " + std::to_string(context) +
                            " tokens");
-  if (PagesFor(request) > info.num_total_pages)
-    return InvalidArgument("the prompt's " + std::to_string(length) + " tokens plus max_tokens " +
-                           std::to_string(request.max_tokens) + " need " + std::to_string(PagesFor(request)) +
-                           " KV-cache pages; the cache has " + std::to_string(info.num_total_pages));
+  // (Within max_total_seq_len a request always fits: the cache holds
+  // ceil(max_total_seq_len / page) + 1 pages.)
   return request.sampling.Validate(info.vocab_size);
 }
 

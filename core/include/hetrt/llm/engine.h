@@ -26,6 +26,9 @@ class PluginRegistry;
 class RelaxVirtualMachine;
 class PagedKvCache;
 
+// Tokens per KV-cache page: what TVM's kernels for the paged cache are built for.
+inline constexpr int32_t kLlmPageSize = 16;
+
 struct LlmEngineOptions {
   // A model folder: the library (one .so) beside its weights (a tensor cache:
   // tensor-cache.json + shards, in the folder or in its params/). Or name the
@@ -53,7 +56,7 @@ struct LlmModelInfo {
   int64_t prefill_chunk_size = 0;
   int64_t max_batch_size = 0;
   int64_t max_total_seq_len = 0;  // the KV cache's token capacity
-  int32_t page_size = 16;
+  int32_t page_size = kLlmPageSize;
   int64_t num_total_pages = 0;
   std::vector<std::string> functions;  // the LLM functions the library has
   std::vector<std::string> param_names;
