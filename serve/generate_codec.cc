@@ -90,10 +90,6 @@ Status Apply(const std::string& name, const json& v, GenerateRequest& out) {
   return OkStatus();
 }
 
-std::string Quoted(std::string_view text) {
-  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 void AppendInt(std::string& out, int64_t value) {
   char digits[24];
   auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
@@ -110,7 +106,7 @@ void AppendBody(std::string& out, std::span<const int32_t> ids, const Generation
   out += ']';
   if (end != nullptr) {
     out += ",\"finish_reason\":";
-    out += Quoted(end->finish_reason);
+    out += QuoteJson(end->finish_reason);
     out += ",\"usage\":{\"prompt_tokens\":";
     AppendInt(out, end->prompt_tokens);
     out += ",\"completion_tokens\":";
@@ -118,7 +114,7 @@ void AppendBody(std::string& out, std::span<const int32_t> ids, const Generation
     out += '}';
     if (!end->status.ok()) {
       out += ",\"error\":";
-      out += Quoted(end->status.message());
+      out += QuoteJson(end->status.message());
     }
   }
   out += '}';
@@ -173,8 +169,8 @@ Result<GenerateRequest> ParseGenerateRequest(std::string_view body) {
 }
 
 std::string GenerateAnswerPrefix(std::string_view model, std::string_view version, std::string_view id) {
-  std::string prefix = "{\"model_name\":" + Quoted(model) + ",\"model_version\":" + Quoted(version) + ",";
-  if (!id.empty()) prefix += "\"id\":" + Quoted(id) + ",";
+  std::string prefix = "{\"model_name\":" + QuoteJson(model) + ",\"model_version\":" + QuoteJson(version) + ",";
+  if (!id.empty()) prefix += "\"id\":" + QuoteJson(id) + ",";
   return prefix;
 }
 

@@ -441,10 +441,6 @@ Status AppendJsonData(const Tensor& tensor, const std::string& name, std::string
   return OkStatus();
 }
 
-std::string Quoted(std::string_view s) {
-  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void AppendShape(const std::vector<int64_t>& shape, std::string& out) {
@@ -464,6 +460,10 @@ json TensorMetadataJson(const std::vector<TensorMetadata>& tensors) {
 }
 
 }  // namespace
+
+std::string QuoteJson(std::string_view text) {
+  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 Result<nlohmann::json> ParseJson(std::string_view text, const char* what, size_t max_depth) {
   JsonLimits limits;
@@ -512,8 +512,8 @@ Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const Re
   RestBody result;
   std::string& out = result.body;
   std::vector<const Tensor*> binary;
-  out += "{\"model_name\":" + Quoted(response.model) + ",\"model_version\":" + Quoted(response.version);
-  if (!response.id.empty()) out += ",\"id\":" + Quoted(response.id);
+  out += "{\"model_name\":" + QuoteJson(response.model) + ",\"model_version\":" + QuoteJson(response.version);
+  if (!response.id.empty()) out += ",\"id\":" + QuoteJson(response.id);
   out += ",\"outputs\":[";
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     const InferTensor& output = response.outputs[i];
@@ -522,7 +522,7 @@ Result<RestBody> EncodeRestInferResponse(const InferResponse& response, const Re
       return Internal("output '" + output.name + "' has dtype " + DataTypeToString(output.tensor.dtype()) +
                       ", which the protocol cannot name");
     if (i) out += ',';
-    out += "{\"name\":" + Quoted(output.name) + ",\"datatype\":\"" + datatype + "\",\"shape\":";
+    out += "{\"name\":" + QuoteJson(output.name) + ",\"datatype\":\"" + datatype + "\",\"shape\":";
     AppendShape(output.tensor.shape(), out);
     if (format.IsBinary(output.name)) {
       out += ",\"parameters\":{\"binary_data_size\":" + std::to_string(output.tensor.nbytes()) + "}}";

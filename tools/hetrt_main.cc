@@ -36,8 +36,12 @@ void WarnAboutUnusedPlugins() {
   if (problems.empty()) return;
   std::string line;
   for (const auto& p : problems) {
-    const std::string reason = p.reason.size() > 80 ? p.reason.substr(0, 77) + "..." : p.reason;
-    line += (line.empty() ? "" : "; ") + p.path + ": " + reason;
+    if (!line.empty()) line += "; ";
+    line.append(p.path).append(": ");
+    if (p.reason.size() > 80)
+      line.append(p.reason, 0, 77).append("...");
+    else
+      line += p.reason;
   }
   std::fprintf(stderr, "hetrt: warning: plugin path entries not used: %s (see `hetrt plugins`)\n", line.c_str());
 }

@@ -20,7 +20,7 @@ const char* StatusCodeName(StatusCode code) {
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return std::string(StatusCodeName(code_)) + ": " + message_;
+  return std::string(StatusCodeName(error_->code)) + ": " + error_->message;
 }
 
 }  // namespace hetrt

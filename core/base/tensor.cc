@@ -62,13 +62,21 @@ struct Tensor::Buffer {
   }
 };
 
+namespace {
+
+[[gnu::cold, gnu::noinline]] Status BadShape(std::span<const int64_t> shape) {
+  for (int64_t d : shape)
+    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeToString(shape));
+  return InvalidArgument("shape " + ShapeToString(shape) + " overflows int64");
+}
+
+}  // namespace
+
 Result<int64_t> ShapeNumElements(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeToString(shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return InvalidArgument("shape " + ShapeToString(shape) + " overflows int64");
-    n *= d;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) [[unlikely]]
+      return BadShape(shape);
   }
   return n;
 }
@@ -174,17 +182,21 @@ Tensor Tensor::Adopt(void* data, DLDevice device, std::vector<int64_t> shape, DL
 
 namespace {
 
+[[gnu::cold, gnu::noinline]] Status ViewDoesNotFit(std::span<const int64_t> shape, DLDataType dtype,
+                                                   uint64_t byte_offset, uint64_t need, uint64_t capacity) {
+  return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " at byte " +
+                         std::to_string(byte_offset) + " needs " + std::to_string(need) +
+                         " bytes but the storage has " + std::to_string(capacity));
+}
+
 // Whether `shape` x `dtype` fits `capacity` bytes from `byte_offset` on.
 Status CheckView(std::span<const int64_t> shape, DLDataType dtype, uint64_t byte_offset, uint64_t capacity) {
   HETRT_ASSIGN_OR_RETURN(int64_t count, ShapeNumElements(shape));
-  const uint64_t elem = DataTypeBytes(dtype);
-  if (elem != 0 && static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem)
+  uint64_t need = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count), DataTypeBytes(dtype), &need)) [[unlikely]]
     return InvalidArgument("view " + ShapeToString(shape) + " is too large");
-  const uint64_t need = static_cast<uint64_t>(count) * elem;
-  if (byte_offset > capacity || need > capacity - byte_offset)
-    return InvalidArgument("view " + ShapeToString(shape) + " " + DataTypeToString(dtype) + " at byte " +
-                           std::to_string(byte_offset) + " needs " + std::to_string(need) +
-                           " bytes but the storage has " + std::to_string(capacity));
+  if (byte_offset > capacity || need > capacity - byte_offset) [[unlikely]]
+    return ViewDoesNotFit(shape, dtype, byte_offset, need, capacity);
   return OkStatus();
 }
 

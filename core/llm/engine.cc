@@ -25,8 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-constexpr DLDataType kInt32{kDLInt, 32, 1};
-
 // The library and the weights of a model folder (docs/llm.md).
 Status FindModelFiles(const LlmEngineOptions& o, std::string* library, std::string* weights) {
   *library = o.library;

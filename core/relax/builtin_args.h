@@ -8,39 +8,40 @@
 
 namespace hetrt {
 
-inline Status WrongKind(uint32_t index, const char* what, const RelaxValue& got) {
-  return InvalidArgument("argument " + std::to_string(index) + " must be " + what + ", got " + got.Describe());
-}
+// The errors below are built out of line (builtins.cc): the checks that pass,
+// on every instruction, stay a compare and a branch.
+[[gnu::cold]] Status WrongKind(uint32_t index, const char* what, const RelaxValue& got);
+[[gnu::cold]] Status TooFewArgs(const RelaxCallArgs& args, uint32_t at_least);
+[[gnu::cold]] Status MissingArg(uint32_t index);
 
 inline Status NeedArgs(const RelaxCallArgs& args, uint32_t at_least) {
-  if (args.size() < at_least)
-    return InvalidArgument("takes at least " + std::to_string(at_least) + " arguments, got " +
-                           std::to_string(args.size()));
+  if (args.size() < at_least) [[unlikely]]
+    return TooFewArgs(args, at_least);
   return OkStatus();
 }
 
 inline Result<int64_t> IntArg(const RelaxCallArgs& args, uint32_t i) {
-  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
-  if (!args[i].is(RelaxValue::Kind::kInt)) return WrongKind(i, "an int", args[i]);
-  return args[i].int_value();
+  if (i < args.size() && args[i].is(RelaxValue::Kind::kInt)) [[likely]]
+    return args[i].int_value();
+  return i >= args.size() ? MissingArg(i) : WrongKind(i, "an int", args[i]);
 }
 
 // An int or a float as a double (TVM's PrimValue arguments take either).
 inline Result<double> RealArg(const RelaxCallArgs& args, uint32_t i) {
-  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (i >= args.size()) return MissingArg(i);
   if (args[i].is(RelaxValue::Kind::kInt)) return static_cast<double>(args[i].int_value());
   if (!args[i].is(RelaxValue::Kind::kFloat)) return WrongKind(i, "a number", args[i]);
   return args[i].float_value();
 }
 
 inline Result<const std::string*> StringArg(const RelaxCallArgs& args, uint32_t i) {
-  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (i >= args.size()) return MissingArg(i);
   if (!args[i].is(RelaxValue::Kind::kString)) return WrongKind(i, "a string", args[i]);
   return &args[i].string();
 }
 
 inline Result<const Tensor*> TensorArg(const RelaxCallArgs& args, uint32_t i) {
-  if (i >= args.size()) return InvalidArgument("argument " + std::to_string(i) + " is missing");
+  if (i >= args.size()) return MissingArg(i);
   if (!args[i].is(RelaxValue::Kind::kTensor)) return WrongKind(i, "a tensor", args[i]);
   return &args[i].tensor();
 }

@@ -13,6 +13,18 @@
 #include "relax/interpreter.h"
 
 namespace hetrt {
+
+Status WrongKind(uint32_t index, const char* what, const RelaxValue& got) {
+  return InvalidArgument("argument " + std::to_string(index) + " must be " + what + ", got " + got.Describe());
+}
+
+Status TooFewArgs(const RelaxCallArgs& args, uint32_t at_least) {
+  return InvalidArgument("takes at least " + std::to_string(at_least) + " arguments, got " +
+                         std::to_string(args.size()));
+}
+
+Status MissingArg(uint32_t index) { return InvalidArgument("argument " + std::to_string(index) + " is missing"); }
+
 namespace {
 
 using Kind = RelaxValue::Kind;

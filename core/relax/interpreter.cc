@@ -374,6 +374,12 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
     RelaxValue* regs = frames[my_depth].data();
     switch (in.op) {
       case RelaxInstruction::Op::kCall: {
+        if (in.clears_register && profile == nullptr) {
+          ++stats.builtin_calls;
+          if (in.reg < kRelaxVoidRegister) regs[in.reg] = RelaxValue();
+          ++pc;
+          break;
+        }
         const RelaxCallArgs call_args(operands.data() + in.operands_begin, regs, in.num_operands);
         RelaxValue result;
         Status s = profile == nullptr ? Call(in, call_args, &result) : CallProfiled(in, call_args, &result);

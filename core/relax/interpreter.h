@@ -100,6 +100,9 @@ struct RelaxInterpreter {
     uint32_t operands_begin = 0;
     uint32_t num_operands = 0;
     uint32_t spare = kNoSpare;  // alloc_tensor: its index in spare_tensors
+    // vm.builtin.null_value (about a third of an LLM step's calls: codegen
+    // drops each dead tensor that way): the loop clears the register itself.
+    bool clears_register = false;
   };
   static constexpr uint32_t kNoSpare = UINT32_MAX;
 

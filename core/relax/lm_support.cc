@@ -10,9 +10,6 @@
 namespace hetrt {
 namespace {
 
-constexpr DLDataType kFloat32{kDLFloat, 32, 1};
-constexpr DLDataType kInt32{kDLInt, 32, 1};
-
 struct Entry {
   float value;
   int64_t index;

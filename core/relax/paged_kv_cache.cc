@@ -9,9 +9,6 @@
 namespace hetrt {
 namespace {
 
-constexpr DLDataType kInt32{kDLInt, 32, 1};
-constexpr DLDataType kFloat32{kDLFloat, 32, 1};
-
 // Offsets of the auxiliary arrays in their buffer are multiples of 16 bytes
 // (4 int32), as TVM packs them; the query positions come first (offset 0),
 // since get_query_positions hands that view to Relax code.

@@ -28,7 +28,6 @@ constexpr const char* kIndexFile = "tensor-cache.json";
 constexpr const char* kLegacyIndexFile = "ndarray-cache.json";
 // Real caches list a few hundred records in well under 1 MiB.
 constexpr uint64_t kMaxIndexBytes = uint64_t{64} << 20;
-constexpr DLDataType kFloat32{kDLFloat, 32, 1};
 
 // One shard file mapped read-only; unmapped with the last index copy.
 class ShardMapping {

@@ -236,6 +236,11 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
     }
     impl->code.push_back(out);
   }
+  const RelaxBuiltin clears = FindRelaxBuiltin("vm.builtin.null_value");
+  for (RelaxInterpreter::Instruction& in : impl->code)
+    in.clears_register = in.op == RelaxInstruction::Op::kCall && in.num_operands == 0 &&
+                         impl->callees[in.callee].kind == RelaxInterpreter::Callee::Kind::kBuiltin &&
+                         impl->callees[in.callee].builtin == clears;
   // alloc_tensor instructions keep their last tensor object (AllocTensorReusing).
   impl->function_spares.resize(exe.functions.size());
   const RelaxBuiltin alloc_tensor = AllocTensorBuiltin();

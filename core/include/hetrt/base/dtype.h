@@ -18,6 +18,9 @@ inline bool operator!=(DLDataType a, DLDataType b) { return !(a == b); }
 
 namespace hetrt {
 
+inline constexpr DLDataType kInt32{kDLInt, 32, 1};
+inline constexpr DLDataType kFloat32{kDLFloat, 32, 1};
+
 // Parses "float32", "uint8", "int64", "bool", "handle", "bfloat16", "float16x4", ...
 Result<DLDataType> ParseDataType(std::string_view text);
 std::string DataTypeToString(DLDataType type);

@@ -24,26 +24,48 @@ enum class StatusCode {
 const char* StatusCodeName(StatusCode code);
 
 // Thread contract (Status and Result): values; thread-compatible like std::string.
+// An OK status is one null pointer: the success path, which every call in
+// the runtime's loops takes, constructs, moves and destroys nothing else.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message)
+      : error_(code == StatusCode::kOk ? nullptr : new Error{code, std::move(message)}) {}
+  Status(const Status& other) : error_(other.error_ ? new Error(*other.error_) : nullptr) {}
+  Status(Status&& other) noexcept : error_(other.error_) { other.error_ = nullptr; }
+  Status& operator=(const Status& other) {
+    if (this != &other) *this = Status(other);
+    return *this;
+  }
+  Status& operator=(Status&& other) noexcept {
+    std::swap(error_, other.error_);
+    return *this;
+  }
+  ~Status() { delete error_; }
 
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  bool ok() const { return error_ == nullptr; }
+  StatusCode code() const { return error_ ? error_->code : StatusCode::kOk; }
+  const std::string& message() const { return error_ ? error_->message : EmptyMessage(); }
   // "DATA_LOSS: <message>"
   std::string ToString() const;
 
   // Prepends context ("while loading x.so: ") so errors read outermost-first.
   Status WithContext(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + ": " + message_);
+    return Status(error_->code, context + ": " + error_->message);
   }
 
  private:
-  StatusCode code_ = StatusCode::kOk;
-  std::string message_;
+  struct Error {
+    StatusCode code;
+    std::string message;
+  };
+  // Inline: plugins use Status without linking the core.
+  static const std::string& EmptyMessage() {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
+  Error* error_ = nullptr;
 };
 
 inline Status OkStatus() { return Status(); }
