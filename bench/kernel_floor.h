@@ -11,6 +11,7 @@
 
 #include "hetrt/base/tensor.h"
 #include "hetrt/relax/profile.h"
+#include "hetrt/tvm_abi/tvm_ffi_context.h"
 
 namespace hetrt {
 
@@ -41,10 +42,19 @@ class KernelFloor {
   }
   size_t num_calls() const { return calls_.size(); }
 
+  // tvm-ffi kernels (a v0.22+ library's) are called as tvm-ffi functions,
+  // their arguments converted once, at recording: the floor has no adapter.
   void Run() {
     hetrt_value_t ret;
     int32_t ret_code;
-    for (const Call& c : calls_) c.fn(&values_[c.begin], &codes_[c.begin], c.n, &ret, &ret_code, c.resource);
+    for (const Call& c : calls_) {
+      if (c.ffi != nullptr) {
+        hetrt_ffi_any_t result{};
+        c.ffi(nullptr, &anys_[c.begin], c.n, &result);
+      } else {
+        c.fn(&values_[c.begin], &codes_[c.begin], c.n, &ret, &ret_code, c.resource);
+      }
+    }
   }
 
  private:
@@ -54,11 +64,12 @@ class KernelFloor {
     void* resource;
     size_t begin;
     int32_t n;
+    hetrt_ffi_safe_call_t ffi;  // set for a tvm-ffi kernel
   };
 
   void Record(const hetrt_packed_func_t& k, const hetrt_value_t* v, const int32_t* c, int32_t n) {
     if (!failed_.ok() || tensors_.size() + static_cast<size_t>(n) >= kMaxTensors) return;
-    calls_.push_back({k.call, k.resource, values_.size(), n});
+    calls_.push_back({k.call, k.resource, values_.size(), n, FfiSafeCallOf(k)});
     for (int32_t i = 0; i < n; ++i) {
       hetrt_value_t value = v[i];
       if (c[i] == HETRT_TYPE_DLTENSOR && buffers_mode_ == Buffers::kInPlace) {
@@ -95,12 +106,19 @@ class KernelFloor {
       }
       values_.push_back(value);
       codes_.push_back(c[i]);
+      hetrt_ffi_any_t any{};
+      if (calls_.back().ffi != nullptr && !PackedArgToFfiAny(value, c[i], any)) {
+        failed_ = InvalidArgument("a tvm-ffi kernel's argument of packed type code " + std::to_string(c[i]));
+        return;
+      }
+      anys_.push_back(any);
     }
   }
 
   std::vector<Call> calls_;
   std::vector<hetrt_value_t> values_;
   std::vector<int32_t> codes_;
+  std::vector<hetrt_ffi_any_t> anys_;  // the same arguments for tvm-ffi kernels
   std::vector<DLTensor> tensors_;
   std::vector<std::vector<int64_t>> shapes_;
   std::map<const void*, Tensor> buffers_;  // recorded data address -> the floor's buffer

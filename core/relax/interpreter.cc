@@ -229,6 +229,46 @@ Status RelaxInterpreter::CallKernel(const PackedFunc& kernel, const RelaxCallArg
   return OkStatus();
 }
 
+Status RelaxInterpreter::CallFfiKernel(const PackedFunc& packed, hetrt_ffi_safe_call_t function,
+                                       const RelaxCallArgs& args, RelaxValue* result) {
+  const uint32_t n = args.size();
+  if (n > ffi_args.size()) ffi_args.resize(n);
+  hetrt_ffi_any_t* anys = ffi_args.data();
+  for (uint32_t i = 0; i < n; ++i) {
+    const RelaxValue& v = args[i];
+    hetrt_ffi_any_t& a = anys[i];
+    a = hetrt_ffi_any_t{};
+    switch (v.kind()) {
+      case RelaxValue::Kind::kTensor: a.type_index = HETRT_FFI_DLTENSOR_PTR, a.v_ptr = v.tensor().dl(); break;
+      case RelaxValue::Kind::kInt: a.type_index = HETRT_FFI_INT, a.v_int64 = v.int_value(); break;
+      case RelaxValue::Kind::kFloat: a.type_index = HETRT_FFI_FLOAT, a.v_float64 = v.float_value(); break;
+      case RelaxValue::Kind::kDataType: a.type_index = HETRT_FFI_DATA_TYPE, a.v_dtype = v.dtype(); break;
+      case RelaxValue::Kind::kNull: a.type_index = HETRT_FFI_NONE; break;
+      case RelaxValue::Kind::kString: a.type_index = HETRT_FFI_RAW_STR, a.v_c_str = v.string().c_str(); break;
+      default: return CallFfi(packed, function, args, nullptr, result);
+    }
+  }
+  hetrt_ffi_any_t ret{};
+  const int failed = function(nullptr, anys, static_cast<int32_t>(n), &ret);
+  const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
+  if (object) ReleaseFfiObject(ret.v_obj);
+  if (failed != 0) [[unlikely]] {
+    const FfiRaised raised = TakeFfiRaised();
+    return Internal(raised.kind + ": " + raised.message);
+  }
+  if (object) [[unlikely]]
+    return Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
+                    ", which a kernel call cannot pass on");
+  ++stats.kernel_calls;
+  switch (ret.type_index) {
+    case HETRT_FFI_INT:
+    case HETRT_FFI_BOOL: *result = RelaxValue::Int(ret.v_int64); break;
+    case HETRT_FFI_FLOAT: *result = RelaxValue::Float(ret.v_float64); break;
+    default: *result = RelaxValue(); break;
+  }
+  return OkStatus();
+}
+
 Status RelaxInterpreter::CallFfi(const PackedFunc& packed, hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
                                  const std::vector<int64_t>* extra_ints, RelaxValue* result) {
   std::vector<FfiValue> values;
@@ -289,6 +329,8 @@ Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, 
       // packed path. A used result may be an object.
       if (callee.ffi != nullptr && in.reg < kRelaxVoidRegister) [[unlikely]]
         return CallFfi(*callee.kernel, callee.ffi, args, nullptr, result);
+      // A kernel observer sees packed values: those calls go the packed way.
+      if (callee.ffi != nullptr && !kernel_observer) return CallFfiKernel(*callee.kernel, callee.ffi, args, result);
       return CallKernel(*callee.kernel, args, nullptr, result);
     case Callee::Kind::kVmFunction: {
       ++stats.vm_calls;

@@ -161,6 +161,12 @@ struct RelaxInterpreter {
   Result<RelaxValue> CallValue(const RelaxValue& callee, std::vector<RelaxValue> args);
   Status CallKernel(const PackedFunc& kernel, const RelaxCallArgs& args, const std::vector<int64_t>* extra_ints,
                     RelaxValue* result);
+  // A tvm-ffi kernel whose result is dropped: its arguments go as tvm-ffi
+  // values made straight from the registers (tensors, numbers, dtypes,
+  // strings; a call passing shapes or tuples goes through CallFfi).
+  Status CallFfiKernel(const PackedFunc& packed, hetrt_ffi_safe_call_t function, const RelaxCallArgs& args,
+                       RelaxValue* result);
+  std::vector<hetrt_ffi_any_t> ffi_args;  // CallFfiKernel's arguments, reused
   // A tvm-ffi function with any values: Shape and Array objects for shapes
   // and tuples, results of every kind the VM holds.
   // (`packed` is the same function as a packed one: the path for dtypes.)

@@ -199,6 +199,10 @@ PackedFunc MakePackedFromFfiFunction(hetrt_ffi_safe_call_t function) {
   return {&CallFfiAsPacked, reinterpret_cast<void*>(function)};
 }
 
+bool PackedArgToFfiAny(const hetrt_value_t& value, int32_t code, hetrt_ffi_any_t& any) {
+  return ToAny(value, code, any);
+}
+
 hetrt_ffi_safe_call_t FfiSafeCallOf(const PackedFunc& function) {
   return function.call == &CallFfiAsPacked ? reinterpret_cast<hetrt_ffi_safe_call_t>(function.resource) : nullptr;
 }

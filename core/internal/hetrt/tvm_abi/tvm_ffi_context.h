@@ -47,5 +47,8 @@ PackedFunc MakePackedFromFfiFunction(hetrt_ffi_safe_call_t function);
 // Callers that pass objects (Shape, Array) or take results of any kind call
 // it with CallFfiFunction instead.
 hetrt_ffi_safe_call_t FfiSafeCallOf(const PackedFunc& function);
+// A packed argument as tvm-ffi's Any (borrowed: tensors as DLTensor*, strings
+// as C strings); false for a type code tvm-ffi code cannot take.
+bool PackedArgToFfiAny(const hetrt_value_t& value, int32_t code, hetrt_ffi_any_t& any);
 
 }  // namespace hetrt
