@@ -37,6 +37,30 @@ Status ReturnWithoutContext(bool ok) {
   return OkStatus();
 }
 
+// An error is held behind one pointer: copies are deep, a move leaves OK behind.
+TEST(Status, CopiesAndMovesKeepCodeAndMessage) {
+  Status error = DataLoss("truncated at byte 12");
+  Status copy = error;
+  EXPECT_EQ(copy.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(copy.message(), "truncated at byte 12");
+  const Status& same = copy;
+  copy = same;  // self-assignment keeps it
+  EXPECT_EQ(copy.message(), "truncated at byte 12");
+  Status moved = std::move(error);
+  EXPECT_EQ(moved.ToString(), "DATA_LOSS: truncated at byte 12");
+  EXPECT_TRUE(error.ok());  // NOLINT(bugprone-use-after-move): moved-from is OK, by contract
+  EXPECT_EQ(error.message(), "");
+  Status assigned = NotFound("x");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(moved.ok());  // NOLINT(bugprone-use-after-move)
+  moved = OkStatus();
+  EXPECT_TRUE(moved.ok());
+  EXPECT_EQ(moved.code(), StatusCode::kOk);
+  EXPECT_EQ(Status(StatusCode::kOk, "ignored").message(), "");
+  EXPECT_EQ(copy.message(), "truncated at byte 12");  // independent of the original
+}
+
 TEST(StatusMacros, ErrorsKeepTheirCodeAndGainTheContextOutermostFirst) {
   int value = 0;
   Status s = AssignWithContext(false, &value);

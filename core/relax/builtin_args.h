@@ -20,7 +20,7 @@ inline Status NeedArgs(const RelaxCallArgs& args, uint32_t at_least) {
   return OkStatus();
 }
 
-inline Result<int64_t> IntArg(const RelaxCallArgs& args, uint32_t i) {
+[[gnu::always_inline]] inline Result<int64_t> IntArg(const RelaxCallArgs& args, uint32_t i) {
   if (i < args.size() && args[i].is(RelaxValue::Kind::kInt)) [[likely]]
     return args[i].int_value();
   return i >= args.size() ? MissingArg(i) : WrongKind(i, "an int", args[i]);

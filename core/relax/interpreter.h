@@ -39,7 +39,9 @@ class RelaxCallArgs {
   // The value argument i was fixed to at creation (an immediate, a constant);
   // NULL for a register or a value a builtin passed.
   const RelaxValue* fixed(uint32_t i) const { return values_ == nullptr ? operands_[i].fixed : nullptr; }
-  const RelaxValue& operator[](uint32_t i) const {
+  // Read on every argument of every call: always inlined (GCC otherwise
+  // splits it into an out-of-line part).
+  [[gnu::always_inline]] const RelaxValue& operator[](uint32_t i) const {
     if (values_ != nullptr) return values_[i];
     const RelaxOperand& o = operands_[i];
     return o.fixed != nullptr ? *o.fixed : regs_[o.reg];

@@ -37,8 +37,13 @@ class [[nodiscard]] Status {
     if (this != &other) *this = Status(other);
     return *this;
   }
+  // A moved-from Status is OK.
   Status& operator=(Status&& other) noexcept {
-    std::swap(error_, other.error_);
+    if (this != &other) {
+      delete error_;
+      error_ = other.error_;
+      other.error_ = nullptr;
+    }
     return *this;
   }
   ~Status() { delete error_; }
