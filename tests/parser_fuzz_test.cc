@@ -47,18 +47,12 @@ std::vector<uint8_t> Mutate(const std::vector<uint8_t>& seed, std::mt19937_64& r
   return m;
 }
 
-// Under AddressSanitizer (CI's second run of this suite, after the optimized
+// In a sanitizer build (CI's second run of this suite, after the optimized
 // one) a quarter of the inputs, the first quarter of the same sequence: the
 // sanitized run is for memory errors, and libFuzzer's phase then explores
 // every parser with coverage and the same sanitizers (docs/fuzzing.md).
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef HETRT_SANITIZED
 constexpr int kShareOfInputs = 4;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kShareOfInputs = 4;
-#else
-constexpr int kShareOfInputs = 1;
-#endif
 #else
 constexpr int kShareOfInputs = 1;
 #endif

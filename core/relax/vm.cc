@@ -194,6 +194,7 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
   const RelaxValue* vm_value = &impl->fixed_values.back();
   impl->code.reserve(exe.instructions.size());
   const RelaxBuiltin to_device = FindRelaxBuiltin("vm.builtin.to_device");
+  const RelaxBuiltin null_builtin = FindRelaxBuiltin("vm.builtin.null_value");
   impl->moved_constants.reserve(exe.instructions.size());  // addresses must stay put
   size_t max_args = 0;
   for (const RelaxInstruction& in : exe.instructions) {
@@ -229,18 +230,15 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
         }
         impl->operands.push_back(o);
       }
-      if (impl->callees[out.callee].kind == RelaxInterpreter::Callee::Kind::kBuiltin &&
-          impl->callees[out.callee].builtin == to_device)
+      const RelaxInterpreter::Callee& callee = impl->callees[out.callee];
+      out.clears_register =
+          callee.kind == RelaxInterpreter::Callee::Kind::kBuiltin && callee.builtin == null_builtin && in.num_args == 0;
+      if (callee.kind == RelaxInterpreter::Callee::Kind::kBuiltin && callee.builtin == to_device)
         HETRT_RETURN_IF_ERROR(impl->MoveConstantOnce(impl->operands.data() + out.operands_begin, in.num_args),
                               "moving a constant for function table entry " + std::to_string(out.callee));
     }
     impl->code.push_back(out);
   }
-  const RelaxBuiltin clears = FindRelaxBuiltin("vm.builtin.null_value");
-  for (RelaxInterpreter::Instruction& in : impl->code)
-    in.clears_register = in.op == RelaxInstruction::Op::kCall && in.num_operands == 0 &&
-                         impl->callees[in.callee].kind == RelaxInterpreter::Callee::Kind::kBuiltin &&
-                         impl->callees[in.callee].builtin == clears;
   // alloc_tensor instructions keep their last tensor object (AllocTensorReusing).
   impl->function_spares.resize(exe.functions.size());
   const RelaxBuiltin alloc_tensor = AllocTensorBuiltin();
