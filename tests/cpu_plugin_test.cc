@@ -925,22 +925,20 @@ TEST_F(CpuPluginTest, SerialBelowUsRunsShortLaunchSitesAsOneTaskOnTheCallingThre
   ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
 }
 
-// A busy server's core is shared: a short site's launch that the OS preempted
-// reads as long once. That does not make the site split; a site long in two of
-// its last three launches (it grew, or its size alternates) does.
-TEST_F(CpuPluginTest, SerialBelowUsLetsOneLongLaunchPassAndFollowsASiteThatGrew) {
+// A site that grew splits again. Only the long launches' readings matter here
+// (a preempted short launch reads long too, never short), so no scheduling can
+// change the outcome; which short readings let a site stay serial is decided
+// in LaunchSizes, tested without a clock in launch_sizes_test.cc.
+TEST_F(CpuPluginTest, SerialBelowUsSplitsASiteThatGrewWithinTwoLongLaunches) {
   constexpr int kLimit = 200;
   SetThreads(self_, 3);
   ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "500")), "");
   g_sized_run_us = 0;
   ASSERT_LE(LaunchesUntilOneTask(self_, SizedRun, kLimit), kLimit);
   g_sized_run_us = 2000;
-  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1);
-  g_sized_run_us = 0;
-  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1) << "one long launch made the site split";
-  g_sized_run_us = 2000;
-  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 1);
-  EXPECT_EQ(TasksOfOneLaunch(self_, SizedRun), 3) << "a site long in two of its last three launches still runs serially";
+  int launches = 1;
+  while (TasksOfOneLaunch(self_, SizedRun) == 1 && launches <= 3) ++launches;
+  EXPECT_LE(launches, 3) << "two 2 ms launches make the 500 us site split on the third";
   g_sized_run_us = 0;
   ASSERT_EQ(Consume(SetOption(self_, "serial_below_us", "0")), "");
 }
