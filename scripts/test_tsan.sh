@@ -20,37 +20,62 @@ has_target cuda_test && targets+=(cuda_test)
 cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export HETRT_FIXTURES="${HETRT_FIXTURES:-$PWD/../shared/fixtures}"
-for t in async_executor_test graph_executor_test cpu_plugin_test stress_test serve_test; do
-  echo "tsan: $t"
-  ./build-tsan/bin/$t --gtest_brief=1
-done
+supp="suppressions=$PWD/tests/sanitizers/tsan.supp"
+fake_cuda="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"
+profiles=sdk/conformance/profiles
+
+# Each run is a process of its own: they go $jobs at a time, each into its own
+# log, printed in full when it fails (the phase then fails, after the others).
+logs=build-tsan/logs
+rm -rf $logs && mkdir -p $logs
+start_run() {  # start_run NAME COMMAND...
+  local name=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  (
+    begin=$SECONDS
+    if "$@" >"$logs/$name.log" 2>&1; then
+      echo "tsan: $name: passed ($((SECONDS - begin)) s)"
+    else
+      echo "tsan: $name: FAILED ($((SECONDS - begin)) s)"
+      touch "$logs/$name.failed"
+    fi
+  ) &
+}
+
 # hetrt serve itself: REST's fast path (the instance thread writes responses
 # the worker's connection then reads past), pipelining, slow readers, and the
 # requests left to httplib.
-echo "tsan: hetrt serve (rest_binary_test.py)"
-TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
-  /usr/bin/python3 tests/serve/rest_binary_test.py build-tsan/bin/hetrt > build-tsan/rest_binary_test.log 2>&1 ||
-  { tail -60 build-tsan/rest_binary_test.log; exit 1; }
+start_run serve_rest_binary env TSAN_OPTIONS="$TSAN_OPTIONS $supp" \
+  /usr/bin/python3 tests/serve/rest_binary_test.py build-tsan/bin/hetrt
 # Language models served over REST: the schedulers, the relay sending tokens
 # from them while handler threads poll, cancellation on hang-up, the drain.
 # (Not the gRPC stream: Debian's gRPC is not built with TSan, and its callback
 # API hands each reactor's tags between its threads through the completion
 # queue, which TSan cannot see; serve_test drives the same schedulers in process.)
-for llm_test in llm_serving_test; do
-  echo "tsan: hetrt serve ($llm_test.py)"
-  TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$PWD/tests/sanitizers/tsan.supp" \
-    /usr/bin/python3 tests/serve/$llm_test.py build-tsan/bin/hetrt > build-tsan/$llm_test.log 2>&1 ||
-    { tail -80 build-tsan/$llm_test.log; exit 1; }
+start_run serve_llm env TSAN_OPTIONS="$TSAN_OPTIONS $supp" \
+  /usr/bin/python3 tests/serve/llm_serving_test.py build-tsan/bin/hetrt
+for t in graph_executor_test async_executor_test stress_test serve_test cpu_plugin_test; do
+  start_run $t ./build-tsan/bin/$t --gtest_brief=1
 done
 # The CPU's streams, events and current stream per thread are checked by the conformance kit.
-profiles=sdk/conformance/profiles
-echo "tsan: hetrt-conformance (cpu)"
-./build-tsan/bin/hetrt-conformance build-tsan/lib/hetrt-plugins/libhetrt_plugin_cpu.so --profile $profiles/cpu.profile --gtest_brief=1
-
+start_run conformance_cpu ./build-tsan/bin/hetrt-conformance build-tsan/lib/hetrt-plugins/libhetrt_plugin_cpu.so \
+  --profile $profiles/cpu.profile --gtest_brief=1
+# CUDA on the fake driver, whose streams run on threads of their own.
 if has_target cuda_test; then
-  export HETRT_CUDA_DRIVER="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"
-  echo "tsan: cuda_test, hetrt-conformance (cuda), stress_test (cuda) on the fake CUDA driver (its streams run on threads of their own)"
-  ./build-tsan/bin/cuda_test --gtest_brief=1
-  ./build-tsan/bin/hetrt-conformance build-tsan/lib/hetrt-plugins/libhetrt_plugin_cuda.so --profile $profiles/cuda.profile --gtest_brief=1
-  ./build-tsan/bin/stress_test --gtest_brief=1 --gtest_filter='*Cuda*'
+  start_run cuda_test env HETRT_CUDA_DRIVER="$fake_cuda" ./build-tsan/bin/cuda_test --gtest_brief=1
+  start_run conformance_cuda env HETRT_CUDA_DRIVER="$fake_cuda" ./build-tsan/bin/hetrt-conformance \
+    build-tsan/lib/hetrt-plugins/libhetrt_plugin_cuda.so --profile $profiles/cuda.profile --gtest_brief=1
+  start_run stress_test_cuda env HETRT_CUDA_DRIVER="$fake_cuda" ./build-tsan/bin/stress_test --gtest_brief=1 \
+    --gtest_filter='*Cuda*'
 fi
+wait
+failed=0
+for marker in "$logs"/*.failed; do
+  [ -e "$marker" ] || continue
+  name=$(basename "$marker" .failed)
+  echo "== tsan: $name failed; its log ($logs/$name.log):"
+  tail -n 300 "$logs/$name.log"
+  failed=1
+done
+exit $failed
