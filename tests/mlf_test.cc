@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -70,9 +71,26 @@ struct Member {
   bool hardlink = false;
 };
 
+// This process's own folder for the tarballs it writes (ctest runs tests as
+// parallel processes), removed when the process ends.
+const std::string& ScratchDir() {
+  struct Folder {
+    std::string path;
+    Folder() {
+      std::string pattern = ::testing::TempDir() + "/hetrt_mlf_test.XXXXXX";
+      if (::mkdtemp(pattern.data()) != nullptr) path = pattern;
+    }
+    ~Folder() {
+      std::error_code ignored;
+      if (!path.empty()) std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Folder folder;
+  return folder.path;
+}
+
 std::string WriteTar(const std::string& file, const std::vector<Member>& members) {
-  // ctest runs tests as parallel processes: names must not collide between them.
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + file;
+  const std::string path = ScratchDir() + "/" + file;
   archive* a = archive_write_new();
   archive_write_set_format_pax_restricted(a);
   archive_write_open_filename(a, path.c_str());
@@ -142,7 +160,7 @@ TEST(Mlf, OversizedTruncatedAndBadMetadataAreRefused) {
   const std::string good = WriteTar("good.tar", {{"metadata.json", kMetadataV7}, {"x.bin", std::string(5000, 'y')}});
   std::ifstream in(good, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  const std::string cut = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cut.tar";
+  const std::string cut = ScratchDir() + "/cut.tar";
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, 2500);
   auto r = MlfPackage::Read(cut);
   ASSERT_FALSE(r.ok());

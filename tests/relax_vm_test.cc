@@ -312,6 +312,67 @@ TEST(RelaxBytecode, ShapeHeapBindsSymbolicDimsAndRefusesConflicts) {
   EXPECT_NE(wrong_device.status().message().find("device index 3"), std::string::npos);
 }
 
+// make_shape, reshape and alloc_tensor rewrite the object their instruction
+// made last time in place, but only when nothing else holds it: what a caller
+// keeps from one call is never changed by the next.
+TEST(RelaxBytecode, ShapesAndViewsACallerKeepsAreNotRewrittenByTheNextCall) {
+  RelaxProgram p;
+  const auto [heap, match, make_shape, reshape, tuple] =
+      p.Builtins("alloc_shape_heap", "match_shape", "make_shape", "reshape", "make_tuple");
+  const uint32_t err = p.String("ErrorContext(fn=main, param=x)");
+  // main(x: [n]) -> (shape [n, 1], x viewed as [n, 1])
+  p.Function("main", {"x"}, 5);
+  p.Call(heap, 1, {p.Reg(kRelaxVmRegister), p.Imm(1)});
+  p.Call(match, kRelaxVoidRegister, {p.Reg(0), p.Reg(1), p.Imm(1), p.Imm(1), p.Imm(0), p.Const(err)});
+  p.Call(make_shape, 2, {p.Reg(1), p.Imm(2), p.Imm(1), p.Imm(0), p.Imm(0), p.Imm(1)});
+  p.Call(reshape, 3, {p.Reg(0), p.Reg(2)});
+  p.Call(tuple, 4, {p.Reg(2), p.Reg(3)});
+  p.Ret(4);
+  p.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm, p.Build());
+  auto run = [&](const Tensor& x) {
+    const RelaxValue args[] = {RelaxValue::FromTensor(x)};
+    return vm->Invoke("main", args);
+  };
+  const Tensor x3 = Random({3}, 1), x5 = Random({5}, 2);
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue kept, run(x3));
+  HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue next, run(x5));
+  EXPECT_EQ(kept.tuple()[0].shape(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(kept.tuple()[1].tensor().shape(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(kept.tuple()[1].tensor().data(), x3.data());
+  EXPECT_EQ(next.tuple()[0].shape(), (std::vector<int64_t>{5, 1}));
+  EXPECT_EQ(next.tuple()[1].tensor().data(), x5.data());
+  // Results dropped between calls: the instructions' own objects, rewritten.
+  next = RelaxValue();
+  for (const Tensor& x : {x5, x3, Random({4}, 3), x5}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(RelaxValue r, run(x));
+    EXPECT_EQ(r.tuple()[0].shape(), (std::vector<int64_t>{x.shape()[0], 1}));
+    EXPECT_EQ(r.tuple()[1].tensor().shape(), (std::vector<int64_t>{x.shape()[0], 1}));
+    EXPECT_EQ(r.tuple()[1].tensor().data(), x.data());
+  }
+  EXPECT_EQ(kept.tuple()[0].shape(), (std::vector<int64_t>{3, 1})) << "still the first call's";
+  // A bad shape code fails the call; the next good call is whole again.
+  RelaxProgram q;
+  const auto [heap2, make_shape2] = q.Builtins("alloc_shape_heap", "make_shape");
+  q.Function("main", {"code"}, 3);
+  q.Call(heap2, 1, {q.Reg(kRelaxVmRegister), q.Imm(1)});
+  q.Call(make_shape2, 2, {q.Reg(1), q.Imm(2), q.Imm(0), q.Imm(7), q.Reg(0), q.Imm(8)});
+  q.Ret(2);
+  q.End();
+  HETRT_ASSERT_OK_AND_ASSIGN(auto vm2, q.Build());
+  for (int64_t code : {0, 9, 0}) {
+    const RelaxValue args[] = {RelaxValue::Int(code)};
+    auto r = vm2->Invoke("main", args);
+    if (code == 9) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("make_shape: unknown code 9"), std::string::npos) << r.status().message();
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->shape(), (std::vector<int64_t>{7, 8}));
+  }
+}
+
 // On a device that shares host memory (PoCL), a tensor read back on the host
 // is the device's own bytes (no copy): two to_device of one tensor alias.
 TEST(RelaxBytecode, ToDeviceFromHostVisibleMemoryIsAView) {

@@ -89,6 +89,28 @@ Status CheckAllocDataType(DLDataType t) {
 }
 
 // alloc_tensor(storage, offset, shape, dtype) -> Tensor (a view of the storage)
+Status AllocTensorReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
+  HETRT_RETURN_IF_ERROR(NeedArgs(args, 4));
+  if (!args[0].is(Kind::kStorage)) return WrongKind(0, "a storage", args[0]);
+  HETRT_ASSIGN_OR_RETURN(int64_t offset, IntArg(args, 1));
+  if (!args[2].is(Kind::kShape)) return WrongKind(2, "a shape", args[2]);
+  if (!args[3].is(Kind::kDataType)) return WrongKind(3, "a dtype", args[3]);
+  HETRT_RETURN_IF_ERROR(CheckAllocDataType(args[3].dtype()));
+  if (offset < 0) return InvalidArgument("tensor at negative offset " + std::to_string(offset));
+  // The instruction's last tensor, held by nothing else: made the new view in place.
+  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
+    HETRT_RETURN_IF_ERROR(
+        spare->tensor().AssignView(args[0].tensor(), args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset)));
+    *result = *spare;
+    return OkStatus();
+  }
+  auto view = args[0].tensor().View(args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset));
+  if (!view.ok()) return view.status();
+  *result = RelaxValue::FromTensor(std::move(view).value());
+  if (spare != nullptr) *spare = *result;
+  return OkStatus();
+}
+
 Status AllocTensor(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
   return AllocTensorReusing(vm, args, nullptr, result);
 }
@@ -256,14 +278,19 @@ Status MatchShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue*) {
 }
 
 // make_shape(heap, n, (code, value) x n): 0 the value, 1 heap[value].
-Status MakeShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* result) {
+Status MakeShapeReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 2));
   HETRT_ASSIGN_OR_RETURN(Heap heap, HeapArg(args, 0));
   HETRT_ASSIGN_OR_RETURN(int64_t n, IntArg(args, 1));
   if (n < 0 || args.size() != 2 + 2 * static_cast<uint64_t>(n))
     return InvalidArgument("make_shape: " + std::to_string(n) + " dims but " + std::to_string(args.size()) +
                            " arguments");
-  std::vector<int64_t> dims(static_cast<size_t>(n));
+  // Written into the spare when nothing else holds it (a half-written one on
+  // error is seen by no one).
+  const bool reuse = spare != nullptr && spare->is(Kind::kShape) && spare->use_count() == 1;
+  std::vector<int64_t> made;
+  std::vector<int64_t>& dims = reuse ? spare->unshared_shape() : made;
+  dims.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     HETRT_ASSIGN_OR_RETURN(int64_t code, IntArg(args, static_cast<uint32_t>(2 + 2 * i)));
     HETRT_ASSIGN_OR_RETURN(int64_t value, IntArg(args, static_cast<uint32_t>(3 + 2 * i)));
@@ -276,8 +303,17 @@ Status MakeShape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* resul
       return InvalidArgument("make_shape: unknown code " + std::to_string(code));
     }
   }
-  *result = RelaxValue::Shape(std::move(dims));
+  if (reuse) {
+    *result = *spare;
+    return OkStatus();
+  }
+  *result = RelaxValue::Shape(std::move(made));
+  if (spare != nullptr) *spare = *result;
   return OkStatus();
+}
+
+Status MakeShape(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
+  return MakeShapeReusing(vm, args, nullptr, result);
 }
 
 // match_prim_value(value, heap, code, slot, err)
@@ -314,7 +350,7 @@ Status MakePrimValue(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* r
 }
 
 // reshape(x, shape) -> a view sharing x's data
-Status Reshape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* result) {
+Status ReshapeReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 2));
   if (!args[0].is(Kind::kTensor)) return WrongKind(0, "a tensor", args[0]);
   if (!args[1].is(Kind::kShape)) return WrongKind(1, "a shape", args[1]);
@@ -323,9 +359,19 @@ Status Reshape(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* result)
   if (count != x.num_elements())
     return InvalidArgument("reshape of " + ShapeToString(x.shape()) + " to " + ShapeToString(args[1].shape()) +
                            " changes the element count");
+  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
+    HETRT_RETURN_IF_ERROR(spare->tensor().AssignView(x, args[1].shape(), x.dtype()));
+    *result = *spare;
+    return OkStatus();
+  }
   HETRT_ASSIGN_OR_RETURN(Tensor view, x.View(args[1].shape(), x.dtype()));
   *result = RelaxValue::FromTensor(std::move(view));
+  if (spare != nullptr) *spare = *result;
   return OkStatus();
+}
+
+Status Reshape(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
+  return ReshapeReusing(vm, args, nullptr, result);
 }
 
 // tensor_to_shape(x: 1-D int tensor) -> shape
@@ -483,29 +529,12 @@ constexpr std::array kRefused = {
 
 }  // namespace
 
-Status AllocTensorReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
-  HETRT_RETURN_IF_ERROR(NeedArgs(args, 4));
-  if (!args[0].is(Kind::kStorage)) return WrongKind(0, "a storage", args[0]);
-  HETRT_ASSIGN_OR_RETURN(int64_t offset, IntArg(args, 1));
-  if (!args[2].is(Kind::kShape)) return WrongKind(2, "a shape", args[2]);
-  if (!args[3].is(Kind::kDataType)) return WrongKind(3, "a dtype", args[3]);
-  HETRT_RETURN_IF_ERROR(CheckAllocDataType(args[3].dtype()));
-  if (offset < 0) return InvalidArgument("tensor at negative offset " + std::to_string(offset));
-  // The instruction's last tensor, held by nothing else: made the new view in place.
-  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
-    HETRT_RETURN_IF_ERROR(
-        spare->tensor().AssignView(args[0].tensor(), args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset)));
-    *result = *spare;
-    return OkStatus();
-  }
-  auto view = args[0].tensor().View(args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset));
-  if (!view.ok()) return view.status();
-  *result = RelaxValue::FromTensor(std::move(view).value());
-  if (spare != nullptr) *spare = *result;
-  return OkStatus();
-}
-
-RelaxBuiltin AllocTensorBuiltin() { return &AllocTensor; }
+constexpr std::array kReusing = {
+    ReusingRelaxBuiltin{&AllocTensor, &AllocTensorReusing},
+    ReusingRelaxBuiltin{&Reshape, &ReshapeReusing},
+    ReusingRelaxBuiltin{&MakeShape, &MakeShapeReusing},
+};
+std::span<const ReusingRelaxBuiltin> ReusingRelaxBuiltins() { return kReusing; }
 
 std::span<const NamedRelaxBuiltin> CoreRelaxBuiltins() { return kBuiltins; }
 

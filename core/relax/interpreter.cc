@@ -322,7 +322,7 @@ Status RelaxInterpreter::Call(const Instruction& in, const RelaxCallArgs& args, 
   switch (callee.kind) {
     case Callee::Kind::kBuiltin:
       ++stats.builtin_calls;
-      if (in.spare != kNoSpare) return AllocTensorReusing(*this, args, &spare_tensors[in.spare], result);
+      if (in.reusing != nullptr) return in.reusing(*this, args, &spares[in.spare], result);
       return callee.builtin(*this, args, result);
     case Callee::Kind::kKernel:
       // Compiled kernels write their outputs and return nothing (%void): the
@@ -372,7 +372,7 @@ Status RelaxInterpreter::CallProfiled(const Instruction& in, const RelaxCallArgs
 
 void RelaxInterpreter::ReleaseSpares(uint32_t function) {
   for (uint32_t i : function_spares[function]) {
-    RelaxValue& spare = spare_tensors[i];
+    RelaxValue& spare = spares[i];
     if (spare.is(RelaxValue::Kind::kTensor) && spare.use_count() == 1) spare.tensor().ReleaseMemory();
   }
 }

@@ -77,11 +77,18 @@ std::span<const NamedRelaxBuiltin> CudaGraphRelaxBuiltins();    // cuda_graph_bu
 // A builtin hetrt implements, by TVM name; nullptr when there is none.
 RelaxBuiltin FindRelaxBuiltin(std::string_view name);
 
-// alloc_tensor, given the instruction's spare: the tensor it made last time.
-// When nothing else holds that one, it becomes the new view in place (no
-// allocation); otherwise a new tensor is made and kept as the spare.
-Status AllocTensorReusing(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result);
-RelaxBuiltin AllocTensorBuiltin();
+// A builtin that makes a new object each call (a tensor view, a shape), given
+// its instruction's spare: the object it made last time. When nothing else
+// holds that one, it is rewritten in place (no allocation); otherwise a new
+// object is made and kept as the spare.
+using RelaxReusingBuiltin = Status (*)(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* spare,
+                                       RelaxValue* result);
+struct ReusingRelaxBuiltin {
+  RelaxBuiltin builtin;         // what the function table names
+  RelaxReusingBuiltin reusing;  // the same, with a spare
+};
+// alloc_tensor, reshape, make_shape: an LLM decode step's 64 new objects.
+std::span<const ReusingRelaxBuiltin> ReusingRelaxBuiltins();  // builtins.cc
 // Why a builtin TVM has is refused (LLM-style state, debug hooks); nullopt when not refused.
 std::optional<std::string> RefusedRelaxBuiltin(std::string_view name);
 
@@ -101,7 +108,8 @@ struct RelaxInterpreter {
     int64_t offset = 0;   // Goto, If
     uint32_t operands_begin = 0;
     uint32_t num_operands = 0;
-    uint32_t spare = kNoSpare;  // alloc_tensor: its index in spare_tensors
+    uint32_t spare = kNoSpare;              // a reusing builtin's: its index in spares
+    RelaxReusingBuiltin reusing = nullptr;  // set with spare
     // vm.builtin.null_value (about a third of an LLM step's calls: codegen
     // drops each dead tensor that way): the loop clears the register itself.
     bool clears_register = false;
@@ -119,11 +127,11 @@ struct RelaxInterpreter {
   std::vector<Instruction> code;
   std::vector<RelaxOperand> operands;
   std::vector<RelaxValue> fixed_values;  // immediates and function references the operands point at
-  // Per alloc_tensor instruction, the tensor object it made last (reused in
+  // Per instruction of a reusing builtin, the object it made last (reused in
   // place when nothing holds it), and per function the ones it owns: when the
-  // function returns, those no one holds let go of their memory, so the pool
-  // gets it back between calls.
-  std::vector<RelaxValue> spare_tensors;
+  // function returns, the tensors no one holds let go of their memory, so the
+  // pool gets it back between calls.
+  std::vector<RelaxValue> spares;
   std::vector<std::vector<uint32_t>> function_spares;
   // The spares of `function` nothing else holds let go of their memory.
   void ReleaseSpares(uint32_t function);

@@ -239,18 +239,21 @@ Result<std::unique_ptr<RelaxVirtualMachine>> RelaxVirtualMachine::Create(std::sh
     }
     impl->code.push_back(out);
   }
-  // alloc_tensor instructions keep their last tensor object (AllocTensorReusing).
+  // The instructions of builtins that make a new object each call keep their
+  // last one (ReusingRelaxBuiltins).
   impl->function_spares.resize(exe.functions.size());
-  const RelaxBuiltin alloc_tensor = AllocTensorBuiltin();
   for (size_t f = 0; f < exe.functions.size(); ++f) {
     if (exe.functions[f].kind != RelaxFunction::Kind::kVmFunc) continue;
     for (int64_t pc = exe.functions[f].start_instr; pc < exe.functions[f].end_instr; ++pc) {
       RelaxInterpreter::Instruction& in = impl->code[static_cast<size_t>(pc)];
       if (in.op != RelaxInstruction::Op::kCall) continue;
       const RelaxInterpreter::Callee& callee = impl->callees[in.callee];
-      if (callee.kind != RelaxInterpreter::Callee::Kind::kBuiltin || callee.builtin != alloc_tensor) continue;
-      in.spare = static_cast<uint32_t>(impl->spare_tensors.size());
-      impl->spare_tensors.emplace_back();
+      if (callee.kind != RelaxInterpreter::Callee::Kind::kBuiltin) continue;
+      for (const ReusingRelaxBuiltin& b : ReusingRelaxBuiltins())
+        if (callee.builtin == b.builtin) in.reusing = b.reusing;
+      if (in.reusing == nullptr) continue;
+      in.spare = static_cast<uint32_t>(impl->spares.size());
+      impl->spares.emplace_back();
       impl->function_spares[f].push_back(in.spare);
     }
   }

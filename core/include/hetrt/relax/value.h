@@ -96,6 +96,9 @@ class RelaxValue {
   // Valid only for the matching kind (callers check kind() first).
   Tensor& tensor() const { return *static_cast<Tensor*>(object_.get()); }  // kTensor and kStorage
   const std::vector<int64_t>& shape() const { return *static_cast<const std::vector<int64_t>*>(object_.get()); }
+  // A shape to write in place: only for a value nothing else holds
+  // (use_count() == 1), as copies share the object.
+  std::vector<int64_t>& unshared_shape() { return *static_cast<std::vector<int64_t>*>(object_.get()); }
   const std::string& string() const { return *static_cast<const std::string*>(object_.get()); }
   const RelaxTuple& tuple() const { return *static_cast<const RelaxTuple*>(object_.get()); }
   const RelaxClosure& closure() const { return *static_cast<const RelaxClosure*>(object_.get()); }
