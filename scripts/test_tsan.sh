@@ -25,7 +25,7 @@ fake_cuda="$PWD/build-tsan/test-fake-cuda/13.0/libcuda.so.1"
 profiles=sdk/conformance/profiles
 
 # Each run is a process of its own: they go $jobs at a time, each into its own
-# log, printed in full when it fails (the phase then fails, after the others).
+# log, whose end is printed when it fails (the phase then fails, after the others).
 logs=build-tsan/logs
 rm -rf $logs && mkdir -p $logs
 start_run() {  # start_run NAME COMMAND...

@@ -88,6 +88,21 @@ Status CheckAllocDataType(DLDataType t) {
   return OkStatus();
 }
 
+// A view of `base` as the result of an instruction with a spare: made in the
+// spare's tensor when nothing else holds it, else new and kept as the spare.
+Status ViewIntoSpare(const Tensor& base, std::span<const int64_t> shape, DLDataType dtype, uint64_t offset,
+                     RelaxValue* spare, RelaxValue* result) {
+  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
+    HETRT_RETURN_IF_ERROR(spare->tensor().AssignView(base, shape, dtype, offset));
+    *result = *spare;
+    return OkStatus();
+  }
+  HETRT_ASSIGN_OR_RETURN(Tensor view, base.View(std::vector<int64_t>(shape.begin(), shape.end()), dtype, offset));
+  *result = RelaxValue::FromTensor(std::move(view));
+  if (spare != nullptr) *spare = *result;
+  return OkStatus();
+}
+
 // alloc_tensor(storage, offset, shape, dtype) -> Tensor (a view of the storage)
 Status AllocTensorReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* spare, RelaxValue* result) {
   HETRT_RETURN_IF_ERROR(NeedArgs(args, 4));
@@ -97,18 +112,8 @@ Status AllocTensorReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxVal
   if (!args[3].is(Kind::kDataType)) return WrongKind(3, "a dtype", args[3]);
   HETRT_RETURN_IF_ERROR(CheckAllocDataType(args[3].dtype()));
   if (offset < 0) return InvalidArgument("tensor at negative offset " + std::to_string(offset));
-  // The instruction's last tensor, held by nothing else: made the new view in place.
-  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
-    HETRT_RETURN_IF_ERROR(
-        spare->tensor().AssignView(args[0].tensor(), args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset)));
-    *result = *spare;
-    return OkStatus();
-  }
-  auto view = args[0].tensor().View(args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset));
-  if (!view.ok()) return view.status();
-  *result = RelaxValue::FromTensor(std::move(view).value());
-  if (spare != nullptr) *spare = *result;
-  return OkStatus();
+  return ViewIntoSpare(args[0].tensor(), args[2].shape(), args[3].dtype(), static_cast<uint64_t>(offset), spare,
+                       result);
 }
 
 Status AllocTensor(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
@@ -359,15 +364,7 @@ Status ReshapeReusing(RelaxInterpreter&, const RelaxCallArgs& args, RelaxValue* 
   if (count != x.num_elements())
     return InvalidArgument("reshape of " + ShapeToString(x.shape()) + " to " + ShapeToString(args[1].shape()) +
                            " changes the element count");
-  if (spare != nullptr && spare->is(Kind::kTensor) && spare->use_count() == 1) {
-    HETRT_RETURN_IF_ERROR(spare->tensor().AssignView(x, args[1].shape(), x.dtype()));
-    *result = *spare;
-    return OkStatus();
-  }
-  HETRT_ASSIGN_OR_RETURN(Tensor view, x.View(args[1].shape(), x.dtype()));
-  *result = RelaxValue::FromTensor(std::move(view));
-  if (spare != nullptr) *spare = *result;
-  return OkStatus();
+  return ViewIntoSpare(x, args[1].shape(), x.dtype(), 0, spare, result);
 }
 
 Status Reshape(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result) {
