@@ -14,8 +14,9 @@ phase() {  # phase NAME COMMAND...: runs it, then says how long it took
 phase setup ./scripts/setup.sh
 # The optimized tree builds what users run and the tests that drive it (CLI,
 # Python, serving, install, SDK) with the few GoogleTest suites only an
-# uninstrumented build can show; every suite runs in the ASan + UBSan phase.
-phase build ./scripts/build.sh -DHETRT_TEST_SUITES=uninstrumented
+# uninstrumented build can show; every suite runs in the ASan + UBSan phase,
+# whose tree also compiles the benchmarks (they run no test).
+phase build ./scripts/build.sh -DHETRT_TEST_SUITES=uninstrumented -DHETRT_BUILD_BENCH=OFF
 jobs=$(nproc 2>/dev/null || echo 2)
 # In CI a missing device, tool or data set fails the test that needs it
 # (tests/test_support.h: HETRT_REQUIRE); only "no GPU" may skip.
