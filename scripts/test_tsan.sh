@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DHETRT_SANITIZE=thread \
-  -DHETRT_BUILD_BENCH=OFF -DHETRT_CLI_BUILDS_MICRO=OFF >/dev/null
+  -DHETRT_BUILD_BENCH=OFF >/dev/null
 targets=(async_executor_test graph_executor_test cpu_plugin_test stress_test hetrt-conformance serve_test hetrt hetrt_plugin_cpu)
 known=$(ninja -C build-tsan -t targets all 2>/dev/null | sed 's/:.*//')
 has_target() { grep -qx "$1" <<<"$known"; }
