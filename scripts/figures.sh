@@ -43,6 +43,12 @@ if [ "$build_type" != Release ]; then
   say "$build is a '${build_type:-no type}' build; figures need Release (FIGURES_BUILD_DIR=another folder)"
   exit 1
 fi
+# scripts/test.sh configures build/ without the benchmarks (CI compiles them
+# in its ASan tree): turn them back on.
+if [ "$(cache HETRT_BUILD_BENCH)" = OFF ]; then
+  say "$build was configured without benchmarks (scripts/test.sh does): configuring it with them"
+  cmake -S . -B "$build" -DHETRT_BUILD_BENCH=ON >/dev/null
+fi
 python=$(cache _Python3_EXECUTABLE)
 python=${python:-/usr/bin/python3}
 HETRT_FIXTURES=$(realpath -m "${HETRT_FIXTURES:-$(cache HETRT_FIXTURES_DIR)}")
