@@ -29,9 +29,9 @@ python3 scripts/skipped_tests.py build/ctest-junit.xml
 [ "$status" -eq 0 ] || exit "$status"
 phase tsan ./scripts/test_tsan.sh
 phase asan ./scripts/test_asan.sh
-# Every parser for 15 s: a crash, leak, timeout or out-of-memory fails the run.
+# Every parser for 10 s: a crash, leak, timeout or out-of-memory fails the run.
 # The harnesses come from the ASan phase's build (clang, ASan + UBSan + coverage).
-phase fuzz env HETRT_FUZZ_BUILD=build-asan ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-15}"
+phase fuzz env HETRT_FUZZ_BUILD=build-asan ./scripts/fuzz.sh "${HETRT_FUZZ_SECONDS:-10}"
 # The container image, built and run as its KServe pod would, when deploy/,
 # serve/ or scripts/setup.sh changed since its last pass (docs/serving.md).
 phase container ./scripts/test_container.sh --if-changed

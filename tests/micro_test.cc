@@ -204,11 +204,42 @@ TEST_P(MicroOnMlfFixture, RunsOnAHostDrivenDeviceProgramAndMatchesTvm) {
   EXPECT_GT(report.device_ns, 0u);  // the device program's clock timed the run
 }
 
-// One graph fixture for the fault tests (they rebuild the device program each time).
+// One graph fixture for the fault tests (their device program is built once, into the cache).
 Result<std::string> FaultModel() {
   const std::string tar = testing::MlfFixtureNamed("mlp_graph").tar;
   if (!std::filesystem::exists(tar)) return NotFound("mlp graph MLF fixture");
   return tar;
+}
+
+// The device program is compiled once per project: a second device of the
+// same model starts the cached program (same file, not rebuilt) and runs as
+// the first did; no half-built folder is left in the cache.
+TEST(MicroHostDriven, TheDeviceProgramIsBuiltOncePerProject) {
+  auto tar = FaultModel();
+  if (!tar.ok()) GTEST_SKIP() << tar.status().message();
+  const std::filesystem::path cache = ::testing::TempDir() + "/hetrt_device_cache_" + std::to_string(getpid());
+  std::filesystem::remove_all(cache);
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.18/mlf";
+  std::vector<std::string> programs;
+  std::filesystem::file_time_type built;
+  for (int open = 0; open < 2; ++open) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto device, PipeDevice(*tar, {{"cache_dir", cache.string()}}));
+    HETRT_ASSERT_OK(SetInputsFromFile(device->session(), dir + "/mlp_inputs.params"));
+    HETRT_ASSERT_OK(device->session().Run());
+    ExpectOutputMatchesFile(device->session(), dir + "/mlp_outputs.params");
+    programs.clear();
+    for (const auto& e : std::filesystem::directory_iterator(cache)) programs.push_back(e.path().filename().string());
+    ASSERT_EQ(programs.size(), 1u) << "one project folder in the cache, nothing half-built";
+    EXPECT_NE(programs[0].find("-host-"), std::string::npos) << programs[0];
+    const std::filesystem::path program = cache / programs[0] / "device";
+    HETRT_ASSERT_OK_AND_ASSIGN(micro::MicroReport report, device->Report());
+    EXPECT_NE(report.text.find("device program " + program.string()), std::string::npos) << report.text;
+    if (open == 0)
+      built = std::filesystem::last_write_time(program);
+    else
+      EXPECT_EQ(std::filesystem::last_write_time(program), built) << "the second device rebuilt the program";
+  }
+  std::filesystem::remove_all(cache);
 }
 
 // A device that stops reading: a write gives up after its 5 s bound instead of

@@ -1,12 +1,10 @@
 #include "hetrt/formats/graph.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <limits>
 
 #include "hetrt/base/dtype.h"
-#include "hetrt/base/json_limits.h"
+#include "hetrt/base/json_document.h"
 #include "hetrt/base/tensor.h"
 
 namespace hetrt {
@@ -21,13 +19,7 @@ class GraphParser {
   explicit GraphParser(std::string source) : source_(std::move(source)) {}
 
   Result<Graph> Parse(std::string_view text) {
-    HETRT_RETURN_IF_ERROR(CheckJsonLimits(text, source_));
-    json root;
-    try {
-      root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    } catch (const std::bad_alloc&) {
-      return ResourceExhausted(source_ + ": out of memory parsing " + std::to_string(text.size()) + " bytes of JSON");
-    }
+    HETRT_ASSIGN_OR_RETURN(const json root, ParseJsonDocument(text, source_));
     if (root.is_discarded()) return Error("", "not valid JSON");
     if (!root.is_object()) return Error("", "top level must be an object");
     static const char* kRequired[] = {"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr"};

@@ -6,10 +6,10 @@
 #include <deque>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <unordered_set>
 
 #include "hetrt/base/dtype.h"
+#include "hetrt/base/json_document.h"
 #include "hetrt/base/tensor.h"
 #include "hetrt/exec/open_model.h"
 #include "hetrt/plugin_host/plugin_registry.h"
@@ -166,7 +166,7 @@ Status LlmEngine::Impl::Load() {
     HETRT_ASSIGN_OR_RETURN(RelaxValue text, vm->Invoke(*m, {}), where + ": _metadata()");
     if (!text.is(RelaxValue::Kind::kString))
       return InvalidArgument(where + ": _metadata() returned " + text.Describe() + ", not a JSON string");
-    meta = nlohmann::json::parse(text.string(), nullptr, /*allow_exceptions=*/false);
+    HETRT_ASSIGN_OR_RETURN(meta, ParseJsonDocument(text.string(), where + ": _metadata()"));
     if (!meta.is_object()) return InvalidArgument(where + ": _metadata() is not a JSON object");
   }
   if (auto it = meta.find("model_type"); it != meta.end() && it->is_string()) info.model_type = *it;

@@ -5,8 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -14,7 +12,7 @@
 #include <new>
 
 #include "hetrt/base/dtype.h"
-#include "hetrt/base/json_limits.h"
+#include "hetrt/base/json_document.h"
 #include "hetrt/device/device.h"
 #include "hetrt/sdk/byte_stream.h"
 
@@ -119,14 +117,8 @@ class IndexParser {
   }
 
   Result<TensorCacheIndex::State> Parse(std::string_view text) {
-    HETRT_RETURN_IF_ERROR(CheckJsonLimits(text, json_path_, JsonLimits{.max_depth = 64, .max_bytes = kMaxIndexBytes}));
-    json root;
-    try {
-      root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    } catch (const std::bad_alloc&) {
-      return ResourceExhausted(json_path_ + ": out of memory parsing " + std::to_string(text.size()) +
-                               " bytes of JSON");
-    }
+    HETRT_ASSIGN_OR_RETURN(
+        const json root, ParseJsonDocument(text, json_path_, JsonLimits{.max_depth = 64, .max_bytes = kMaxIndexBytes}));
     if (root.is_discarded()) return DataLoss(json_path_ + ": not valid JSON");
     if (!root.is_object())
       return Error("", std::string("expected a JSON object at the top, found ") + root.type_name());

@@ -42,6 +42,24 @@ void HashMicroSources(Fnv1a& hash) {
   }
 }
 
+// Every file under `dir`, by path relative to it, in a fixed order.
+void HashTree(const fs::path& dir, Fnv1a& hash) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), dir));
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    hash.Add(f.generic_string());
+    hash.Add(ReadText((dir / f).string()));
+  }
+}
+
+std::string HexKey(const Fnv1a& hash) {
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(hash.h));
+  return key;
+}
+
 }  // namespace
 
 Status RequireTool(const std::string& tool, const std::string& debian_package) {
@@ -115,9 +133,7 @@ Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::stri
     hash.Add(in.bytes.data(), in.bytes.size());
   }
   HashMicroSources(hash);
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(hash.h));
-  const fs::path final_dir = fs::path(cache_dir) / (mlf.metadata().model_name + "-" + spec->name + "-" + key);
+  const fs::path final_dir = fs::path(cache_dir) / (mlf.metadata().model_name + "-" + spec->name + "-" + HexKey(hash));
   FirmwareBuild build;
   build.dir = final_dir.string();
   build.standalone_elf = build.dir + "/standalone.elf";
@@ -150,6 +166,31 @@ Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::stri
   HETRT_ASSIGN_OR_RETURN(build.standalone, ElfSizes(build.standalone_elf));
   HETRT_ASSIGN_OR_RETURN(build.host_driven, ElfSizes(build.host_driven_elf));
   return build;
+}
+
+Result<DeviceProgram> BuildDeviceProgramCached(const MlfPackage& mlf, const std::string& cache_dir) {
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  if (ec) return Unavailable("cannot create the micro build cache " + cache_dir + ": " + ec.message());
+  std::random_device rd;
+  const fs::path work = fs::path(cache_dir) / ("building-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+  struct RemoveWork {
+    const fs::path& dir;
+    ~RemoveWork() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);  // gone already when renamed into place
+    }
+  } remove_work{work};
+  HETRT_ASSIGN_OR_RETURN(ProjectSummary summary, WriteProject(mlf, work.string(), {}));
+  Fnv1a hash;
+  hash.Add("host device program");
+  HashTree(work, hash);
+  const fs::path final_dir = fs::path(cache_dir) / (mlf.metadata().model_name + "-host-" + HexKey(hash));
+  DeviceProgram built{(final_dir / "device").string(), std::move(summary.plan)};
+  if (fs::exists(built.program, ec)) return built;
+  HETRT_RETURN_IF_ERROR(RunMake(work.string(), "device"));
+  fs::rename(work, final_dir, ec);  // another builder may have won: its program is as good
+  return built;
 }
 
 }  // namespace hetrt::micro

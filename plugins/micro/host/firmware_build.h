@@ -45,4 +45,16 @@ std::string DefaultCacheDir();
 Result<FirmwareBuild> BuildFirmwareCached(const MlfPackage& mlf, const std::string& board, const std::string& cache_dir,
                                           const std::vector<sdk::ParamEntry>& inputs = {});
 
+struct DeviceProgram {
+  std::string program;  // in the cache
+  ModelPlan plan;
+};
+
+// The project's host-driven device program for this host (`make device`, the
+// pipe transport's device), built once per project: the files the project
+// holds (its makefile, the model's sources, the runtime) name
+// <cache_dir>/<model>-host-<hash>/device, so opening a model again starts
+// the program built before. Concurrent builders are safe, as above.
+Result<DeviceProgram> BuildDeviceProgramCached(const MlfPackage& mlf, const std::string& cache_dir);
+
 }  // namespace hetrt::micro

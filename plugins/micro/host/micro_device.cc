@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "firmware_build.h"
@@ -139,20 +138,10 @@ Result<std::unique_ptr<MicroModel>> OpenRemote(const MlfPackage& mlf, const std:
            std::to_string(build.host_driven.data) + ", .bss " + std::to_string(build.host_driven.bss) + ")";
   } else if (transport == "pipe") {
     // The device program: the host build of the project's `device` target, in the cache.
-    HETRT_ASSIGN_OR_RETURN(plan, PlanModel(mlf));
-    std::random_device rd;
-    const std::string dir =
-        (fs::temp_directory_path() / ("hetrt-micro-device-" + std::to_string(getpid()) + "-" + std::to_string(rd())))
-            .string();
-    HETRT_RETURN_IF_ERROR(WriteProject(mlf, dir, {}).status());
-    Status made = RunMake(dir, "device");
-    if (!made.ok()) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      return made;
-    }
-    stream = MakePipeTransport(dir + "/device", dir);
-    note = "device program " + dir + "/device";
+    HETRT_ASSIGN_OR_RETURN(DeviceProgram device, BuildDeviceProgramCached(mlf, cache_dir));
+    plan = std::move(device.plan);
+    stream = MakePipeTransport(device.program);
+    note = "device program " + device.program;
   } else if (transport.rfind("tcp:", 0) == 0) {
     HETRT_ASSIGN_OR_RETURN(plan, PlanModel(mlf));
     HETRT_ASSIGN_OR_RETURN(stream, MakeTcpTransport(transport.substr(4)));

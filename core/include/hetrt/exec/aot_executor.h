@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hetrt/exec/executor.h"
 #include "hetrt/module/module.h"

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hetrt/sdk/byte_stream.h"

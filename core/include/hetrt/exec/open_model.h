@@ -9,6 +9,7 @@
 // Thread contract: thread-safe (each call opens its own model).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 

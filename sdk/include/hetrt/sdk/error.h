@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "hetrt/plugin_abi.h"
 
