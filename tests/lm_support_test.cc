@@ -1,15 +1,14 @@
 // TVM's LM helper builtins (hetrt/relax/lm_support.h) on hand-computed cases
-// that pin TVM v0.25's exact rules, and the engine's sampler (hetrt/llm/sampler.h).
+// that pin TVM v0.25's exact rules, and the engine's sampler (hetrt/llm/sampler.h;
+// its allocations once warm: steady_state_alloc_test).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
-#include <new>
 #include <random>
 #include <vector>
 
@@ -21,29 +20,6 @@
 #include "hetrt/llm/sampler.h"
 #include "hetrt/relax/lm_support.h"
 #include "test_support.h"
-
-// Counts heap allocations while a test asks (the sampler must make none per
-// token once warm). Not under sanitizers: they bring their own allocator.
-#if !defined(HETRT_SANITIZED)
-namespace {
-std::atomic<bool> g_count_allocations{false};
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-// GCC pairs the free() below with every inlined `new` it sees and warns; they
-// are this file's own matched pair.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#define HETRT_TEST_COUNTS_ALLOCATIONS 1
-#endif
 
 namespace hetrt {
 namespace {
@@ -639,42 +615,6 @@ TEST(Sampler, RejectsBadInput) {
   HETRT_ASSERT_OK_AND_ASSIGN(int32_t any, Sampler(unseeded).Sample(logits, {}));
   EXPECT_TRUE(any == 0 || any == 1);
 }
-
-#if defined(HETRT_TEST_COUNTS_ALLOCATIONS)
-TEST(Sampler, AllocatesNothingPerTokenOnceWarm) {
-  SamplingParams p = Params(0.9f, 11);
-  p.top_k = 20;
-  p.top_p = 0.9f;
-  p.repetition_penalty = 1.2f;
-  p.frequency_penalty = 0.3f;
-  Sampler sampler(p);
-  std::mt19937 rng(12);
-  std::vector<std::vector<float>> steps;
-  for (int i = 0; i < 16; ++i) steps.push_back(RandomLogits(rng, 1000));
-  std::vector<int32_t> history;
-  history.reserve(64);
-  history.push_back(1);
-  HETRT_ASSERT_OK_AND_ASSIGN(int32_t first, sampler.Sample(steps[0], history));  // warms the buffers
-  history.push_back(first);
-  SamplingParams no_top_k = p;  // the full-sort path too
-  no_top_k.top_k = 0;
-  Sampler full(no_top_k);
-  HETRT_ASSERT_OK_AND_ASSIGN(int32_t warm, full.Sample(steps[0], history));
-  (void)warm;
-
-  g_allocations = 0;
-  g_count_allocations = true;
-  for (size_t i = 1; i < steps.size(); ++i) {
-    auto token = sampler.Sample(steps[i], history);
-    auto other = full.Sample(steps[i], history);
-    if (!token.ok() || !other.ok()) break;
-    history.push_back(*token);
-  }
-  g_count_allocations = false;
-  EXPECT_EQ(g_allocations.load(), 0);
-  EXPECT_EQ(history.size(), steps.size() + 1);
-}
-#endif
 
 }  // namespace
 }  // namespace hetrt

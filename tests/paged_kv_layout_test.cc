@@ -1,44 +1,23 @@
 // PagedKvLayout against TVM v0.25's paged-KV-cache bookkeeping: the auxiliary
 // arrays of docs/llm-runtime.md §2.8.1 for the forwards of §6 E, forks, popn,
 // remove, token-tree chains, errors that leave the layout as it was, the
-// traces of the tiny_llama fixture, and no host allocation in a warm decode.
+// traces of the tiny_llama fixture (no host allocation in a warm decode:
+// steady_state_alloc_test).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <new>
 #include <random>
 #include <type_traits>
 #include <vector>
 
 #include "hetrt/relax/paged_kv_layout.h"
 #include "test_support.h"
-
-#if !defined(HETRT_SANITIZED)
-// Counts host allocations while g_count_allocations is set (whole binary, the
-// core library included: the executable's operator new interposes).
-namespace {
-std::atomic<bool> g_count_allocations{false};
-std::atomic<int64_t> g_allocations{0};
-void* CountedAlloc(std::size_t n) {
-  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-void* operator new(std::size_t n) { return CountedAlloc(n); }
-void* operator new[](std::size_t n) { return CountedAlloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace hetrt {
 
@@ -1117,37 +1096,6 @@ TEST(PagedKvLayoutTest, RandomOperationsReadBackEveryToken) {
   EXPECT_GT(coalesced, 0);
   EXPECT_GT(popn_copies, 0);
   EXPECT_GT(full, 0);
-}
-
-// ---------------------------------------------------------------- steady state
-
-TEST(PagedKvLayoutTest, WarmDecodeAllocatesNothing) {
-#if defined(HETRT_SANITIZED)
-  GTEST_SKIP() << "the sanitizer's allocator is not counted";
-#else
-  PagedKvLayout layout(64, 16, 4, 64);
-  std::vector<PageCopy> copies;
-  // The counter sees the layout's own allocations (a new sequence's map node).
-  g_allocations = 0;
-  g_count_allocations = true;
-  HETRT_ASSERT_OK(layout.AddSequence(0));
-  g_count_allocations = false;
-  ASSERT_GT(g_allocations.load(), 0);
-  HETRT_ASSERT_OK(layout.AddSequence(1));
-  HETRT_ASSERT_OK(Forward(layout, {0, 1}, {20, 5}));
-  HETRT_ASSERT_OK(layout.ForkSequence(0, 2, 18, &copies));
-  HETRT_ASSERT_OK(layout.ForkSequence(2, 3, -1, &copies));
-  const Ids ids{0, 1, 2, 3}, ones{1, 1, 1, 1};
-  HETRT_ASSERT_OK(layout.BeginForward(ids, ones));  // warm-up
-  g_allocations = 0;
-  g_count_allocations = true;
-  Status s;
-  for (int step = 0; step < 40 && s.ok(); ++step) s = layout.BeginForward(ids, ones);  // crosses pages
-  g_count_allocations = false;
-  HETRT_ASSERT_OK(s);
-  EXPECT_EQ(layout.plan().num_depths, 2);
-  EXPECT_EQ(g_allocations.load(), 0);
-#endif
 }
 
 }  // namespace
