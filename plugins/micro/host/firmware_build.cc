@@ -190,6 +190,9 @@ Result<DeviceProgram> BuildDeviceProgramCached(const MlfPackage& mlf, const std:
   if (fs::exists(built.program, ec)) return built;
   HETRT_RETURN_IF_ERROR(RunMake(work.string(), "device"));
   fs::rename(work, final_dir, ec);  // another builder may have won: its program is as good
+  if (!fs::exists(built.program))
+    return Unavailable("the device program built in " + work.string() + " could not be kept as " + built.program +
+                       (ec ? ": " + ec.message() : ""));
   return built;
 }
 
