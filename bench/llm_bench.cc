@@ -8,6 +8,7 @@
 //     for at most 4 sequences per batch: the engine refuses more);
 //   - prefill of a 7-token prompt, and opening the model (load time).
 #include <benchmark/benchmark.h>
+#include <cstdlib>
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -85,8 +86,13 @@ void BM_DecodeStepVsKernels(benchmark::State& state) {
     return state.SkipWithError((recorded.ok() ? floor.status() : recorded).ToString().c_str());
   const uint64_t allocations = setup->engine->vm().PluginAllocations();
   Status failed;
+  // HETRT_BENCH_DECODE_REPS: steps per iteration (default 50). Two callgrind
+  // runs with different counts, differenced, give one replayed step's
+  // instructions without the warm-up's interpreted and recorded steps.
+  const char* reps_env = std::getenv("HETRT_BENCH_DECODE_REPS");
+  const int reps = reps_env != nullptr && std::atoi(reps_env) > 0 ? std::atoi(reps_env) : 50;
   const InterleavedNs ns = TimeInterleaved(
-      state, /*reps=*/50,
+      state, reps,
       [&] {
         if (Status s = setup->Step(); !s.ok()) failed = s;
       },

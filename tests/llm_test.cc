@@ -5,6 +5,7 @@
 // membership changes, chunked prefill, the steady state, bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -362,11 +363,14 @@ TEST(LlmEngine, ChunkedPrefillEqualsOneForward) {
 TEST(LlmEngine, DecodeStepsAllocateNothingFromThePlugins) {
   HETRT_REQUIRE_LLM_FIXTURE(dir);
   HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(dir)));
-  // Warm-up: every batch size once.
-  for (int n = 1; n <= 3; ++n) {
-    std::vector<GenerationRequest> batch(n, Greedy({1, 2, 3, 4, 5}, 4));
-    HETRT_ASSERT_OK(engine->Generate(batch).status());
-  }
+  // Warm-up: every batch size, twice: a decode step's second call of a batch
+  // size is recorded for replay, pinning its memory; the second round
+  // prefills with all of them pinned.
+  for (int round = 0; round < 2; ++round)
+    for (int n = 1; n <= 3; ++n) {
+      std::vector<GenerationRequest> batch(n, Greedy({1, 2, 3, 4, 5}, 4));
+      HETRT_ASSERT_OK(engine->Generate(batch).status());
+    }
   const uint64_t before = engine->vm().PluginAllocations();
   HETRT_ASSERT_OK(engine->AddRequest(Greedy({7, 8, 9}, 30)).status());
   HETRT_ASSERT_OK(engine->AddRequest(Greedy({10, 11}, 10)).status());
@@ -376,6 +380,48 @@ TEST(LlmEngine, DecodeStepsAllocateNothingFromThePlugins) {
     HETRT_ASSERT_OK(engine->Step().status());
   }
   EXPECT_EQ(engine->vm().PluginAllocations(), before);
+}
+
+// Decode steps replayed from their recordings give the logits interpreted
+// steps give, bit for bit, while sequences join and leave the batch.
+TEST(LlmEngine, ReplayedDecodeStepsEqualInterpretedOnes) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto replayed, LlmEngine::Open(Options(dir)));
+  LlmEngineOptions interpreted_options = Options(dir);
+  interpreted_options.replay_steps = false;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto interpreted, LlmEngine::Open(interpreted_options));
+  const int64_t vocab = replayed->info().vocab_size;
+  std::vector<int32_t> next = {3, 17, 40};  // each sequence's next token
+  for (LlmEngine* e : {replayed.get(), interpreted.get()})
+    for (int64_t id = 0; id < 3; ++id) HETRT_ASSERT_OK(e->kv_cache().AddSequence(id));
+  // Batches by step: one sequence, two joining, three, one leaving, alone again.
+  const std::vector<std::vector<int64_t>> steps = {
+      {0}, {0}, {0}, {0, 1}, {0, 1}, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {1, 2}, {1, 2}, {1, 2}, {0}, {0}, {2, 0}, {2, 0}};
+  for (size_t step = 0; step < steps.size(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const std::vector<int64_t>& ids = steps[step];
+    const std::vector<int64_t> lengths(ids.size(), 1);
+    std::vector<int32_t> tokens;
+    for (int64_t id : ids) tokens.push_back(next[static_cast<size_t>(id)]);
+    HETRT_ASSERT_OK_AND_ASSIGN(const float* got, replayed->Forward(ids, lengths, tokens));
+    const std::vector<float> got_rows(got, got + ids.size() * static_cast<size_t>(vocab));
+    HETRT_ASSERT_OK_AND_ASSIGN(const float* want, interpreted->Forward(ids, lengths, tokens));
+    for (size_t i = 0; i < got_rows.size(); ++i) ASSERT_EQ(got_rows[i], want[i]) << "logit " << i;
+    for (size_t row = 0; row < ids.size(); ++row) {
+      const float* r = want + row * static_cast<size_t>(vocab);
+      next[static_cast<size_t>(ids[row])] = static_cast<int32_t>(std::max_element(r, r + vocab) - r);
+    }
+  }
+  RelaxVirtualMachine& vm = replayed->vm();
+  for (const char* name : {"embed", "decode", "batch_decode"}) {
+    HETRT_ASSERT_OK_AND_ASSIGN(uint32_t f, vm.FindFunction(name));
+    const RelaxReplayStats stats = vm.ReplayStats(f);
+    EXPECT_TRUE(stats.disabled.empty()) << name << ": " << stats.disabled;
+    EXPECT_GT(stats.replayed, 0u) << name;
+  }
+  HETRT_ASSERT_OK_AND_ASSIGN(uint32_t batch_decode, vm.FindFunction("batch_decode"));
+  EXPECT_EQ(vm.ReplayStats(batch_decode).recorded, 2u);  // batches of 2 and 3
+  EXPECT_EQ(interpreted->vm().ReplayStats(batch_decode).replayed, 0u);
 }
 
 TEST(LlmEngine, BadRequestsAreRefusedAndOthersGoOn) {

@@ -1,17 +1,21 @@
 // What must take nothing from the heap once warm, counted on the real
 // allocator (this program replaces operator new): the engine's sampler per
-// token, the paged KV cache's bookkeeping per decode step. Built in
+// token, the paged KV cache's bookkeeping per decode step, a whole replayed
+// decode step of tiny_llama. Built in
 // uninstrumented trees only (a sanitizer brings its own allocator); the same
 // code's other checks are lm_support_test's and paged_kv_layout_test's.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <random>
 #include <vector>
 
+#include "hetrt/llm/engine.h"
 #include "hetrt/llm/sampler.h"
+#include "hetrt/relax/paged_kv_cache.h"
 #include "hetrt/relax/paged_kv_layout.h"
 #include "test_support.h"
 
@@ -115,6 +119,39 @@ TEST(PagedKvLayoutTest, WarmDecodeAllocatesNothing) {
   HETRT_ASSERT_OK(s);
   EXPECT_EQ(layout.plan().num_depths, 2);
   EXPECT_EQ(allocations, 0);
+}
+
+// A decode step of tiny_llama once its batch size is recorded: embed and
+// decode replayed, the KV cache's forward begun and ended, the logits read.
+TEST(LlmEngineSteadyState, AReplayedDecodeStepAllocatesNothing) {
+  const std::string dir = testing::FixturesRoot() + "/tvm-0.25-llm/tiny_llama";
+  if (!std::filesystem::exists(dir + "/model.so")) HETRT_MISSING("fixtures", "no tiny_llama under " << dir);
+  LlmEngineOptions options;
+  options.model_dir = dir;
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(options));
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    std::vector<int64_t> ids, ones(static_cast<size_t>(batch), 1);
+    std::vector<int32_t> tokens;
+    for (int64_t i = 0; i < batch; ++i) {
+      ids.push_back(100 + batch * 10 + i);
+      tokens.push_back(static_cast<int32_t>(5 + i));
+      HETRT_ASSERT_OK(engine->kv_cache().AddSequence(ids.back()));
+    }
+    auto step = [&]() -> Status {
+      HETRT_RETURN_IF_ERROR(engine->Forward(ids, ones, tokens).status());
+      for (int64_t id : ids) HETRT_RETURN_IF_ERROR(engine->kv_cache().PopN(id, 1));
+      return OkStatus();
+    };
+    for (int i = 0; i < 3; ++i) HETRT_ASSERT_OK(step());  // interpreted, recorded, replayed
+    Status s;
+    const int64_t allocations = AllocationsOf([&] {
+      for (int i = 0; i < 5 && s.ok(); ++i) s = step();
+    });
+    HETRT_ASSERT_OK(s);
+    EXPECT_EQ(allocations, 0);
+    for (int64_t id : ids) HETRT_ASSERT_OK(engine->kv_cache().RemoveSequence(id));
+  }
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ struct LlmEngine::Impl {
   std::vector<int64_t> seq_ids, lengths;
   std::vector<int32_t> tokens;
   std::vector<float> host_logits;
+  // A decode step's arguments, rewritten in place: a step allocates nothing.
+  Tensor token_ids;        // host int32, as long as the longest forward so far
+  RelaxValue embed_input;  // a view of token_ids
+  RelaxValue step_input;   // the embeddings as (batch, 1, hidden)
+  std::vector<int64_t> chunk_ends;
 
   Device vm_device;  // the device the model runs on (its logits are there)
   Status Load();
@@ -110,8 +115,10 @@ struct LlmEngine::Impl {
   Status CheckRequest(const GenerationRequest& request) const;
   int64_t PagesFor(const GenerationRequest& request) const;
   // A model function; with a profile set, its events are appended to it.
-  Result<RelaxValue> Invoke(uint32_t fn, std::span<const RelaxValue> args) {
-    if (profile == nullptr) return vm->Invoke(fn, args);
+  // `step`: a decode step's call, replayed (prefill's shapes rarely repeat:
+  // recording them would only pin memory).
+  Result<RelaxValue> Invoke(uint32_t fn, std::span<const RelaxValue> args, bool step = false) {
+    if (profile == nullptr) return vm->Invoke(fn, args, step);
     RelaxProfile one;
     auto result = vm->InvokeProfiled(fn, args, &one);
     if (profile->events.empty()) profile->start_ns = one.start_ns;
@@ -119,8 +126,8 @@ struct LlmEngine::Impl {
     profile->end_ns = one.end_ns;
     return result;
   }
-  Result<Tensor> Embed(std::span<const int32_t> ids);
-  Result<Tensor> Forward(bool decode, std::span<const int32_t> ids, std::span<const int64_t> chunk_ends);
+  Result<RelaxValue> Embed(std::span<const int32_t> ids, bool decode);
+  Result<RelaxValue> Forward(bool decode, std::span<const int32_t> ids, std::span<const int64_t> chunk_ends);
   Result<const float*> HostLogits(const Tensor& logits);
   // begin_forward, the model, end_forward for `seq_ids` (each `lengths[i]`
   // of `tokens`, in order); taken back with popn if the model fails. The
@@ -189,6 +196,15 @@ Status LlmEngine::Impl::Load() {
   info.max_batch_size = options.max_batch_size > 0 ? options.max_batch_size : std::max<int64_t>(compiled_batch, 1);
   info.max_total_seq_len =
       options.max_total_seq_len > 0 ? options.max_total_seq_len : info.context_window_size * info.max_batch_size;
+  // A decode step is the same call for the same batch size every token:
+  // replayed, each batch size's memory kept. A function that cannot be replayed (one that branches)
+  // is interpreted as before, so its refusal is not an error here.
+  if (options.replay_steps) {
+    const size_t batches = static_cast<size_t>(info.max_batch_size);
+    (void)vm->EnableReplay(fn_embed, batches);
+    if (fn_decode) (void)vm->EnableReplay(*fn_decode, 1);
+    if (fn_batch_decode) (void)vm->EnableReplay(*fn_batch_decode, batches);
+  }
 
   // Weights: memory-mapped shards, each record decoded once onto the device.
   HETRT_ASSIGN_OR_RETURN(TensorCacheIndex index, TensorCacheIndex::Open(info.weights));
@@ -249,37 +265,53 @@ Status LlmEngine::Impl::Load() {
   return OkStatus();
 }
 
-Result<Tensor> LlmEngine::Impl::Embed(std::span<const int32_t> ids) {
-  HETRT_ASSIGN_OR_RETURN(Tensor host, Tensor::EmptyHost({static_cast<int64_t>(ids.size())}, kInt32));
-  std::memcpy(host.data(), ids.data(), ids.size_bytes());
-  Tensor input = host;
-  if (device.device_type != kDLCPU) {
-    HETRT_ASSIGN_OR_RETURN(input, vm->ToDevice(host, device));
+// Rewrites `value` into a view of `base` when nothing else holds it, else
+// makes a new one: no allocation in the steady state.
+static Status AssignViewTo(RelaxValue& value, const Tensor& base, std::span<const int64_t> shape, DLDataType dtype) {
+  if (!value.is(RelaxValue::Kind::kTensor) || value.use_count() != 1) value = RelaxValue::FromTensor(Tensor());
+  return value.tensor().AssignView(base, shape, dtype);
+}
+
+Result<RelaxValue> LlmEngine::Impl::Embed(std::span<const int32_t> ids, bool decode) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (!token_ids.defined() || token_ids.num_elements() < n) {
+    HETRT_ASSIGN_OR_RETURN(token_ids, Tensor::EmptyHost({std::max(n, info.max_batch_size)}, kInt32));
   }
-  const RelaxValue args[] = {RelaxValue::FromTensor(std::move(input)), params};
-  HETRT_ASSIGN_OR_RETURN(RelaxValue out, Invoke(fn_embed, args), "embed");
+  std::memcpy(token_ids.data(), ids.data(), ids.size_bytes());
+  HETRT_RETURN_IF_ERROR(AssignViewTo(embed_input, token_ids, std::span(&n, 1), kInt32));
+  RelaxValue input = embed_input;
+  if (device.device_type != kDLCPU) {
+    HETRT_ASSIGN_OR_RETURN(Tensor copy, vm->ToDevice(embed_input.tensor(), device));
+    input = RelaxValue::FromTensor(std::move(copy));
+  }
+  const RelaxValue args[] = {std::move(input), params};
+  HETRT_ASSIGN_OR_RETURN(RelaxValue out, Invoke(fn_embed, args, decode), "embed");
   if (!out.is(RelaxValue::Kind::kTensor) || out.tensor().shape().size() != 2)
     return InvalidArgument("embed returned " + out.Describe() + ", expected (tokens, hidden)");
   info.hidden_size = out.tensor().shape()[1];
-  return out.tensor();
+  return out;
 }
 
 // One forward of the sequences in `seq_ids` (begin_forward already called):
 // decode takes one token per sequence; prefill the concatenated chunks, with
 // `chunk_ends` the end of each sequence's rows. Returns logits (B, V) rows.
-Result<Tensor> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> ids,
-                                        std::span<const int64_t> chunk_ends) {
+Result<RelaxValue> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> ids,
+                                            std::span<const int64_t> chunk_ends) {
   const int64_t batch = static_cast<int64_t>(chunk_ends.size());
   const int64_t total = static_cast<int64_t>(ids.size());
-  HETRT_ASSIGN_OR_RETURN(Tensor embeds, Embed(ids));
+  HETRT_ASSIGN_OR_RETURN(RelaxValue embedded, Embed(ids, decode));
+  const Tensor& embeds = embedded.tensor();
   const DLDataType dtype = embeds.dtype();
   RelaxValue out;
   if (decode) {
-    HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({batch, 1, info.hidden_size}, dtype));
+    const int64_t shape[] = {batch, 1, info.hidden_size};
+    HETRT_RETURN_IF_ERROR(AssignViewTo(step_input, embeds, shape, dtype));
     const bool single = batch == 1 && fn_decode;
-    const RelaxValue args[] = {RelaxValue::FromTensor(std::move(view)), kv, params};
-    HETRT_ASSIGN_OR_RETURN(out, Invoke(single ? *fn_decode : *fn_batch_decode, args),
-                           single ? "decode" : "batch_decode");
+    const RelaxValue args[] = {step_input, kv, params};
+    auto stepped = Invoke(single ? *fn_decode : *fn_batch_decode, args, /*step=*/true);
+    // The embeddings go back to embed's memory for the next step.
+    step_input.tensor().ReleaseMemory();
+    HETRT_ASSIGN_OR_RETURN(out, std::move(stepped), single ? "decode" : "batch_decode");
   } else {
     HETRT_ASSIGN_OR_RETURN(Tensor view, embeds.View({1, total, info.hidden_size}, dtype));
     if (batch == 1 && fn_prefill) {
@@ -304,7 +336,7 @@ Result<Tensor> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t> id
     return InvalidArgument("the model returned logits " + DataTypeToString(logits.dtype()) +
                            ShapeToString(logits.shape()) + ", expected " + std::to_string(batch) + " rows of " +
                            std::to_string(info.vocab_size) + " float32");
-  return logits;
+  return out;
 }
 
 Result<const float*> LlmEngine::Impl::HostLogits(const Tensor& logits) {
@@ -321,17 +353,19 @@ Result<const float*> LlmEngine::Impl::HostLogits(const Tensor& logits) {
 Result<const float*> LlmEngine::Impl::ForwardOnCache(bool decode, std::span<const int64_t> seq_ids,
                                                      std::span<const int64_t> lengths,
                                                      std::span<const int32_t> tokens) {
-  std::vector<int64_t> ends(lengths.size());
+  chunk_ends.resize(lengths.size());
   int64_t at = 0;
-  for (size_t i = 0; i < lengths.size(); ++i) ends[i] = at += lengths[i];
+  for (size_t i = 0; i < lengths.size(); ++i) chunk_ends[i] = at += lengths[i];
   HETRT_RETURN_IF_ERROR(cache->BeginForward(seq_ids, lengths));
-  auto logits = Forward(decode, tokens, ends);
-  if (!logits.ok()) {  // the cache grew at begin_forward: take the tokens back
+  auto out = Forward(decode, tokens, chunk_ends);
+  if (!out.ok()) {  // the cache grew at begin_forward: take the tokens back
     for (size_t i = 0; i < seq_ids.size(); ++i) (void)cache->PopN(seq_ids[i], lengths[i]);
-    return logits.status();
+    return out.status();
   }
   HETRT_RETURN_IF_ERROR(cache->EndForward());
-  return HostLogits(*logits);
+  // The logits stay valid after `out` goes: the memory stays with the step's
+  // recording or the VM's pool until the next forward.
+  return HostLogits(out->tuple()[0].tensor());
 }
 
 Status LlmEngine::Impl::CheckTokens(std::span<const int32_t> ids, const char* what) const {

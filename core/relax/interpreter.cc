@@ -428,6 +428,8 @@ Result<RelaxValue> RelaxInterpreter::Run(uint32_t function, const RelaxCallArgs&
         if (!s.ok()) [[unlikely]]
           return s.WithContext("function '" + f.name + "' instruction " + std::to_string(pc - f.start_instr) +
                                " (call " + FunctionName(in.callee) + ")");
+        if (recorder != nullptr && my_depth == 0) [[unlikely]]
+          recorder->Observe(*this, static_cast<uint32_t>(pc - f.start_instr), in, result);
         if (in.reg < kRelaxVoidRegister) frames[my_depth][static_cast<size_t>(in.reg)] = std::move(result);
         ++pc;
         break;

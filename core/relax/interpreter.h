@@ -61,6 +61,8 @@ struct RelaxVmDevice {
 };
 
 struct RelaxInterpreter;
+class RelaxFunctionReplay;
+class RelaxCallObserver;
 using RelaxBuiltin = Status (*)(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* result);
 struct NamedRelaxBuiltin {
   std::string_view name;
@@ -162,6 +164,11 @@ struct RelaxInterpreter {
   // vm.builtin.cuda_graph.get_cached_alloc's memo: the first result per entry
   // index, returned again on every later call (the states must alias).
   std::map<int64_t, RelaxValue> cached_allocs;
+  // Functions replayed instead of interpreted (call_replay.h), by function
+  // index, and the one whose call is being recorded (its calls at depth 0
+  // are shown to it).
+  std::vector<std::shared_ptr<RelaxFunctionReplay>> replays;
+  RelaxCallObserver* recorder = nullptr;
 
   Result<RelaxValue> Run(uint32_t function, const RelaxCallArgs& args);
   // One Call instruction's callee, profiled when `profile` is set.
@@ -199,6 +206,17 @@ struct RelaxInterpreter {
   // device) and the operand points at the copy.
   Status MoveConstantOnce(RelaxOperand* operands, uint32_t num_operands);
   const std::string& FunctionName(uint32_t index) const { return exe->functions[index].name; }
+};
+
+// Shown each Call instruction of the outermost function after it ran, while
+// set as the interpreter's recorder (call_replay.h's recording).
+class RelaxCallObserver {
+ public:
+  virtual void Observe(const RelaxInterpreter& vm, uint32_t index, const RelaxInterpreter::Instruction& in,
+                       const RelaxValue& result) = 0;
+
+ protected:
+  ~RelaxCallObserver() = default;
 };
 
 }  // namespace hetrt

@@ -6,6 +6,7 @@
 #include "hetrt/base/host_clock.h"
 #include "hetrt/tvm_abi/global_functions.h"
 #include "hetrt/tvm_abi/tvm_ffi_context.h"
+#include "relax/call_replay.h"
 #include "relax/interpreter.h"
 #include "tvm_abi/backend_routes.h"
 
@@ -311,13 +312,41 @@ Result<RelaxValue> RelaxVirtualMachine::Invoke(std::string_view name, std::span<
   return Invoke(index, args);
 }
 
-Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<const RelaxValue> args) {
+Result<RelaxValue> RelaxVirtualMachine::Invoke(uint32_t function, std::span<const RelaxValue> args, bool may_replay) {
   if (function >= impl_->exe->functions.size() || impl_->exe->functions[function].kind != RelaxFunction::Kind::kVmFunc)
     return InvalidArgument("function index " + std::to_string(function) + " is not a VM function");
   ClearLastError();
   impl_->stats = {};
   BackendRoutesScope backend(impl_->backend_registry ? impl_->backend_registry->backend_routes() : nullptr);
-  return impl_->Run(function, RelaxCallArgs(args.data(), static_cast<uint32_t>(args.size())));
+  const RelaxCallArgs call_args(args.data(), static_cast<uint32_t>(args.size()));
+  RelaxFunctionReplay* replay = function < impl_->replays.size() ? impl_->replays[function].get() : nullptr;
+  // Profiles and kernel observers see every instruction: those calls are interpreted.
+  if (replay == nullptr || !may_replay || impl_->profile != nullptr || impl_->kernel_observer || impl_->depth != 0)
+    return impl_->Run(function, call_args);
+  if (auto replayed = replay->Replay(*impl_, args)) return std::move(*replayed);
+  if (!replay->ShouldRecord(args)) return impl_->Run(function, call_args);
+  replay->BeginRecording(args);
+  impl_->recorder = replay;
+  Result<RelaxValue> result = impl_->Run(function, call_args);
+  impl_->recorder = nullptr;
+  replay->FinishRecording(*impl_, result);
+  return result;
+}
+
+Status RelaxVirtualMachine::EnableReplay(uint32_t function, size_t max_signatures) {
+  if (function >= impl_->exe->functions.size() || impl_->exe->functions[function].kind != RelaxFunction::Kind::kVmFunc)
+    return InvalidArgument("function index " + std::to_string(function) + " is not a VM function");
+  HETRT_ASSIGN_OR_RETURN(auto replay, RelaxFunctionReplay::Create(*impl_, function, max_signatures));
+  if (impl_->replays.size() <= function) impl_->replays.resize(function + 1);
+  impl_->replays[function] = std::move(replay);
+  return OkStatus();
+}
+
+RelaxReplayStats RelaxVirtualMachine::ReplayStats(uint32_t function) const {
+  if (function < impl_->replays.size() && impl_->replays[function] != nullptr) return impl_->replays[function]->stats();
+  RelaxReplayStats off;
+  off.disabled = "replay is not enabled for this function";
+  return off;
 }
 
 Result<RelaxValue> RelaxVirtualMachine::InvokeProfiled(uint32_t function, std::span<const RelaxValue> args,

@@ -85,6 +85,10 @@ class Tensor {
   }
   // Whether the tensor holds its memory (Empty, View of one) rather than borrows it.
   bool owns_memory() const { return buffer_ != nullptr; }
+  // The memory this tensor holds, the same for all its views (NULL when it
+  // borrows), and how many tensors hold it: who else may still read it.
+  const void* memory_identity() const { return buffer_.get(); }
+  long memory_holders() const { return buffer_.use_count(); }
 
   bool defined() const { return dl_.data != nullptr || !shape_.empty() || buffer_ != nullptr; }
   DLTensor* dl() { return &dl_; }

@@ -44,6 +44,9 @@ struct LlmEngineOptions {
   PluginRegistry* plugins = nullptr;  // nullptr: PluginRegistry::Global()
   // Called while the weights load (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> load_progress = nullptr;
+  // Replay the embedding and decode steps once a batch size repeats
+  // (RelaxVirtualMachine::EnableReplay); false interprets every call.
+  bool replay_steps = true;
 };
 
 // What the library and its metadata say, and what the engine chose.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "hetrt/plugin_abi.h"
@@ -18,6 +19,16 @@ struct RelaxCallStats {
   uint64_t builtin_calls = 0;
   uint64_t kernel_calls = 0;
   uint64_t vm_calls = 0;
+};
+
+// What replay (RelaxVirtualMachine::EnableReplay) did for one function.
+struct RelaxReplayStats {
+  uint64_t replayed = 0;     // calls run from a recording
+  uint64_t recorded = 0;     // recordings made
+  uint64_t interpreted = 0;  // calls interpreted (a new signature, or replay off)
+  uint64_t result_held = 0;  // of those, calls whose recording's last results were still held
+  uint64_t evicted = 0;      // recordings dropped for a newer signature
+  std::string disabled;      // why the function is no longer recorded (empty: it is)
 };
 
 struct RelaxTraceEvent {

@@ -88,6 +88,10 @@ class RelaxValue {
   Kind kind() const { return kind_; }
   // How many values share this one's object (0 for plain values).
   long use_count() const { return object_.use_count(); }
+  // Whether both share one object (copies of one value; false for plain values).
+  bool SameObject(const RelaxValue& other) const { return object_ != nullptr && object_ == other.object_; }
+  // The shared object's address (NULL for plain values): an identity while held.
+  const void* object_address() const { return object_.get(); }
   bool is(Kind k) const { return kind_ == k; }
   bool is_null() const { return kind_ == Kind::kNull; }
   int64_t int_value() const { return int_; }

@@ -79,8 +79,21 @@ class RelaxVirtualMachine {
 
   // Calls a function with its arguments as they are (TVM's vm["name"](...)):
   // tensors must already be on the devices the function uses them on.
-  Result<RelaxValue> Invoke(uint32_t function, std::span<const RelaxValue> args);
+  // `may_replay` false: interpreted even when replay is enabled (a call
+  // whose shapes will not come again, which a recording would only pin).
+  Result<RelaxValue> Invoke(uint32_t function, std::span<const RelaxValue> args, bool may_replay = true);
   Result<RelaxValue> Invoke(std::string_view name, std::span<const RelaxValue> args);
+  // Replays calls of `function` instead of interpreting them once their
+  // signature repeats (argument kinds, tensor shapes, dtypes and devices, the
+  // same other values): the memory the recorded call allocated stays with
+  // the recording, kernels get their recorded arguments with the tensor
+  // arguments rebound, stateful builtins are called again, shape and view
+  // builtins are skipped. A call whose earlier result is still held, or what
+  // the recording cannot vouch for, is interpreted (ReplayStats says so).
+  // At most `max_signatures` recordings are kept. An error for a function
+  // that branches or calls another VM function.
+  Status EnableReplay(uint32_t function, size_t max_signatures);
+  RelaxReplayStats ReplayStats(uint32_t function) const;
   // A builtin by its TVM name ("vm.builtin.kv_state_add_sequence"), as TVM's
   // global functions are called from outside the bytecode.
   Result<RelaxValue> CallBuiltin(std::string_view name, std::span<const RelaxValue> args);
