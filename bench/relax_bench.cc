@@ -79,12 +79,15 @@ void BM_RelaxMlp_DirectCallFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_RelaxMlp_DirectCallFloor);
 
-// Both interleaved in one run (TimeInterleaved).
+// Both interleaved in one run (TimeInterleaved); Arg(1): the VM replays the
+// call (RelaxVirtualMachine::EnableReplay) instead of interpreting it.
 void BM_RelaxMlp_RatioToFloor(benchmark::State& state) {
   auto opened = OpenMlpAndFloor();
   if (!opened.ok()) return state.SkipWithError(opened.status().ToString().c_str());
   OpenVm& o = opened->vm;
   KernelFloor& floor = opened->floor;
+  if (state.range(0) != 0)
+    if (Status s = o.vm->EnableReplay(o.main, 1); !s.ok()) return state.SkipWithError(s.ToString().c_str());
   const InterleavedNs ns = TimeInterleaved(
       state, /*reps=*/50, [&] { benchmark::DoNotOptimize(o.vm->Invoke(o.main, o.args)); }, [&] { floor.Run(); });
   const double instructions = static_cast<double>(o.vm->last_call_stats().instructions);
@@ -94,8 +97,9 @@ void BM_RelaxMlp_RatioToFloor(benchmark::State& state) {
   state.counters["instructions"] = instructions;
   state.counters["ns_per_instruction"] = (ns.measured - ns.floor) / instructions;
   state.counters["plugin_allocations"] = static_cast<double>(o.vm->PluginAllocations());
+  state.counters["replayed"] = static_cast<double>(o.vm->ReplayStats(o.main).replayed);
 }
-BENCHMARK(BM_RelaxMlp_RatioToFloor)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RelaxMlp_RatioToFloor)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The VM's own cost per instruction: a function of builtins only, the ones
 // every static model runs (checks, storage, tensors, kills, a tuple), so no
@@ -172,16 +176,21 @@ Result<OpenVm> BuiltinsOnly() {
   return o;
 }
 
+// Arg(1): replayed, so what is left is matching the call's signature and
+// checking that no earlier result is held.
 void BM_RelaxBuiltinsOnly(benchmark::State& state) {
   auto o = BuiltinsOnly();
   if (!o.ok()) return state.SkipWithError(o.status().ToString().c_str());
+  if (state.range(0) != 0)
+    if (Status s = o->vm->EnableReplay(o->main, 1); !s.ok()) return state.SkipWithError(s.ToString().c_str());
   for (auto _ : state) benchmark::DoNotOptimize(o->vm->Invoke(o->main, o->args));
   state.counters["instructions"] = static_cast<double>(o->vm->last_call_stats().instructions);
   state.counters["ns_per_instruction"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * static_cast<double>(o->vm->last_call_stats().instructions),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["replayed"] = static_cast<double>(o->vm->ReplayStats(o->main).replayed);
 }
-BENCHMARK(BM_RelaxBuiltinsOnly);
+BENCHMARK(BM_RelaxBuiltinsOnly)->Arg(0)->Arg(1);
 
 // A batch that changes every call (1..64 rows): after the first call at the
 // largest size the pool serves every size; plugin_allocations says so.

@@ -93,12 +93,15 @@ def relax(raw):
     s = Section("relax", "Relax VM: dispatch against the direct-call floor (`relax_bench`)")
     r = _load(s, raw, "relax_bench")
 
-    def mlp_ratio():
-        return _ratio_to_floor(r.get("BM_RelaxMlp_RatioToFloor"), "vm_us")
+    def mlp_ratio(replayed):
+        return lambda: _ratio_to_floor(r.get("BM_RelaxMlp_RatioToFloor/%d" % replayed), "vm_us")
 
-    def builtins_only():
-        b = r.get("BM_RelaxBuiltinsOnly")
-        return "%s per call, %s ns per instruction" % (fmt_s(b.real_s), sig(b.counter("ns_per_instruction") * 1e9))
+    def builtins_only(replayed):
+        def figure():
+            b = r.get("BM_RelaxBuiltinsOnly/%d" % replayed)
+            return "%s per call, %s ns per instruction" % (fmt_s(b.real_s),
+                                                           sig(b.counter("ns_per_instruction") * 1e9))
+        return figure
 
     def varying():
         b = r.get("BM_RelaxDynBatch_VaryingRows")
@@ -106,8 +109,10 @@ def relax(raw):
 
     s.table(["what", "figure"], [
         ["`relax_mlp` per call, VM / its kernels called directly in order on preallocated buffers (interleaved)",
-         mlp_ratio],
-        ["the VM alone: 10 builtin instructions (checks, 2 storages, 2 tensors, 2 kills, a tuple)", builtins_only],
+         mlp_ratio(0)],
+        ["the same, the call replayed (`EnableReplay`)", mlp_ratio(1)],
+        ["the VM alone: 10 builtin instructions (checks, 2 storages, 2 tensors, 2 kills, a tuple)", builtins_only(0)],
+        ["the same, replayed (the signature matched, nothing held: no kernel to call)", builtins_only(1)],
         ["`relax_dyn_batch`, batch 1/7/64/16/3 in turn: allocations from the plugin", varying],
     ])
     return s

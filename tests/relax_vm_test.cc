@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -56,12 +57,16 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
       HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
       for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex->SetInput(p.name, p.tensor));
     }
-    HETRT_ASSERT_OK(ex->Run());
     HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/" + c["outputs_file"].get<std::string>()));
-    ASSERT_EQ(ex->NumOutputs(), static_cast<int>(expected.size()));
-    for (size_t o = 0; o < expected.size(); ++o) {
-      HETRT_ASSERT_OK_AND_ASSIGN(Tensor got, ex->GetOutput(static_cast<int>(o)));
-      ExpectClose(got, FindParam(expected, "output_" + std::to_string(o))->tensor, "output_" + std::to_string(o));
+    // Three runs: interpreted, recorded, replayed (when the function can be).
+    for (int run = 0; run < 3; ++run) {
+      SCOPED_TRACE("run " + std::to_string(run));
+      HETRT_ASSERT_OK(ex->Run());
+      ASSERT_EQ(ex->NumOutputs(), static_cast<int>(expected.size()));
+      for (size_t o = 0; o < expected.size(); ++o) {
+        HETRT_ASSERT_OK_AND_ASSIGN(Tensor got, ex->GetOutput(static_cast<int>(o)));
+        ExpectClose(got, FindParam(expected, "output_" + std::to_string(o))->tensor, "output_" + std::to_string(o));
+      }
     }
     // Inputs sit on the devices meta.json says their kernels read them on.
     for (const auto& in : c["inputs"])
@@ -75,6 +80,39 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
 }
 
 // The same through `hetrt run --save-outputs`, every case, on the devices meta.json names.
+// Which fixtures' entry functions replay (straight-line ones), and that
+// their replayed runs matched above; the others say why they do not.
+TEST_P(RelaxFixture, RepeatedRunsAreReplayedWhereTheFunctionAllows) {
+  const std::string dir = RelaxFixtureDir(fixture());
+  const nlohmann::json meta = ReadRelaxMeta(dir);
+  std::vector<DLDevice> devices;
+  for (const auto& d : meta["vm_initialization"]["devices"])
+    devices.push_back({static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()});
+  for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
+  GraphExecutor::Options options;
+  options.devices = devices;
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, options));
+  auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
+  ASSERT_NE(ex, nullptr);
+  const auto& c = meta["cases"][0];
+  std::vector<std::string> files = {dir + "/" + c["inputs_file"].get<std::string>()};
+  if (meta["weights"]["kind"] == "parameters") files.push_back(dir + "/" + meta["weights"]["file"].get<std::string>());
+  for (const std::string& file : files) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
+    for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex->SetInput(p.name, p.tensor));
+  }
+  for (int run = 0; run < 4; ++run) HETRT_ASSERT_OK(ex->Run());
+  HETRT_ASSERT_OK_AND_ASSIGN(uint32_t f, ex->vm().FindFunction(ex->function_name()));
+  const RelaxReplayStats stats = ex->vm().ReplayStats(f);
+  if (stats.disabled.empty()) {
+    EXPECT_EQ(stats.recorded, 1u);
+    EXPECT_EQ(stats.replayed, 2u);
+  } else {
+    EXPECT_EQ(stats.replayed, 0u);
+    std::cout << fixture() << " is interpreted: " << stats.disabled << "\n";
+  }
+}
+
 TEST_P(RelaxFixture, MatchesThroughTheCli) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);

@@ -5,6 +5,9 @@
 
 namespace hetrt {
 
+// Recordings a model's function keeps, one per set of input shapes.
+constexpr size_t kReplayedShapes = 4;
+
 Result<std::unique_ptr<RelaxExecutor>> RelaxExecutor::Create(std::unique_ptr<RelaxVirtualMachine> vm,
                                                              const std::string& function) {
   std::unique_ptr<RelaxExecutor> ex(new RelaxExecutor());
@@ -37,6 +40,11 @@ Result<std::unique_ptr<RelaxExecutor>> RelaxExecutor::Create(std::unique_ptr<Rel
   ex->inputs_.resize(ex->signature_.params.size());
   ex->bound_.assign(ex->signature_.params.size(), false);
   ex->vm_ = std::move(vm);
+  // Runs repeat with the same shapes: from the second such run on, the call
+  // is replayed instead of interpreted (RelaxVirtualMachine::EnableReplay,
+  // one recording per input shapes, at most kReplayedShapes). A function
+  // that branches stays interpreted.
+  (void)ex->vm_->EnableReplay(ex->function_, kReplayedShapes);
   return ex;
 }
 

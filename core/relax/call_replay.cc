@@ -3,6 +3,7 @@
 #include "relax/call_replay.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <unordered_map>
 #include <utility>
@@ -417,21 +418,29 @@ void RelaxFunctionReplay::FinishRecording(RelaxInterpreter& vm, const Result<Rel
     }
     r->steps.push_back(std::move(s));
   }
-  // What must be free before a replay: the tensors in memory this call
-  // allocated (their objects and their memory), and the result's tuples.
+  // What must be free before a replay: what the call returned, as only the
+  // caller can hold it (kernels and hetrt's builtins keep no tensor): its
+  // tuples, and its tensors in memory this call allocated (their objects and
+  // their memory, which other tensors of the recording may share).
   std::unordered_map<const void*, long> tensors_per_memory;
-  for (const RelaxValue& v : r->owned) ++tensors_per_memory[v.tensor().memory_identity()];
+  std::unordered_map<const void*, uint32_t> owned_index;  // the recording's objects (the result's)
   for (uint32_t i = 0; i < r->owned.size(); ++i) {
-    const Tensor& t = r->owned[i].tensor();
-    if (!Contains(rec->vm_memory, t.memory_identity())) continue;
-    r->held.push_back({i, &r->owned[i], r->owned[i].use_count(), tensors_per_memory[t.memory_identity()]});
+    ++tensors_per_memory[r->owned[i].tensor().memory_identity()];
+    owned_index.emplace(r->owned[i].object_address(), i);
   }
-  auto collect_tuples = [&](auto& self, const RelaxValue& v) -> void {
+  auto collect = [&](auto& self, const RelaxValue& v) -> void {
+    if (v.is(Kind::kTensor)) {
+      const uint32_t i = owned_index.find(v.object_address())->second;  // rebuild() owned every result tensor
+      const Tensor& t = r->owned[i].tensor();
+      if (Contains(rec->vm_memory, t.memory_identity()))
+        r->held.push_back({i, &r->owned[i], r->owned[i].use_count(), tensors_per_memory[t.memory_identity()]});
+      return;
+    }
     if (!v.is(Kind::kTuple)) return;
     tuples.push_back(&v);
     for (const RelaxValue& item : v.tuple()) self(self, item);
   };
-  collect_tuples(collect_tuples, r->result);
+  collect(collect, r->result);
   for (const RelaxValue* t : tuples) r->held.push_back({UINT32_MAX, t, t->use_count(), 0});
   r->keys = std::move(rec->keys);
   r->stats = vm.stats;
@@ -468,6 +477,9 @@ std::optional<Result<RelaxValue>> RelaxFunctionReplay::Replay(RelaxInterpreter& 
         return std::nullopt;
       }
     }
+    // A holder on another thread let go with a release decrement: what it
+    // read of the memory happens before the kernels write it again.
+    std::atomic_thread_fence(std::memory_order_acquire);
     Status s = Run(vm, r, args);
     if (!s.ok()) {
       recordings_.erase(recordings_.begin() + static_cast<std::ptrdiff_t>(k));
