@@ -32,18 +32,38 @@ std::vector<FixtureParam> RelaxFixtureParams() { return FixtureParams(RelaxFixtu
 
 using RelaxFixture = PerFixtureTest;
 
+// The devices meta.json's vm_initialization names, in order.
+std::vector<DLDevice> MetaDevices(const nlohmann::json& meta) {
+  std::vector<DLDevice> devices;
+  for (const auto& d : meta["vm_initialization"]["devices"])
+    devices.push_back({static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()});
+  return devices;
+}
+
+Result<Model> OpenOnDevices(const std::string& dir, const std::vector<DLDevice>& devices) {
+  GraphExecutor::Options options;
+  options.devices = devices;
+  return OpenModel({dir + "/deploy.so"}, options);
+}
+
+// Binds case `c`'s inputs, and the weights file of a weights-as-parameters model.
+void BindCaseInputs(RelaxExecutor& ex, const std::string& dir, const nlohmann::json& meta, const nlohmann::json& c) {
+  std::vector<std::string> files = {dir + "/" + c["inputs_file"].get<std::string>()};
+  if (meta["weights"]["kind"] == "parameters") files.push_back(dir + "/" + meta["weights"]["file"].get<std::string>());
+  for (const std::string& file : files) {
+    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
+    for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex.SetInput(p.name, p.tensor));
+  }
+}
+
 // Opens the fixture on its meta.json devices, binds each case's inputs (and
 // the weights file of a weights-as-parameters model), runs, and compares.
 TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);
-  std::vector<DLDevice> devices;
-  for (const auto& d : meta["vm_initialization"]["devices"])
-    devices.push_back({static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()});
+  const std::vector<DLDevice> devices = MetaDevices(meta);
   for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
-  GraphExecutor::Options options;
-  options.devices = devices;
-  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, options));
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenOnDevices(dir, devices));
   auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
   ASSERT_NE(ex, nullptr);
   EXPECT_EQ(ex->function_name(), meta["entry_function"].get<std::string>());
@@ -51,12 +71,8 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
   for (int i = 0; i < ex->NumInputs(); ++i) EXPECT_EQ(ex->InputName(i), meta["function_params"][i].get<std::string>());
   for (const auto& c : meta["cases"]) {
     SCOPED_TRACE("case " + c["name"].get<std::string>());
-    std::vector<std::string> files = {dir + "/" + c["inputs_file"].get<std::string>()};
-    if (meta["weights"]["kind"] == "parameters") files.push_back(dir + "/" + meta["weights"]["file"].get<std::string>());
-    for (const std::string& file : files) {
-      HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
-      for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex->SetInput(p.name, p.tensor));
-    }
+    BindCaseInputs(*ex, dir, meta, c);
+    if (HasFatalFailure()) return;
     HETRT_ASSERT_OK_AND_ASSIGN(auto expected, LoadParamDictFile(dir + "/" + c["outputs_file"].get<std::string>()));
     // Three runs: interpreted, recorded, replayed (when the function can be).
     for (int run = 0; run < 3; ++run) {
@@ -79,28 +95,18 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
   }
 }
 
-// The same through `hetrt run --save-outputs`, every case, on the devices meta.json names.
 // Which fixtures' entry functions replay (straight-line ones), and that
 // their replayed runs matched above; the others say why they do not.
 TEST_P(RelaxFixture, RepeatedRunsAreReplayedWhereTheFunctionAllows) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);
-  std::vector<DLDevice> devices;
-  for (const auto& d : meta["vm_initialization"]["devices"])
-    devices.push_back({static_cast<DLDeviceType>(d["device_type"].get<int>()), d["device_id"].get<int>()});
+  const std::vector<DLDevice> devices = MetaDevices(meta);
   for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
-  GraphExecutor::Options options;
-  options.devices = devices;
-  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenModel({dir + "/deploy.so"}, options));
+  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenOnDevices(dir, devices));
   auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
   ASSERT_NE(ex, nullptr);
-  const auto& c = meta["cases"][0];
-  std::vector<std::string> files = {dir + "/" + c["inputs_file"].get<std::string>()};
-  if (meta["weights"]["kind"] == "parameters") files.push_back(dir + "/" + meta["weights"]["file"].get<std::string>());
-  for (const std::string& file : files) {
-    HETRT_ASSERT_OK_AND_ASSIGN(auto inputs, LoadParamDictFile(file));
-    for (const NamedTensor& p : inputs) HETRT_ASSERT_OK(ex->SetInput(p.name, p.tensor));
-  }
+  BindCaseInputs(*ex, dir, meta, meta["cases"][0]);
+  if (HasFatalFailure()) return;
   for (int run = 0; run < 4; ++run) HETRT_ASSERT_OK(ex->Run());
   HETRT_ASSERT_OK_AND_ASSIGN(uint32_t f, ex->vm().FindFunction(ex->function_name()));
   const RelaxReplayStats stats = ex->vm().ReplayStats(f);
@@ -113,6 +119,7 @@ TEST_P(RelaxFixture, RepeatedRunsAreReplayedWhereTheFunctionAllows) {
   }
 }
 
+// The same through `hetrt run --save-outputs`, every case, on the devices meta.json names.
 TEST_P(RelaxFixture, MatchesThroughTheCli) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);
