@@ -5,6 +5,8 @@
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/host_clock.h"
 #include "hetrt/module/module.h"
+#include "hetrt/tvm_abi/tvm_ffi_context.h"
+#include "hetrt/tvm_abi/tvm_ffi_values.h"
 
 namespace hetrt {
 namespace {
@@ -292,6 +294,24 @@ Status PagedKvCache::Call(const PackedFunc* kernel, const char* slot, hetrt_valu
     profile_->push_back(event);
     if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
     return OkStatus();
+  }
+  // A tvm-ffi kernel (TVM v0.22+ libraries) is called directly, its tensors
+  // and numbers converted here rather than through the packed adapter: a
+  // decode step makes six of these calls per layer pair.
+  constexpr int32_t kDirectArgs = 32;
+  if (hetrt_ffi_safe_call_t ffi = FfiSafeCallOf(*kernel); ffi != nullptr && n <= kDirectArgs) {
+    hetrt_ffi_any_t anys[kDirectArgs];
+    bool converted = true;
+    for (int32_t i = 0; i < n && converted; ++i) converted = PackedArgToFfiAny(values[i], codes[i], anys[i]);
+    if (converted) {
+      hetrt_ffi_any_t ret{};
+      const int failed = ffi(nullptr, anys, n, &ret);
+      if (ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN && ret.v_obj != nullptr) ReleaseFfiObject(ret.v_obj);
+      if (failed == 0) return OkStatus();
+      const FfiRaised raised = TakeFfiRaised();
+      return Internal(raised.kind + ": " + raised.message)
+          .WithContext(std::string("the KV cache's ") + slot + " kernel");
+    }
   }
   Status s = CallPackedFunc(*kernel, values, codes, n);
   if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
