@@ -40,10 +40,15 @@ std::vector<DLDevice> MetaDevices(const nlohmann::json& meta) {
   return devices;
 }
 
-Result<Model> OpenOnDevices(const std::string& dir, const std::vector<DLDevice>& devices) {
+// The fixture's model on its meta.json devices, its executor in `*ex`; the
+// caller returns when the test was skipped or failed here.
+void OpenOnItsDevices(const std::string& dir, const nlohmann::json& meta, Model* model, RelaxExecutor** ex) {
   GraphExecutor::Options options;
-  options.devices = devices;
-  return OpenModel({dir + "/deploy.so"}, options);
+  options.devices = MetaDevices(meta);
+  for (const DLDevice& d : options.devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
+  HETRT_ASSERT_OK_AND_ASSIGN(*model, OpenModel({dir + "/deploy.so"}, options));
+  *ex = dynamic_cast<RelaxExecutor*>(model->executor.get());
+  ASSERT_NE(*ex, nullptr);
 }
 
 // Binds case `c`'s inputs, and the weights file of a weights-as-parameters model.
@@ -61,11 +66,10 @@ void BindCaseInputs(RelaxExecutor& ex, const std::string& dir, const nlohmann::j
 TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);
-  const std::vector<DLDevice> devices = MetaDevices(meta);
-  for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
-  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenOnDevices(dir, devices));
-  auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
-  ASSERT_NE(ex, nullptr);
+  Model model;
+  RelaxExecutor* ex = nullptr;
+  OpenOnItsDevices(dir, meta, &model, &ex);
+  if (IsSkipped() || HasFatalFailure()) return;
   EXPECT_EQ(ex->function_name(), meta["entry_function"].get<std::string>());
   ASSERT_EQ(ex->NumInputs(), static_cast<int>(meta["function_params"].size()));
   for (int i = 0; i < ex->NumInputs(); ++i) EXPECT_EQ(ex->InputName(i), meta["function_params"][i].get<std::string>());
@@ -100,11 +104,10 @@ TEST_P(RelaxFixture, MatchesExpectedOutputsOnItsDevices) {
 TEST_P(RelaxFixture, RepeatedRunsAreReplayedWhereTheFunctionAllows) {
   const std::string dir = RelaxFixtureDir(fixture());
   const nlohmann::json meta = ReadRelaxMeta(dir);
-  const std::vector<DLDevice> devices = MetaDevices(meta);
-  for (const DLDevice& d : devices) HETRT_REQUIRE_DEVICE_OR_RETURN(d);
-  HETRT_ASSERT_OK_AND_ASSIGN(Model model, OpenOnDevices(dir, devices));
-  auto* ex = dynamic_cast<RelaxExecutor*>(model.executor.get());
-  ASSERT_NE(ex, nullptr);
+  Model model;
+  RelaxExecutor* ex = nullptr;
+  OpenOnItsDevices(dir, meta, &model, &ex);
+  if (IsSkipped() || HasFatalFailure()) return;
   BindCaseInputs(*ex, dir, meta, meta["cases"][0]);
   if (HasFatalFailure()) return;
   for (int run = 0; run < 4; ++run) HETRT_ASSERT_OK(ex->Run());

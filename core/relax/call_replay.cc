@@ -10,7 +10,6 @@
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/last_error.h"
-#include "hetrt/tvm_abi/tvm_ffi_values.h"
 
 namespace hetrt {
 
@@ -88,15 +87,13 @@ namespace {
 
 constexpr size_t kRecentCalls = 8;
 
-bool SameDtype(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
-
 bool Matches(const RelaxValue& v, Kind kind, const DLDevice& device, const DLDataType& dtype,
              const std::vector<int64_t>& shape, const RelaxValue& value) {
   if (v.kind() != kind) return false;
   switch (kind) {
     case Kind::kTensor: {
       const Tensor& t = v.tensor();
-      return SameDevice(t.device(), device) && SameDtype(t.dtype(), dtype) && t.shape() == shape;
+      return SameDevice(t.device(), device) && t.dtype() == dtype && t.shape() == shape;
     }
     case Kind::kNull:
     case Kind::kVm: return true;
@@ -106,7 +103,7 @@ bool Matches(const RelaxValue& v, Kind kind, const DLDevice& device, const DLDat
       const double a = v.float_value(), b = value.float_value();
       return std::memcmp(&a, &b, sizeof a) == 0;
     }
-    case Kind::kDataType: return SameDtype(v.dtype(), value.dtype());
+    case Kind::kDataType: return v.dtype() == value.dtype();
     case Kind::kShape: return v.shape() == value.shape();
     case Kind::kString: return v.string() == value.string();
     default: return v.SameObject(value);  // tuples, storage, closures, objects: the same one
@@ -359,10 +356,10 @@ void RelaxFunctionReplay::FinishRecording(RelaxInterpreter& vm, const Result<Rel
     stats_.disabled = "function '" + vm.FunctionName(function_) + "': " + refused;
     return;
   }
+  const RelaxFunction& f = vm.exe->functions[function_];
   for (Capture& c : rec->captures) {
     Recording::Step s;
     s.index = c.index;
-    const RelaxFunction& f = vm.exe->functions[function_];
     const RelaxInterpreter::Instruction& in = vm.code[static_cast<size_t>(f.start_instr + c.index)];
     s.callee = in.callee;
     const RelaxInterpreter::Callee& callee = vm.callees[in.callee];
@@ -505,16 +502,7 @@ Status RelaxFunctionReplay::Run(RelaxInterpreter& vm, Recording& r, std::span<co
       hetrt_ffi_any_t* anys = r.anys.data() + s.begin;
       for (const auto& [slot, arg] : s.rebinds) anys[slot].v_ptr = const_cast<DLTensor*>(args[arg].tensor().dl());
       hetrt_ffi_any_t ret{};
-      const int failed = s.ffi(nullptr, anys, static_cast<int32_t>(s.count), &ret);
-      const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
-      if (object) ReleaseFfiObject(ret.v_obj);
-      if (failed != 0) [[unlikely]] {
-        const FfiRaised raised = TakeFfiRaised();
-        status = Internal(raised.kind + ": " + raised.message);
-      } else if (object) [[unlikely]] {
-        status = Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
-                          ", which a kernel call cannot pass on");
-      }
+      status = FfiKernelOutcome(s.ffi(nullptr, anys, static_cast<int32_t>(s.count), &ret), ret);
     } else {
       hetrt_value_t* values = r.values.data() + s.begin;
       for (const auto& [slot, arg] : s.rebinds) values[slot].v_handle = const_cast<DLTensor*>(args[arg].tensor().dl());

@@ -59,6 +59,19 @@ RelaxValue FromFfiValue(FfiValue value) {
 
 }  // namespace
 
+Status FfiKernelOutcome(int failed, const hetrt_ffi_any_t& ret) {
+  const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
+  if (object) ReleaseFfiObject(ret.v_obj);
+  if (failed != 0) [[unlikely]] {
+    const FfiRaised raised = TakeFfiRaised();
+    return Internal(raised.kind + ": " + raised.message);
+  }
+  if (object) [[unlikely]]
+    return Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
+                    ", which a kernel call cannot pass on");
+  return OkStatus();
+}
+
 int RelaxInterpreter::IndexOf(DLDevice device) const {
   for (size_t i = 0; i < device_list.size(); ++i)
     if (SameDevice(device_list[i], device)) return static_cast<int>(i);
@@ -249,16 +262,7 @@ Status RelaxInterpreter::CallFfiKernel(const PackedFunc& packed, hetrt_ffi_safe_
     }
   }
   hetrt_ffi_any_t ret{};
-  const int failed = function(nullptr, anys, static_cast<int32_t>(n), &ret);
-  const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
-  if (object) ReleaseFfiObject(ret.v_obj);
-  if (failed != 0) [[unlikely]] {
-    const FfiRaised raised = TakeFfiRaised();
-    return Internal(raised.kind + ": " + raised.message);
-  }
-  if (object) [[unlikely]]
-    return Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
-                    ", which a kernel call cannot pass on");
+  HETRT_RETURN_IF_ERROR(FfiKernelOutcome(function(nullptr, anys, static_cast<int32_t>(n), &ret), ret));
   ++stats.kernel_calls;
   switch (ret.type_index) {
     case HETRT_FFI_INT:
