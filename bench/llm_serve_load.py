@@ -45,6 +45,7 @@ The model: tvm-0.25-llm/tiny_llama under --fixtures ($HETRT_FIXTURES, default
 `python` folder beside the binary's `bin`, i.e. build/python).
 """
 import argparse
+import asyncio
 import http.client
 import json
 import os
@@ -98,6 +99,15 @@ def own_cpu_ns(before, after, step_thread_ns):
         if name.startswith("hetrt-cpu"):
             pool += spent
     return total - pool - step_thread_ns
+
+
+def cpu_ns_by_thread_name(before, after):
+    """{thread name, digits dropped: ns on a CPU over the window}: where the server's CPU went."""
+    out = {}
+    for tid, (name, ns) in after.items():
+        key = re.sub(r"[0-9]+", "#", name)
+        out[key] = out.get(key, 0) + ns - before.get(tid, (name, 0))[1]
+    return out
 
 
 def percentile(values, p):
@@ -211,10 +221,11 @@ def unloaded_ttft(address, prompts, max_tokens, samples):
     return statistics.median(ttfts)
 
 
-def loaded(server, prompts, max_tokens, concurrency):
-    """The mix through `concurrency` clients released together."""
-    bodies = [json.dumps({"input_ids": p, "max_tokens": max_tokens}).encode() for p in prompts]
-    clients = [Client(server.http) for _ in range(concurrency)]
+def streams_from_threads(address, bodies, concurrency, open_window):
+    """Each body streamed by one of `concurrency` threads (a connection each, made
+    first), all released together once open_window() has run: a load client with a
+    thread per stream, each asleep in recv until its next event."""
+    clients = [Client(address) for _ in range(concurrency)]
     barrier = threading.Barrier(concurrency + 1)
     per_request = [None] * len(bodies)
     failures = []
@@ -230,24 +241,99 @@ def loaded(server, prompts, max_tokens, concurrency):
     threads = [threading.Thread(target=work, args=(j,), daemon=True) for j in range(concurrency)]
     for t in threads:
         t.start()
-    histograms = server_histograms(server)
-    steps_before = server_process.metric(server.metrics, STEP_CPU, MODEL)
-    threads_before = thread_cpu_ns(server.proc.pid)
-    server_cpu, client_cpu = cpu_seconds(server.proc.pid), time.process_time()
-    release = time.perf_counter()
+    open_window()
     barrier.wait(60)
     for t in threads:
         t.join(300)
+    for c in clients:
+        c.close()
+    if failures or any(r is None for r in per_request):
+        raise SystemExit(f"the loaded run failed: {failures[:3]}")
+    return per_request
+
+
+async def stream_on(reader, writer, host, body):
+    """One generate_stream request on a kept-alive connection, HTTP/1.1 read by hand:
+    (time sent, [time of each event], the last event's JSON)."""
+    clock = time.perf_counter
+    sent = clock()
+    writer.write(f"POST /v2/models/{MODEL}/generate_stream HTTP/1.1\r\nHost: {host}\r\n"
+                 f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    status = await reader.readline()
+    chunked = False
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if not status.startswith(b"HTTP/1.1 200") or not chunked:
+        raise RuntimeError(f"answer {status!r} (chunked: {chunked})")
+    stamps, last, pending = [], b"", b""
+    while (size := int((await reader.readline()).split(b";")[0], 16)) > 0:
+        pending += (await reader.readexactly(size + 2))[:-2]
+        *lines, pending = pending.split(b"\n")  # SSE lines; a partial one waits for the next chunk
+        now = clock()
+        for line in lines:
+            if line.startswith(b"data:"):
+                stamps.append(now)
+                last = line
+    await reader.readline()  # the empty trailer's CRLF
+    return sent, stamps, json.loads(last[5:]) if last else {}
+
+
+def streams_from_event_loop(address, bodies, concurrency, open_window):
+    """The same on `concurrency` connections served by one asyncio event loop (epoll), as
+    h2load or a proxy's event loop reads many streams: one thread wakes for whatever
+    events are ready."""
+    host, port = address.rsplit(":", 1)
+    per_request = [None] * len(bodies)
+
+    async def run():
+        connections = [await asyncio.open_connection(host, int(port)) for _ in range(concurrency)]
+        open_window()
+
+        async def work(j):
+            reader, writer = connections[j]
+            for i in range(j, len(bodies), concurrency):
+                per_request[i] = await stream_on(reader, writer, address, bodies[i])
+
+        try:
+            await asyncio.wait_for(asyncio.gather(*(work(j) for j in range(concurrency))), 300)
+        finally:
+            for _, writer in connections:
+                writer.close()
+
+    try:
+        asyncio.run(run())
+    except Exception as e:  # noqa: BLE001 (reported as the run's failure)
+        raise SystemExit(f"the loaded run failed: {e!r}")
+    return per_request
+
+
+def loaded(server, prompts, max_tokens, concurrency, client):
+    """The mix through `concurrency` streams released together, read by `client`
+    (threads: one per stream; event-loop: one asyncio loop for all)."""
+    bodies = [json.dumps({"input_ids": p, "max_tokens": max_tokens}).encode() for p in prompts]
+    before = {}
+
+    def open_window():
+        before["histograms"] = server_histograms(server)
+        before["steps"] = server_process.metric(server.metrics, STEP_CPU, MODEL)
+        before["threads"] = thread_cpu_ns(server.proc.pid)
+        before["server_cpu"], before["client_cpu"] = cpu_seconds(server.proc.pid), time.process_time()
+        before["release"] = time.perf_counter()
+
+    streams = streams_from_threads if client == "threads" else streams_from_event_loop
+    per_request = streams(server.http, bodies, concurrency, open_window)
+    histograms, steps_before, threads_before = before["histograms"], before["steps"], before["threads"]
+    server_cpu, client_cpu, release = before["server_cpu"], before["client_cpu"], before["release"]
     server_cpu = cpu_seconds(server.proc.pid) - server_cpu
     threads_after = thread_cpu_ns(server.proc.pid)
     client_cpu = time.process_time() - client_cpu
     step_ns = (server_process.metric(server.metrics, STEP_CPU, MODEL) - steps_before) * 1e9
     own_ns = own_cpu_ns(threads_before, threads_after, step_ns)
-    for c in clients:
-        c.close()
+    by_name = cpu_ns_by_thread_name(threads_before, threads_after)
     histograms = {k: v - histograms[k] for k, v in server_histograms(server).items()}
-    if failures or any(r is None for r in per_request):
-        raise SystemExit(f"the loaded run failed: {failures[:3]}")
     ttft, itl, tokens, end = [], [], 0, release
     for sent, stamps, last in per_request:
         check_answer(stamps, last, max_tokens)
@@ -261,6 +347,8 @@ def loaded(server, prompts, max_tokens, concurrency):
             "itl_p50_ms": percentile(itl, 50) * 1e3, "itl_p99_ms": percentile(itl, 99) * 1e3,
             "server_cpu_us_per_token": server_cpu / tokens * 1e6, "client_cpu_us_per_token": client_cpu / tokens * 1e6,
             "server_own_us_per_token": own_ns / tokens / 1e3,
+            "server_step_us_per_token": step_ns / tokens / 1e3,
+            "server_us_per_token_by_thread": {k: v / tokens / 1e3 for k, v in sorted(by_name.items())},
             # The server's own view (/metrics): how much of the TTFT is waiting for a batch slot.
             "server_queue_mean_ms": mean(histograms, "hetrt_llm_request_queue_time_seconds"),
             "server_ttft_mean_ms": mean(histograms, "hetrt_llm_time_to_first_token_seconds")}
@@ -333,6 +421,11 @@ def main():
                              "engine kept warm across rounds (Python's step loop adds about 1%%); cli, `hetrt "
                              "generate` with every prompt, a fresh process each round (cold: weights and cache "
                              "first touched in the run)")
+    parser.add_argument("--client", choices=("threads", "event-loop"), default="threads",
+                        help="how the loaded streams are read: threads (default), one http.client connection per "
+                             "thread, each thread asleep in recv until its next event (every token's send then wakes "
+                             "a thread); event-loop, one asyncio loop reading every connection (epoll), as h2load "
+                             "or a proxy in front of the server does")
     parser.add_argument("--config", default=None, help="config.json of the served model (JSON text)")
     parser.add_argument("--server-arg", action="append", default=[], help="an extra `hetrt serve` argument")
     parser.add_argument("--cpu-settings", choices=("engine", "serve"), default="engine",
@@ -368,12 +461,12 @@ def main():
             # Warm-up, not counted: first-touch memory, threads started, connections.
             engine.run(prompts, a.max_tokens)
             unloaded_ttft(server.http, prompts, a.max_tokens, 2)
-            loaded(server, prompts, a.max_tokens, a.concurrency)
+            loaded(server, prompts, a.max_tokens, a.concurrency, a.client)
             for r in range(a.rounds):
                 # Interleaved: a slow moment of the machine falls on one round of each.
                 e = engine.run(prompts, a.max_tokens)
                 ttft = unloaded_ttft(server.http, prompts, a.max_tokens, a.ttft_samples)
-                s = loaded(server, prompts, a.max_tokens, a.concurrency)
+                s = loaded(server, prompts, a.max_tokens, a.concurrency, a.client)
                 row = derive({"engine_tokens_per_s": e["tokens_per_s"],
                               "engine_cpu_us_per_token": e["cpu_us_per_token"], "unloaded_ttft_ms": ttft * 1e3,
                               "server_tokens_per_s": s["tokens_per_s"],
@@ -381,6 +474,9 @@ def main():
                 rounds.append(row)
                 print(f"round {r + 1}/{a.rounds}: engine {row['engine_tokens_per_s']:.0f} tok/s, server "
                       f"{row['server_tokens_per_s']:.0f} tok/s, TTFT p99 {row['ttft_p99_ms']:.2f} ms", file=sys.stderr)
+                print("  server CPU us/token by thread: " + ", ".join(
+                    f"{k} {v:.1f}" for k, v in row["server_us_per_token_by_thread"].items() if v >= 0.05) +
+                      f"; of which inside steps {row['server_step_us_per_token']:.1f}", file=sys.stderr)
     finally:
         shutil.rmtree(repository, ignore_errors=True)
 
@@ -390,7 +486,7 @@ def main():
     cores = os.cpu_count()
     print(f"\nhetrt serve, {MODEL}: {a.requests} requests x {a.max_tokens} tokens, "
           f"prompts {a.min_prompt}..{a.max_prompt}, concurrency {a.concurrency}, {a.rounds} rounds, {cores} cores; "
-          f"engine: {engine.what}")
+          f"engine: {engine.what}; load client: {a.client}")
     header = "%-46s" % "" + "".join("%12s" % f"round {i + 1}" for i in range(len(rounds))) + "%12s" % "median"
     print(header)
     for key, label, fmt in ROWS:
@@ -401,7 +497,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-                       "model": MODEL, "cores": cores, "engine": engine.what,
+                       "model": MODEL, "cores": cores, "engine": engine.what, "client": a.client,
                        "mix": {"requests": a.requests, "concurrency": a.concurrency, "max_tokens": a.max_tokens,
                                "prompt_lengths": [a.min_prompt, a.max_prompt], "seed": a.seed},
                        "rounds": rounds, "median": median,

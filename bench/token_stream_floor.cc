@@ -9,9 +9,9 @@
 //
 // Per event: the sending thread's CPU (CLOCK_THREAD_CPUTIME_ID), as the
 // server's scheduler thread sends (one event per connection per step, round
-// robin over the connections, MSG_DONTWAIT). The sender runs flat out, so
-// readers are more often awake than behind a model's step: the floor is
-// the lower for it.
+// robin over the connections, MSG_DONTWAIT). Flat out (step_us 0) readers are
+// more often awake and the caches warm: the floor is the lower for it; paced
+// by a step (step_us 1000) it is the floor behind a model.
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -60,10 +61,17 @@ std::vector<std::pair<int, int>> ConnectedPairs(int n) {
 
 // range(0): connections; range(1): 1 = a client thread per connection, each
 // asleep in recv() until its event comes (as a load client with a thread per
-// stream: the send then also wakes it), 0 = one client thread polling them all.
+// stream: the send then also wakes it), 0 = one client thread polling them all;
+// range(2): microseconds the sender computes between rounds (0: flat out), as
+// a server's scheduler runs a model step between two rounds of tokens: the
+// readers have read everything and sleep (and their core may idle) when the
+// next round comes, and the step has streamed 8 MiB through the caches (as a
+// model's weights and activations do), so the send finds the kernel's socket
+// paths cold, as behind a real model.
 void BM_SseEventOnLoopback(benchmark::State& state) {
   const int connections = static_cast<int>(state.range(0));
   const bool thread_per_connection = state.range(1) != 0;
+  const auto step = std::chrono::microseconds(state.range(2));
   auto pairs = ConnectedPairs(connections);
   if (pairs.empty()) return state.SkipWithError("no loopback TCP connections");
   std::atomic<bool> stop{false};
@@ -91,7 +99,11 @@ void BM_SseEventOnLoopback(benchmark::State& state) {
   const std::string event = "data: {\"model_name\":\"tiny_llama\",\"model_version\":\"1\",\"output_ids\":[195]}\n\n";
   const std::string chunk = "4c\r\n" + event + "\r\n";
   uint64_t events = 0, cpu = 0, refused = 0;
+  std::vector<char> working_set(step.count() > 0 ? 8u << 20 : 0);
   for (auto _ : state) {
+    // The step: computing through its working set, not asleep (outside the measured CPU).
+    for (const auto until = std::chrono::steady_clock::now() + step; std::chrono::steady_clock::now() < until;)
+      for (size_t i = 0; i < working_set.size(); i += 64) ++working_set[i];
     const uint64_t start = ThreadCpuNs();
     for (auto& [server, client] : pairs) {
       const ssize_t n = ::send(server, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -107,11 +119,15 @@ void BM_SseEventOnLoopback(benchmark::State& state) {
     ::close(server);
     ::close(client);
   }
+  benchmark::DoNotOptimize(working_set.data());
   state.counters["sender_cpu_us_per_event"] = static_cast<double>(cpu) / 1e3 / static_cast<double>(events);
   state.counters["refused"] = static_cast<double>(refused);
   state.SetItemsProcessed(static_cast<int64_t>(events));
 }
-BENCHMARK(BM_SseEventOnLoopback)->Args({4, 1})->Args({32, 1})->Args({4, 0})->Args({32, 0})->UseRealTime();
+BENCHMARK(BM_SseEventOnLoopback)
+    ->ArgNames({"connections", "thread_each", "step_us"})
+    ->ArgsProduct({{4, 16, 32}, {1, 0}, {0, 1000}})
+    ->UseRealTime();
 
 }  // namespace
 

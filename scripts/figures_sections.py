@@ -163,7 +163,9 @@ def llm_serving(raw):
            "process (`hetrt.llm.Engine.generate_batch`, kept warm), rounds interleaved, medians. The server's own CPU "
            "per token: its process's CPU over the loaded window, per thread from /proc (ns), less the engine's (the "
            "CPU plugin's workers and the scheduler's time inside steps); beside it, the floor one token's event "
-           "costs on a loopback socket with a client thread asleep in recv (`token_stream_floor`).")
+           "costs on a loopback socket with a client thread asleep in recv (`token_stream_floor`): sent flat out, "
+           "and sent after a 1 ms step that streamed 8 MiB through the caches, as the server's events follow a "
+           "model step (the fair floor: on this machine the send itself costs that much more behind a step).")
     s.command(raw.command("llm_serve_load"))
     floor = _load(s, raw, "token_stream_floor")
     if floor is not None:
@@ -182,9 +184,12 @@ def llm_serving(raw):
             return fmt(median[key])
         return cell
 
-    def event_floor():
-        b = floor.get("BM_SseEventOnLoopback/4/1")
-        return "%s per event (4 connections)" % fmt_us(b.counter("sender_cpu_us_per_event"))
+    def event_floor(connections, step_us):
+        def cell():
+            b = floor.get("BM_SseEventOnLoopback/connections:%d/thread_each:1/step_us:%d/real_time"
+                          % (connections, step_us))
+            return fmt_us(b.counter("sender_cpu_us_per_event"))
+        return cell
 
     s.table(["what", "figure"], [
         ["engine in process, tokens/s", m("engine_tokens_per_s", sig)],
@@ -195,7 +200,10 @@ def llm_serving(raw):
         ["p99 TTFT / unloaded (target < 10; batch 4 queues 28 requests behind 4)", m("ttft_p99_ratio", fmt_ratio)],
         ["server's mean queue time (ms, /metrics)", m("server_queue_mean_ms", sig)],
         ["server's own CPU per token (target < 15 us)", m("server_own_us_per_token", lambda v: "**%s**" % fmt_us(v))],
-        ["floor: one event sent on loopback, a client thread asleep in recv", event_floor],
+        ["floor: one event on loopback to a client thread asleep in recv, 4 connections, flat out",
+         event_floor(4, 0)],
+        ["floor: the same after a step (4 connections: batch 4)", event_floor(4, 1000)],
+        ["floor: the same after a step, 16 connections (batch 16)", event_floor(16, 1000)],
     ])
     return s
 

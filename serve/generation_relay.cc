@@ -9,6 +9,9 @@
 #include <charconv>
 
 #include "generate_codec.h"
+#include "hetrt/serve/inference.h"
+#include "http_reply.h"
+#include "rest_codec.h"
 #include "socket_stream.h"
 
 namespace hetrt::serve {
@@ -23,8 +26,12 @@ void GenerationRelay::Push(const GenerationEvent& event) {
     if (wake) ready_.notify_one();
     return;
   }
+  // (Responding, the head waits for the first token: one send for both.)
   if (broken_ || ended_ || event.kind == GenerationEvent::Kind::kAdmitted) return;
-  Frame(event);
+  if (responding_ && !head_framed_ && event.kind == GenerationEvent::Kind::kRefused)
+    FrameRefusal(event.status);
+  else
+    Frame(event);
   ended_ = last;
   // While the handler sends a backlog outside the lock, the event waits its
   // turn behind it; otherwise the backlog (this event, or it behind what a
@@ -42,7 +49,30 @@ void GenerationRelay::WakeHandler() {
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
 
+// The head of a 200 event stream on the fast path (httplib writes its own).
+constexpr std::string_view kEventStreamHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n";
+
+void GenerationRelay::FrameRefusal(const Status& status) {
+  const int code = HttpStatusOf(status);
+  const std::string body = EncodeError(status.message());
+  backlog_ += "HTTP/1.1 ";
+  backlog_ += std::to_string(code);
+  backlog_ += ' ';
+  backlog_ += HttpReasonPhrase(code);
+  if (code == 503) backlog_ += "\r\nRetry-After: 1";  // as the handlers' 503s: a full queue drains in about that
+  backlog_ += "\r\nContent-Type: application/json\r\nContent-Length: ";
+  backlog_ += std::to_string(body.size());
+  backlog_ += "\r\n\r\n";
+  backlog_ += body;
+}
+
 void GenerationRelay::Frame(const GenerationEvent& event) {
+  if (responding_ && !head_framed_) {
+    backlog_ += kEventStreamHead;
+    head_framed_ = true;
+  }
   chunk_.clear();
   if (event.kind == GenerationEvent::Kind::kRefused) {  // (only a request never admitted)
     GenerationEvent ended = event;
@@ -59,6 +89,7 @@ void GenerationRelay::Frame(const GenerationEvent& event) {
   backlog_ += "\r\n";
   backlog_ += chunk_;
   backlog_ += "\r\n";
+  if (responding_ && event.kind != GenerationEvent::Kind::kToken) backlog_ += "0\r\n\r\n";  // the body's end
 }
 
 void GenerationRelay::SendNow() {
@@ -94,6 +125,28 @@ bool GenerationRelay::Stream(int fd, std::string prefix, const std::vector<Gener
   for (const GenerationEvent& e : events_) frame(e);
   events_.clear();
   streaming_ = true;
+  if (!backlog_.empty() || ended_) WakeHandler();  // Pump sends it at once
+  return true;
+}
+
+bool GenerationRelay::Respond(int fd, std::string prefix) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return false;
+  fd_ = fd;
+  prefix_ = std::move(prefix);
+  responding_ = true;
+  for (const GenerationEvent& e : events_) {
+    if (ended_ || e.kind == GenerationEvent::Kind::kAdmitted) continue;
+    if (e.kind == GenerationEvent::Kind::kRefused && !head_framed_)
+      FrameRefusal(e.status);
+    else
+      Frame(e);
+    ended_ = e.kind != GenerationEvent::Kind::kToken;
+  }
+  events_.clear();
+  streaming_ = true;
+  if (!backlog_.empty() || ended_) WakeHandler();  // Pump sends it at once
   return true;
 }
 

@@ -12,6 +12,11 @@
 // scheduler signals: a client that hangs up wakes it at once, and its request
 // is cancelled before the next step, at no cost to the tokens sent.
 //
+// On the fast path (http_server.h's FastRoute) the relay writes the whole
+// response from the start (Respond): the HTTP head goes out with the first
+// token, the body's end with the last event, a refusal as an error response;
+// the handler's thread only waits in Pump, woken once, at the end.
+//
 // Thread contract: Push on the scheduler thread (one at a time per
 // generation); everything else on the handler's thread.
 #pragma once
@@ -47,6 +52,11 @@ class GenerationRelay {
   // events taken so far (they go first). False when it cannot wait on the
   // socket (no eventfd: out of file descriptors).
   bool Stream(int fd, std::string prefix, const std::vector<GenerationEvent>& first);
+  // Instead of Take and Stream, before the request starts: the relay writes
+  // the whole HTTP response to `fd` (a 200 event stream once admitted, with
+  // its last chunk; or the error response of a refusal, 503s with
+  // Retry-After). False as Stream.
+  bool Respond(int fd, std::string prefix);
   enum class Progress { kGoing, kEnded, kBroken };
   // While streaming: sends what the scheduler left (blocking, at most
   // `write_timeout` without progress), waiting up to `wait` for it. kEnded
@@ -55,8 +65,11 @@ class GenerationRelay {
   Progress Pump(std::chrono::milliseconds wait, std::chrono::milliseconds write_timeout);
 
  private:
-  // Appends `event` to backlog_ as one chunk.
+  // Appends `event` to backlog_ as one chunk (after the response's head
+  // when the relay responds, and before the last chunk when it ends).
   void Frame(const GenerationEvent& event);
+  // Responding, before the head: the refusal's whole error response.
+  void FrameRefusal(const Status& status);
   // Under mutex_, scheduler thread: sends what it can of backlog_ at once.
   void SendNow();
   void WakeHandler();  // streaming: signals wake_fd_
@@ -65,6 +78,8 @@ class GenerationRelay {
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;  // before Stream
   bool streaming_ = false;
+  bool responding_ = false;   // the relay writes the head and the body's end too
+  bool head_framed_ = false;  // responding: the 200's head is in backlog_ (or sent)
   int fd_ = -1;
   int wake_fd_ = -1;  // an eventfd, while streaming
   std::string prefix_;

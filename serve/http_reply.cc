@@ -10,9 +10,7 @@
 #include <iterator>
 
 namespace hetrt::serve {
-namespace {
-
-const char* Reason(int status) {
+const char* HttpReasonPhrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
@@ -26,6 +24,8 @@ const char* Reason(int status) {
     default: return status < 400 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
   }
 }
+
+namespace {
 
 struct WakeFd {
   int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -80,7 +80,7 @@ void PendingReply::Send(int status, std::string_view content_type, std::string b
   State state = kFailed;
   try {
     head_.reserve(160);
-    head_.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(Reason(status));
+    head_.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(HttpReasonPhrase(status));
     head_.append("\r\nContent-Type: ").append(content_type);
     size_t length = body.size();
     for (std::string_view part : tail.parts) length += part.size();
@@ -98,6 +98,11 @@ void PendingReply::Send(int status, std::string_view content_type, std::string b
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
   state_.store(state, std::memory_order_release);
+  state_.notify_all();
+}
+
+void PendingReply::Wrote(bool complete) noexcept {
+  state_.store(complete ? kSent : kFailed, std::memory_order_release);
   state_.notify_all();
 }
 
@@ -129,6 +134,12 @@ void HttpReply::Send(int status, std::string_view content_type, std::string body
   if (!pending_) return;
   std::shared_ptr<PendingReply> pending = std::move(pending_);
   pending->Send(status, content_type, std::move(body), extra_field, extra_value, std::move(tail));
+}
+
+void HttpReply::Wrote(bool complete) {
+  if (!pending_) return;
+  std::shared_ptr<PendingReply> pending = std::move(pending_);
+  pending->Wrote(complete);
 }
 
 }  // namespace hetrt::serve

@@ -15,6 +15,9 @@
 
 namespace hetrt::serve {
 
+// "OK", "Not Found", ...: the reason phrase of a response's status line.
+const char* HttpReasonPhrase(int status);
+
 // Bytes a response sends after its body from where they lie (a response's
 // binary outputs, in its tensors), and what keeps them there until written.
 struct ReplyTail {
@@ -31,6 +34,9 @@ class PendingReply {
   // Once, from any thread: writes what the socket takes now.
   void Send(int status, std::string_view content_type, std::string body, std::string_view extra_field,
             std::string_view extra_value, ReplyTail tail) noexcept;
+  // Instead of Send, once: the route wrote the response itself (a stream, on
+  // the connection's worker); `complete` when all of it went out.
+  void Wrote(bool complete) noexcept;
   // On the connection's worker: waits for Send, writes what it left (waiting
   // at most the write timeout for progress); false when the response could
   // not be written in full (the connection is then closed).
@@ -61,6 +67,9 @@ class HttpReply {
 
   void Send(int status, std::string_view content_type, std::string body, std::string_view extra_field = {},
             std::string_view extra_value = {}, ReplyTail tail = {});
+  // Or: the response was written on the socket by the route itself (`complete`:
+  // all of it; otherwise the connection closes).
+  void Wrote(bool complete);
 
  private:
   std::shared_ptr<PendingReply> pending_;  // NULL once sent

@@ -130,7 +130,7 @@ void HttpServer::Serve(Connection connection) {
     if (!settle()) return Close(connection);
     const bool last =
         connection.requests + 1 >= limits_.max_requests_per_connection || ending_.load(std::memory_order_relaxed);
-    if (fast_route_ != nullptr && !last) {
+    if (!fast_routes_.empty() && !last) {
       const Fast fast = ServeFast(stream, &pending);
       if (fast == Fast::kBroken) {
         settle();
@@ -159,12 +159,19 @@ HttpServer::Fast HttpServer::ServeFast(SocketStream& stream, std::shared_ptr<Pen
   if (!head || head->method() != "POST" || !head->content_length() || *head->content_length() > payload_max_length_ ||
       head->Has("Transfer-Encoding") || head->Has("Expect") || head->Has("Content-Encoding"))
     return Fast::kNotTaken;
-  if (RequestHead::SameText(head->Field("Connection"), "close") || !fast_route_->Takes(*head)) return Fast::kNotTaken;
+  if (RequestHead::SameText(head->Field("Connection"), "close")) return Fast::kNotTaken;
+  FastRoute* route = nullptr;
+  for (FastRoute* candidate : fast_routes_)
+    if (candidate->Takes(*head)) {
+      route = candidate;
+      break;
+    }
+  if (route == nullptr) return Fast::kNotTaken;
   stream.Consume(bytes.size());
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(limits_.read_write_timeout);
   try {
     *pending = std::make_shared<PendingReply>(stream.socket(), WorkerWakeFd(), timeout);
-    return fast_route_->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
+    return route->Serve(*head, stream, HttpReply(*pending)) ? Fast::kTaken : Fast::kBroken;
   } catch (...) {
     // Out of memory, say (a body's buffer is made as its head arrives): the
     // reply, if made, answers 500 as it is dropped unsent. The head is

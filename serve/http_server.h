@@ -9,11 +9,13 @@
 // (parked ones included) are bounded; past the bound a new connection waits
 // unread until another closes.
 //
-// One route may take a fast path past httplib (FastRoute: hetrt serve's
-// infer): the worker parses the request's head in place, hands the request
-// on and goes back to waiting for the connection's next request, while the
-// thread that finishes the request writes the response (http_reply.h). A
-// queued request then costs the worker no sleep and wake-up of its own.
+// Routes may take a fast path past httplib (FastRoute: hetrt serve's infer
+// and generate_stream): the worker parses the request's head in place, hands
+// the request on and goes back to waiting for the connection's next request,
+// while the thread that finishes the request writes the response
+// (http_reply.h). A queued request then costs the worker no sleep and wake-up
+// of its own. (A streamed response may instead be written while the worker
+// waits: HttpReply::Wrote.)
 //
 // Thread contract: the listen call and the stop follow httplib's rules; the
 // rest runs on the workers and the parking thread this class owns.
@@ -55,7 +57,7 @@ class HttpServer final : public httplib::Server {
   explicit HttpServer(const Limits& limits);
   ~HttpServer() override;
 
-  // A POST route served past httplib. Only plain requests come to it: HTTP/1.1
+  // A POST route served past httplib. Only plain requests come to them: HTTP/1.1
   // with a Content-Length within the payload limit, no Transfer-Encoding,
   // Expect, Content-Encoding or "Connection: close", a head that fits the read
   // buffer, and not a connection's last request. Everything else, and what
@@ -67,12 +69,14 @@ class HttpServer final : public httplib::Server {
     virtual bool Takes(const RequestHead& head) const = 0;
     // Copies what it needs of `head` first (its views die with the first
     // read), reads the body (exactly Content-Length bytes) from `body`, and
-    // answers through `reply` from any thread. False when the body could not
-    // be read (the connection closes once `reply` is sent).
+    // answers through `reply` from any thread (or writes the response itself
+    // and says so, HttpReply::Wrote). False when the body could not be read
+    // (the connection closes once `reply` is sent).
     virtual bool Serve(const RequestHead& head, SocketStream& body, HttpReply reply) = 0;
   };
-  // Before listening; the route outlives the server's listening.
-  void SetFastRoute(FastRoute* route) { fast_route_ = route; }
+  // Before listening; the route outlives the server's listening. The first
+  // route that takes a request serves it.
+  void AddFastRoute(FastRoute* route) { fast_routes_.push_back(route); }
 
   // From now on, a connection closes after the request it is serving: for a
   // stop that has waited long enough for clients to finish by themselves.
@@ -121,7 +125,7 @@ class HttpServer final : public httplib::Server {
   void Resume(const Connection& connection);
 
   const Limits limits_;
-  FastRoute* fast_route_ = nullptr;
+  std::vector<FastRoute*> fast_routes_;
   std::atomic<bool> ending_{false};
   std::shared_ptr<ConnectionPool> pool_;
   int epoll_fd_ = -1;

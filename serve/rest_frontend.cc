@@ -155,15 +155,16 @@ InferAnswer ViewedAnswerOf(Result<InferResponse> response, const RestOutputForma
           ReplyTail{std::move(encoded->binary_outputs), std::move(kept)}};
 }
 
-// {model, version} of "/v2/models/{m}[/versions/{v}]/infer" as httplib's
-// route matches it; nothing for a target with escapes or a query, which
-// httplib decodes.
-std::optional<std::pair<std::string_view, std::string_view>> InferTarget(std::string_view target) {
-  constexpr std::string_view kPrefix = "/v2/models/", kSuffix = "/infer", kVersions = "/versions/";
-  if (target.size() <= kPrefix.size() + kSuffix.size() || !target.starts_with(kPrefix) || !target.ends_with(kSuffix) ||
+// {model, version} of "/v2/models/{m}[/versions/{v}]" + `suffix` (a route:
+// "/infer") as httplib's route matches it; nothing for a target with escapes
+// or a query, which httplib decodes.
+std::optional<std::pair<std::string_view, std::string_view>> ModelTarget(std::string_view target,
+                                                                         std::string_view suffix) {
+  constexpr std::string_view kPrefix = "/v2/models/", kVersions = "/versions/";
+  if (target.size() <= kPrefix.size() + suffix.size() || !target.starts_with(kPrefix) || !target.ends_with(suffix) ||
       target.find_first_of("%?#") != std::string_view::npos)
     return std::nullopt;
-  const std::string_view path = target.substr(kPrefix.size(), target.size() - kPrefix.size() - kSuffix.size());
+  const std::string_view path = target.substr(kPrefix.size(), target.size() - kPrefix.size() - suffix.size());
   const size_t slash = path.find('/');
   const std::string_view model = path.substr(0, slash);
   if (model.empty()) return std::nullopt;
@@ -321,7 +322,8 @@ class RestFrontend final : public HttpListener {
       return httplib::Server::HandlerResponse::Handled;
     });
     AddRoutes();
-    http_.SetFastRoute(&fast_infer_);
+    http_.AddFastRoute(&fast_infer_);
+    http_.AddFastRoute(&fast_generate_stream_);
   }
   // Handlers use this object's members: stop them before it goes.
   ~RestFrontend() override { Stop(); }
@@ -513,10 +515,10 @@ class RestFrontend final : public HttpListener {
 
     // (HttpServer offers only heads with a Content-Length within the payload
     // limit, which the constructor of HttpListener set to max_request_bytes.)
-    bool Takes(const RequestHead& head) const override { return InferTarget(head.target()).has_value(); }
+    bool Takes(const RequestHead& head) const override { return ModelTarget(head.target(), "/infer").has_value(); }
 
     bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
-      const auto [model_view, version_view] = *InferTarget(head.target());
+      const auto [model_view, version_view] = *ModelTarget(head.target(), "/infer");
       std::string model(model_view), version(version_view);
       auto header_length = JsonHeaderLength(head.Has(kJsonHeaderLength), head.Field(kJsonHeaderLength));
       const size_t length = static_cast<size_t>(*head.content_length());
@@ -559,8 +561,69 @@ class RestFrontend final : public HttpListener {
     InferenceServer& server_;
   };
 
+  // The generate_stream route past httplib: the relay writes the whole
+  // response (generation_relay.h), the head with the first token and the
+  // body's end with the last event, while the worker waits in Pump, woken at
+  // the end or by the client leaving. (Serve returns once the response is out.)
+  class FastGenerateStream final : public HttpServer::FastRoute {
+   public:
+    explicit FastGenerateStream(InferenceServer& server) : server_(server) {}
+
+    bool Takes(const RequestHead& head) const override { return ModelTarget(head.target(), kRoute).has_value(); }
+
+    bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
+      const auto [model_view, version_view] = *ModelTarget(head.target(), kRoute);
+      std::string model(model_view), version(version_view);
+      std::string body(static_cast<size_t>(*head.content_length()), '\0');
+      if (!stream.ReadFully(body.data(), body.size())) {
+        // As httplib's path answers it; the connection then closes.
+        reply.Send(400, "application/json",
+                   EncodeError("the request body ended early (client disconnected or timed out)"), "Connection",
+                   "close");
+        return false;
+      }
+      auto parsed = ParseGenerateRequest(body);
+      if (!parsed.ok()) return Refuse(reply, parsed.status());
+      parsed->model = model;
+      parsed->version = version;
+      const std::string id = parsed->id;
+      auto relay = std::make_shared<GenerationRelay>();
+      auto started = server_.Generate(std::move(*parsed), [relay](const GenerationEvent& e) { relay->Push(e); });
+      if (!started.ok()) return Refuse(reply, started.status());
+      const std::shared_ptr<Generation> generation = std::move(*started);
+      if (!relay->Respond(stream.socket(),
+                          GenerateAnswerPrefix(model, std::to_string(generation->model_version()), id))) {
+        generation->Cancel();
+        return Refuse(reply, Unavailable("out of file descriptors: cannot watch the stream's client"));
+      }
+      for (;;) {
+        switch (relay->Pump(kClientCheck, std::chrono::seconds(kReadWriteTimeoutSeconds))) {
+          case GenerationRelay::Progress::kGoing: continue;
+          case GenerationRelay::Progress::kEnded: reply.Wrote(true); return true;
+          case GenerationRelay::Progress::kBroken:
+            generation->Cancel();
+            reply.Wrote(false);  // the connection closes
+            return true;
+        }
+      }
+    }
+
+   private:
+    static constexpr std::string_view kRoute = "/generate_stream";
+    // An error answer as the httplib route's (503s say when to come back).
+    static bool Refuse(HttpReply& reply, const Status& status) {
+      const int code = HttpStatusOf(status);
+      reply.Send(code, "application/json", EncodeError(status.message()), code == 503 ? "Retry-After" : "",
+                 code == 503 ? "1" : "");
+      return true;
+    }
+
+    InferenceServer& server_;
+  };
+
   InferenceServer& server_;
   FastInfer fast_infer_{server_};
+  FastGenerateStream fast_generate_stream_{server_};
 };
 
 class MetricsFrontend final : public HttpListener {

@@ -109,5 +109,20 @@ TEST(PendingReply, AReplyDroppedUnsentAnswers500) {
   EXPECT_EQ(pair.ReadAll().rfind("HTTP/1.1 500 Internal Server Error\r\n", 0), 0u);
 }
 
+TEST(PendingReply, AResponseTheRouteWroteItselfSettlesTheWaitAndAddsNothing) {
+  for (const bool complete : {true, false}) {
+    Pair pair;
+    auto pending = std::make_shared<PendingReply>(pair.server, -1, 5s);
+    {
+      HttpReply reply(pending);
+      std::thread route([&] { reply.Wrote(complete); });  // as a stream's last write, elsewhere
+      route.join();
+    }  // (no 500 from the reply going: it was settled)
+    EXPECT_EQ(pending->Await(), complete);
+    ::shutdown(pair.server, SHUT_WR);
+    EXPECT_EQ(pair.ReadAll(), "") << "complete " << complete;
+  }
+}
+
 }  // namespace
 }  // namespace hetrt::serve

@@ -245,6 +245,36 @@ def stream(address, body, model=MODEL, on_event=None, close_after=None, timeout=
     return result
 
 
+def read_response(reader):
+    """One HTTP/1.1 response from a socket's file: (status, {header: value}, body bytes),
+    a chunked body decoded; the body's framing is checked, not trusted."""
+    status = int(reader.readline().split()[1])
+    headers = {}
+    while (line := reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while (size := int(reader.readline().split(b";")[0], 16)) > 0:
+            body += reader.read(size)
+            if reader.read(2) != b"\r\n":
+                raise ValueError("a chunk not followed by CRLF")
+        if reader.readline() != b"\r\n":
+            raise ValueError("the chunked body does not end with an empty line")
+        return status, headers, body
+    return status, headers, reader.read(int(headers.get("content-length", "0")))
+
+
+def events_of(body):
+    parser, events = SseParser(), []
+    for line in body.decode().splitlines(keepends=True):
+        event = parser.line(line)
+        if event is not None:
+            events.append(event)
+    parser.end()
+    return events
+
+
 def in_threads(functions):
     """Runs each function in its own thread; their results in order."""
     results = [None] * len(functions)
@@ -471,6 +501,36 @@ class RestGenerateTest(LlmCase):
             self.assertEqual(status, 200, whole)
             self.assert_stream(stream(self.http, body), whole["output_ids"], request_id="s1",
                                prompt_tokens=len(prompt))
+
+    def test_every_http_path_streams_the_same_on_one_connection(self):
+        # A plain request (Content-Length) takes the server's fast path; a chunked
+        # body and "Connection: close" go through httplib's routes. One kept-alive
+        # connection carries them in turn: each response must end where it says.
+        body = json.dumps({"id": "p", "input_ids": prompt_of(9, 40), "max_tokens": 12,
+                           "temperature": 0.8, "seed": 3}).encode()
+        path = f"/v2/models/{MODEL}/generate_stream"
+        plain = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        chunked = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
+        closing = plain.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+        unknown = plain.replace(f"/models/{MODEL}/".encode(), b"/models/nope/", 1)
+        status, _, whole = generate(self.http, json.loads(body))
+        self.assertEqual(status, 200, whole)
+        with socket.create_connection(split_address(self.http), timeout=60) as sock, sock.makefile("rb") as reader:
+            answers = []
+            for request in (plain, chunked, unknown, plain, closing):
+                sock.sendall(request)
+                answers.append(read_response(reader))
+            self.assertEqual(reader.read(), b"", "the connection stayed open after 'Connection: close'")
+        for status, headers, raw in answers[:2] + answers[3:]:
+            result = StreamResult()
+            result.status, result.headers, result.events = status, headers, events_of(raw)
+            self.assert_stream(result, whole["output_ids"], request_id="p", prompt_tokens=9)
+            self.assertEqual(headers.get("cache-control"), "no-cache")
+        self.assertEqual(events_of(answers[0][2]), events_of(answers[1][2]))
+        status, headers, raw = answers[2]
+        self.assert_error(status, headers, json.loads(raw), 404, "nope")
 
     def test_stop_token_ends_the_stream(self):
         prompt = prompt_of(9, 20)
