@@ -323,7 +323,7 @@ class RestFrontend final : public HttpListener {
     });
     AddRoutes();
     http_.AddFastRoute(&fast_infer_);
-    http_.AddFastRoute(&fast_generate_stream_);
+    http_.AddFastRoute(&fast_generate_);
   }
   // Handlers use this object's members: stop them before it goes.
   ~RestFrontend() override { Stop(); }
@@ -561,18 +561,22 @@ class RestFrontend final : public HttpListener {
     InferenceServer& server_;
   };
 
-  // The generate_stream route past httplib: the relay writes the whole
+  // The generate routes past httplib. A stream's relay writes the whole
   // response (generation_relay.h), the head with the first token and the
   // body's end with the last event, while the worker waits in Pump, woken at
-  // the end or by the client leaving. (Serve returns once the response is out.)
-  class FastGenerateStream final : public HttpServer::FastRoute {
+  // the end or by the client leaving; a whole answer is collected as the
+  // httplib route does. Serve returns once the response is out.
+  class FastGenerate final : public HttpServer::FastRoute {
    public:
-    explicit FastGenerateStream(InferenceServer& server) : server_(server) {}
+    explicit FastGenerate(InferenceServer& server) : server_(server) {}
 
-    bool Takes(const RequestHead& head) const override { return ModelTarget(head.target(), kRoute).has_value(); }
+    bool Takes(const RequestHead& head) const override {
+      return ModelTarget(head.target(), kStream).has_value() || ModelTarget(head.target(), kWhole).has_value();
+    }
 
     bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
-      const auto [model_view, version_view] = *ModelTarget(head.target(), kRoute);
+      const bool streams = ModelTarget(head.target(), kStream).has_value();
+      const auto [model_view, version_view] = *ModelTarget(head.target(), streams ? kStream : kWhole);
       std::string model(model_view), version(version_view);
       std::string body(static_cast<size_t>(*head.content_length()), '\0');
       if (!stream.ReadFully(body.data(), body.size())) {
@@ -591,8 +595,9 @@ class RestFrontend final : public HttpListener {
       auto started = server_.Generate(std::move(*parsed), [relay](const GenerationEvent& e) { relay->Push(e); });
       if (!started.ok()) return Refuse(reply, started.status());
       const std::shared_ptr<Generation> generation = std::move(*started);
-      if (!relay->Respond(stream.socket(),
-                          GenerateAnswerPrefix(model, std::to_string(generation->model_version()), id))) {
+      std::string prefix = GenerateAnswerPrefix(model, std::to_string(generation->model_version()), id);
+      if (!streams) return Collect(*relay, *generation, stream.socket(), prefix, reply);
+      if (!relay->Respond(stream.socket(), std::move(prefix))) {
         generation->Cancel();
         return Refuse(reply, Unavailable("out of file descriptors: cannot watch the stream's client"));
       }
@@ -609,8 +614,34 @@ class RestFrontend final : public HttpListener {
     }
 
    private:
-    static constexpr std::string_view kRoute = "/generate_stream";
-    // An error answer as the httplib route's (503s say when to come back).
+    static constexpr std::string_view kStream = "/generate_stream", kWhole = "/generate";
+
+    // The whole answer: the tokens collected until the end (a client that
+    // leaves first cancels its request and its connection closes).
+    static bool Collect(GenerationRelay& relay, Generation& generation, int client, std::string_view prefix,
+                        HttpReply& reply) {
+      std::vector<int32_t> ids;
+      std::vector<GenerationEvent> batch;
+      for (;;) {
+        batch.clear();
+        while (!relay.Take(batch, kClientCheck))
+          if (PeerClosed(client)) {
+            generation.Cancel();
+            reply.Wrote(false);
+            return true;
+          }
+        for (const GenerationEvent& e : batch) {
+          if (e.token >= 0) ids.push_back(e.token);
+          if (e.kind == GenerationEvent::Kind::kRefused) return Refuse(reply, e.status);
+          if (e.kind != GenerationEvent::Kind::kEnd) continue;
+          if (std::string_view(e.finish_reason) == kFinishError) return Refuse(reply, e.status);
+          reply.Send(200, "application/json", EncodeGenerateAnswer(prefix, ids, e));
+          return true;
+        }
+      }
+    }
+
+    // An error answer as the httplib routes' (503s say when to come back).
     static bool Refuse(HttpReply& reply, const Status& status) {
       const int code = HttpStatusOf(status);
       reply.Send(code, "application/json", EncodeError(status.message()), code == 503 ? "Retry-After" : "",
@@ -623,7 +654,7 @@ class RestFrontend final : public HttpListener {
 
   InferenceServer& server_;
   FastInfer fast_infer_{server_};
-  FastGenerateStream fast_generate_stream_{server_};
+  FastGenerate fast_generate_{server_};
 };
 
 class MetricsFrontend final : public HttpListener {

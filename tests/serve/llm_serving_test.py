@@ -502,35 +502,44 @@ class RestGenerateTest(LlmCase):
             self.assert_stream(stream(self.http, body), whole["output_ids"], request_id="s1",
                                prompt_tokens=len(prompt))
 
-    def test_every_http_path_streams_the_same_on_one_connection(self):
+    def test_every_http_path_answers_the_same_on_one_connection(self):
         # A plain request (Content-Length) takes the server's fast path; a chunked
         # body and "Connection: close" go through httplib's routes. One kept-alive
         # connection carries them in turn: each response must end where it says.
         body = json.dumps({"id": "p", "input_ids": prompt_of(9, 40), "max_tokens": 12,
                            "temperature": 0.8, "seed": 3}).encode()
-        path = f"/v2/models/{MODEL}/generate_stream"
-        plain = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-        chunked = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                   f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
-        closing = plain.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
-        unknown = plain.replace(f"/models/{MODEL}/".encode(), b"/models/nope/", 1)
+
+        def plain(route, model=MODEL):
+            return (f"POST /v2/models/{model}/{route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+        def chunked(route):
+            return (f"POST /v2/models/{MODEL}/{route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
+
+        closing = plain("generate_stream").replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
         status, _, whole = generate(self.http, json.loads(body))
         self.assertEqual(status, 200, whole)
+        requests = [plain("generate_stream"), chunked("generate_stream"), plain("generate"), chunked("generate"),
+                    plain("generate_stream", "nope"), plain("generate", "nope"), plain("generate_stream"), closing]
         with socket.create_connection(split_address(self.http), timeout=60) as sock, sock.makefile("rb") as reader:
             answers = []
-            for request in (plain, chunked, unknown, plain, closing):
+            for request in requests:
                 sock.sendall(request)
                 answers.append(read_response(reader))
             self.assertEqual(reader.read(), b"", "the connection stayed open after 'Connection: close'")
-        for status, headers, raw in answers[:2] + answers[3:]:
+        streams = [answers[i] for i in (0, 1, 6, 7)]
+        for status, headers, raw in streams:
             result = StreamResult()
             result.status, result.headers, result.events = status, headers, events_of(raw)
             self.assert_stream(result, whole["output_ids"], request_id="p", prompt_tokens=9)
             self.assertEqual(headers.get("cache-control"), "no-cache")
-        self.assertEqual(events_of(answers[0][2]), events_of(answers[1][2]))
-        status, headers, raw = answers[2]
-        self.assert_error(status, headers, json.loads(raw), 404, "nope")
+        self.assertEqual(events_of(streams[0][2]), events_of(streams[1][2]))
+        for status, headers, raw in answers[2:4]:
+            self.assertEqual((status, json.loads(raw)), (200, whole))
+            self.assertTrue(headers.get("content-type", "").startswith("application/json"), headers)
+        for status, headers, raw in answers[4:6]:
+            self.assert_error(status, headers, json.loads(raw), 404, "nope")
 
     def test_stop_token_ends_the_stream(self):
         prompt = prompt_of(9, 20)
