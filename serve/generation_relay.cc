@@ -22,6 +22,7 @@ void GenerationRelay::Push(const GenerationEvent& event) {
   if (!streaming_) {
     events_.push_back(event);
     const bool wake = last || event.kind == GenerationEvent::Kind::kAdmitted;
+    signalled_ = signalled_ || wake;
     lock.unlock();
     if (wake) ready_.notify_one();
     return;
@@ -104,7 +105,8 @@ void GenerationRelay::SendNow() {
 
 bool GenerationRelay::Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!ready_.wait_for(lock, wait, [&] { return !events_.empty(); })) return false;
+  if (!ready_.wait_for(lock, wait, [&] { return signalled_; })) return false;
+  signalled_ = false;
   out.insert(out.end(), events_.begin(), events_.end());
   events_.clear();
   return true;

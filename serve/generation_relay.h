@@ -42,9 +42,9 @@ class GenerationRelay {
   // The sink's side.
   void Push(const GenerationEvent& event);
 
-  // Waits up to `wait` for queued events and moves them to `out`; false when
-  // none came. Only admission and the end wake it: tokens before the stream
-  // (or of a whole answer) wait for the next of those.
+  // Waits up to `wait` for the admission or the end and moves the events
+  // queued so far to `out`; false when neither came (tokens alone do not
+  // count: the caller looks whether its client is still there).
   bool Take(std::vector<GenerationEvent>& out, std::chrono::milliseconds wait);
 
   // From now on events go to `fd` as the chunks of a chunked HTTP body, each
@@ -77,6 +77,7 @@ class GenerationRelay {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;  // before Stream
+  bool signalled_ = false;              // events_ holds an admission or the end
   bool streaming_ = false;
   bool responding_ = false;   // the relay writes the head and the body's end too
   bool head_framed_ = false;  // responding: the 200's head is in backlog_ (or sent)

@@ -461,7 +461,7 @@ class RestFrontend final : public HttpListener {
         if (e.token >= 0) ids.push_back(e.token);
         if (e.kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, e.status);
         if (e.kind != GenerationEvent::Kind::kEnd) continue;
-        if (std::string_view(e.finish_reason) == kFinishError) return SendError(res, e.status);
+        if (std::string_view(e.finish_reason) == kFinishError) return SendGenerateError(res, e.status);
         return SendJson(res, 200, EncodeGenerateAnswer(prefix, ids, e));
       }
     }
@@ -595,19 +595,30 @@ class RestFrontend final : public HttpListener {
       auto started = server_.Generate(std::move(*parsed), [relay](const GenerationEvent& e) { relay->Push(e); });
       if (!started.ok()) return Refuse(reply, started.status());
       const std::shared_ptr<Generation> generation = std::move(*started);
+      // Whatever ends this call early (out of memory) cancels the request.
+      struct CancelUnlessDone {
+        Generation& generation;
+        bool done = false;
+        ~CancelUnlessDone() {
+          if (!done) generation.Cancel();
+        }
+      } guard{*generation};
       std::string prefix = GenerateAnswerPrefix(model, std::to_string(generation->model_version()), id);
-      if (!streams) return Collect(*relay, *generation, stream.socket(), prefix, reply);
-      if (!relay->Respond(stream.socket(), std::move(prefix))) {
-        generation->Cancel();
-        return Refuse(reply, Unavailable("out of file descriptors: cannot watch the stream's client"));
+      if (!streams) {
+        guard.done = Collect(*relay, stream.socket(), prefix, reply);
+        return true;
       }
+      if (!relay->Respond(stream.socket(), std::move(prefix)))
+        return Refuse(reply, Unavailable("out of file descriptors: cannot watch the stream's client"));
       for (;;) {
         switch (relay->Pump(kClientCheck, std::chrono::seconds(kReadWriteTimeoutSeconds))) {
           case GenerationRelay::Progress::kGoing: continue;
-          case GenerationRelay::Progress::kEnded: reply.Wrote(true); return true;
+          case GenerationRelay::Progress::kEnded:
+            guard.done = true;
+            reply.Wrote(true);
+            return true;
           case GenerationRelay::Progress::kBroken:
-            generation->Cancel();
-            reply.Wrote(false);  // the connection closes
+            reply.Wrote(false);  // the connection closes; the guard cancels the request
             return true;
         }
       }
@@ -616,19 +627,18 @@ class RestFrontend final : public HttpListener {
    private:
     static constexpr std::string_view kStream = "/generate_stream", kWhole = "/generate";
 
-    // The whole answer: the tokens collected until the end (a client that
-    // leaves first cancels its request and its connection closes).
-    static bool Collect(GenerationRelay& relay, Generation& generation, int client, std::string_view prefix,
-                        HttpReply& reply) {
+    // The whole answer: the tokens collected until the end; false when the
+    // client left first (its connection closes; the request is the caller's
+    // to cancel).
+    static bool Collect(GenerationRelay& relay, int client, std::string_view prefix, HttpReply& reply) {
       std::vector<int32_t> ids;
       std::vector<GenerationEvent> batch;
       for (;;) {
         batch.clear();
         while (!relay.Take(batch, kClientCheck))
           if (PeerClosed(client)) {
-            generation.Cancel();
             reply.Wrote(false);
-            return true;
+            return false;
           }
         for (const GenerationEvent& e : batch) {
           if (e.token >= 0) ids.push_back(e.token);

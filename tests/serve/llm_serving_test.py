@@ -520,8 +520,9 @@ class RestGenerateTest(LlmCase):
         closing = plain("generate_stream").replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
         status, _, whole = generate(self.http, json.loads(body))
         self.assertEqual(status, 200, whole)
+        nope = chunked("generate_stream").replace(f"/models/{MODEL}/".encode(), b"/models/nope/", 1)
         requests = [plain("generate_stream"), chunked("generate_stream"), plain("generate"), chunked("generate"),
-                    plain("generate_stream", "nope"), plain("generate", "nope"), plain("generate_stream"), closing]
+                    plain("generate_stream", "nope"), nope, plain("generate_stream"), closing]
         with socket.create_connection(split_address(self.http), timeout=60) as sock, sock.makefile("rb") as reader:
             answers = []
             for request in requests:
@@ -540,6 +541,10 @@ class RestGenerateTest(LlmCase):
             self.assertTrue(headers.get("content-type", "").startswith("application/json"), headers)
         for status, headers, raw in answers[4:6]:
             self.assert_error(status, headers, json.loads(raw), 404, "nope")
+        self.assertEqual(json.loads(answers[4][2]), json.loads(answers[5][2]))
+        # Which path answered: httplib's responses carry its Keep-Alive field, the
+        # fast path's do not (if this fails, the plain requests lost their fast path).
+        self.assertEqual(["keep-alive" in a[1] for a in answers], [False, True, False, True, False, True, False, False])
 
     def test_stop_token_ends_the_stream(self):
         prompt = prompt_of(9, 20)
@@ -656,6 +661,38 @@ class RestGenerateTest(LlmCase):
             self.fail("in 5 tries, no closed stream was counted finished_reason=\"cancelled\"")
         # The server goes on.
         self.assertEqual(self.alone(companions[0]["input_ids"], 100), want[0])
+
+    def test_closing_the_connection_cancels_a_whole_answer(self):
+        # /generate answers once, at the end: while its tokens come, the handler
+        # must still notice the client leaving. The victim needs 120 decode steps
+        # beside three long streams; it is closed once it runs.
+        companions = [{"input_ids": prompt_of(4 + 5 * i, 210 + i), "max_tokens": 100} for i in range(3)]
+        body = json.dumps({"input_ids": [11, 22, 33, 44], "max_tokens": 120}).encode()
+        request = (f"POST /v2/models/{MODEL}/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        for attempt in range(5):
+            cancelled = metric(self.server, "hetrt_llm_request_success_total", finished_reason="cancelled")
+            ended_before = ended(self.server)
+            running = [threading.Event() for _ in companions]
+            threads = [threading.Thread(target=stream, args=(self.http, companions[i]),
+                                        kwargs={"on_event": lambda r, e, i=i: running[i].set()}) for i in range(3)]
+            for t in threads:
+                t.start()
+            for e in running:
+                e.wait(60)
+            with socket.create_connection(split_address(self.http), timeout=60) as sock:
+                sock.sendall(request)
+                deadline = time.monotonic() + 10
+                while metric(self.server, "hetrt_llm_num_requests_running") < 4 and time.monotonic() < deadline:
+                    time.sleep(0.002)
+            for t in threads:
+                t.join(60)
+            used, free, done = settle(self.server, ended_before, 4, self.total_pages)
+            self.assertEqual((used, free), (0, self.total_pages), "KV-cache pages still held after the requests ended")
+            if metric(self.server, "hetrt_llm_request_success_total", finished_reason="cancelled") > cancelled:
+                break
+        else:
+            self.fail("in 5 tries, no /generate whose client left was counted finished_reason=\"cancelled\"")
 
     # --- bad requests -----------------------------------------------------------------
     def test_bad_requests_while_a_stream_runs(self):
@@ -851,6 +888,45 @@ class QueueTimeoutTest(AdmissionCase):
         self.assertEqual(metric(self.server, "hetrt_llm_requests_rejected_total", reason="queue_full"), full)
         self.assertEqual(pages(self.server), (0, self.total_pages))
         self.assertEqual(self.alone(*ADMITTED[1]), want[1])
+
+    def test_a_refusal_written_while_queued_leaves_the_connection_usable(self):
+        # On the fast path the relay writes a queued request's 503 itself; the kept-alive
+        # connection must then read its next request as usual.
+        want = self.want()
+        prompt, max_tokens = ADMITTED[0]
+        body = json.dumps({"input_ids": prompt, "max_tokens": max_tokens}).encode()
+        request = (f"POST /v2/models/{MODEL}/generate_stream HTTP/1.1\r\nHost: x\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+        def check_stream(answer):
+            result = StreamResult()
+            result.status, result.headers, result.events = answer[0], answer[1], events_of(answer[2])
+            self.assert_stream(result, want[0])
+
+        with socket.create_connection(split_address(self.http), timeout=60) as sock, sock.makefile("rb") as reader:
+            refused = False
+            for _ in range(3):
+                # Four 80-token streams run one at a time (the cache holds 96 tokens): the
+                # probe, sent once they are, waits behind them past queue_timeout_ms 50.
+                sent = [threading.Event() for _ in range(4)]
+                blockers = [threading.Thread(target=stream, args=(self.http, json.loads(body)), kwargs={"sent": e})
+                            for e in sent]
+                for t in blockers:
+                    t.start()
+                for e in sent:
+                    e.wait(30)
+                sock.sendall(request)
+                answer = read_response(reader)
+                for t in blockers:
+                    t.join(120)
+                if answer[0] == 503:
+                    self.assert_retry_later(answer[0], answer[1], json.loads(answer[2]))
+                    refused = True
+                    break
+                check_stream(answer)  # admitted before the others after all
+            self.assertTrue(refused, "a request queued behind four 72-step streams never waited past 50 ms")
+            sock.sendall(request)
+            check_stream(read_response(reader))
 
 
 # --- SIGTERM --------------------------------------------------------------------------------
