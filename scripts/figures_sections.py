@@ -186,7 +186,7 @@ def llm_serving(raw):
 
     def event_floor(connections, step_us):
         def cell():
-            b = floor.get("BM_SseEventOnLoopback/connections:%d/thread_each:1/step_us:%d/real_time"
+            b = floor.get("BM_SseEventOnLoopback/connections:%d/thread_each:1/step_us:%d"
                           % (connections, step_us))
             return fmt_us(b.counter("sender_cpu_us_per_event"))
         return cell
