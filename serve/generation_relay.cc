@@ -18,22 +18,16 @@ namespace hetrt::serve {
 
 void GenerationRelay::Push(const GenerationEvent& event) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool last = event.kind == GenerationEvent::Kind::kEnd || event.kind == GenerationEvent::Kind::kRefused;
   if (!streaming_) {
     events_.push_back(event);
-    const bool wake = last || event.kind == GenerationEvent::Kind::kAdmitted;
+    const bool wake = event.kind != GenerationEvent::Kind::kToken;  // admission or the end
     signalled_ = signalled_ || wake;
     lock.unlock();
     if (wake) ready_.notify_one();
     return;
   }
-  // (Responding, the head waits for the first token: one send for both.)
   if (broken_ || ended_ || event.kind == GenerationEvent::Kind::kAdmitted) return;
-  if (responding_ && !head_framed_ && event.kind == GenerationEvent::Kind::kRefused)
-    FrameRefusal(event.status);
-  else
-    Frame(event);
-  ended_ = last;
+  FrameEvent(event);
   // While the handler sends a backlog outside the lock, the event waits its
   // turn behind it; otherwise the backlog (this event, or it behind what a
   // slow client left) goes now, from its front.
@@ -67,6 +61,16 @@ void GenerationRelay::FrameRefusal(const Status& status) {
   backlog_ += std::to_string(body.size());
   backlog_ += "\r\n\r\n";
   backlog_ += body;
+}
+
+void GenerationRelay::FrameEvent(const GenerationEvent& event) {
+  // (Responding, the head waits for the first token: one send for both.)
+  if (ended_ || event.kind == GenerationEvent::Kind::kAdmitted) return;
+  if (responding_ && !head_framed_ && event.kind == GenerationEvent::Kind::kRefused)
+    FrameRefusal(event.status);
+  else
+    Frame(event);
+  ended_ = event.kind != GenerationEvent::Kind::kToken;
 }
 
 void GenerationRelay::Frame(const GenerationEvent& event) {
@@ -113,39 +117,20 @@ bool GenerationRelay::Take(std::vector<GenerationEvent>& out, std::chrono::milli
 }
 
 bool GenerationRelay::Stream(int fd, std::string prefix, const std::vector<GenerationEvent>& first) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) return false;
-  fd_ = fd;
-  prefix_ = std::move(prefix);
-  auto frame = [&](const GenerationEvent& e) {
-    if (ended_ || e.kind == GenerationEvent::Kind::kAdmitted) return;
-    Frame(e);
-    ended_ = e.kind != GenerationEvent::Kind::kToken;
-  };
-  for (const GenerationEvent& e : first) frame(e);
-  for (const GenerationEvent& e : events_) frame(e);
-  events_.clear();
-  streaming_ = true;
-  if (!backlog_.empty() || ended_) WakeHandler();  // Pump sends it at once
-  return true;
+  return Begin(fd, std::move(prefix), first, /*responding=*/false);
 }
 
-bool GenerationRelay::Respond(int fd, std::string prefix) {
+bool GenerationRelay::Respond(int fd, std::string prefix) { return Begin(fd, std::move(prefix), {}, true); }
+
+bool GenerationRelay::Begin(int fd, std::string prefix, std::span<const GenerationEvent> first, bool responding) {
   std::lock_guard<std::mutex> lock(mutex_);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) return false;
   fd_ = fd;
   prefix_ = std::move(prefix);
-  responding_ = true;
-  for (const GenerationEvent& e : events_) {
-    if (ended_ || e.kind == GenerationEvent::Kind::kAdmitted) continue;
-    if (e.kind == GenerationEvent::Kind::kRefused && !head_framed_)
-      FrameRefusal(e.status);
-    else
-      Frame(e);
-    ended_ = e.kind != GenerationEvent::Kind::kToken;
-  }
+  responding_ = responding;
+  for (const GenerationEvent& e : first) FrameEvent(e);
+  for (const GenerationEvent& e : events_) FrameEvent(e);
   events_.clear();
   streaming_ = true;
   if (!backlog_.empty() || ended_) WakeHandler();  // Pump sends it at once

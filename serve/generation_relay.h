@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ class GenerationRelay {
   Progress Pump(std::chrono::milliseconds wait, std::chrono::milliseconds write_timeout);
 
  private:
+  // Stream and Respond: from now on events go to `fd`, `first` and those
+  // queued so far first.
+  bool Begin(int fd, std::string prefix, std::span<const GenerationEvent> first, bool responding);
+  // Under mutex_, streaming: frames `event` as what the response needs next
+  // (nothing for an admission or after the end); sets ended_ at the last.
+  void FrameEvent(const GenerationEvent& event);
   // Appends `event` to backlog_ as one chunk (after the response's head
   // when the relay responds, and before the last chunk when it ends).
   void Frame(const GenerationEvent& event);

@@ -434,16 +434,32 @@ class RestFrontend final : public HttpListener {
     return std::move(*started);
   }
 
-  // Waits for the generation's next events, appended to `out`; false (its
-  // request cancelled) when the client left first.
-  static bool AwaitEvents(GenerationRelay& relay, Generation& generation, std::vector<GenerationEvent>& out) {
-    const int client = HttpServer::RequestSocket();
+  // Waits for the generation's admission or end, the events so far appended
+  // to `out`; false when the client (on socket `client`) left first.
+  static bool AwaitEvents(GenerationRelay& relay, int client, std::vector<GenerationEvent>& out) {
     while (!relay.Take(out, kClientCheck))
-      if (PeerClosed(client)) {
-        generation.Cancel();
-        return false;
-      }
+      if (PeerClosed(client)) return false;
     return true;
+  }
+
+  // A whole answer, on either path: the answer's JSON once the generation
+  // ends, or why it failed (a refusal, an error end); nothing when the client
+  // left first (the request is the caller's to cancel).
+  static std::optional<Result<std::string>> AwaitWholeAnswer(GenerationRelay& relay, int client,
+                                                             std::string_view prefix) {
+    std::vector<int32_t> ids;
+    std::vector<GenerationEvent> batch;
+    for (;;) {
+      batch.clear();
+      if (!AwaitEvents(relay, client, batch)) return std::nullopt;
+      for (const GenerationEvent& e : batch) {
+        if (e.token >= 0) ids.push_back(e.token);
+        if (e.kind == GenerationEvent::Kind::kRefused) return Result<std::string>(e.status);
+        if (e.kind != GenerationEvent::Kind::kEnd) continue;
+        if (std::string_view(e.finish_reason) == kFinishError) return Result<std::string>(e.status);
+        return Result<std::string>(EncodeGenerateAnswer(prefix, ids, e));
+      }
+    }
   }
 
   // POST .../generate: the whole generation in one answer.
@@ -452,19 +468,10 @@ class RestFrontend final : public HttpListener {
     std::string prefix;
     std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
-    std::vector<int32_t> ids;
-    std::vector<GenerationEvent> batch;
-    for (;;) {
-      batch.clear();
-      if (!AwaitEvents(*relay, *generation, batch)) return;
-      for (const GenerationEvent& e : batch) {
-        if (e.token >= 0) ids.push_back(e.token);
-        if (e.kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, e.status);
-        if (e.kind != GenerationEvent::Kind::kEnd) continue;
-        if (std::string_view(e.finish_reason) == kFinishError) return SendGenerateError(res, e.status);
-        return SendJson(res, 200, EncodeGenerateAnswer(prefix, ids, e));
-      }
-    }
+    auto answer = AwaitWholeAnswer(*relay, HttpServer::RequestSocket(), prefix);
+    if (!answer) return generation->Cancel();
+    if (!answer->ok()) return SendGenerateError(res, answer->status());
+    SendJson(res, 200, std::move(**answer));
   }
 
   // POST .../generate_stream: Server-Sent Events, one per token. The answer
@@ -477,8 +484,8 @@ class RestFrontend final : public HttpListener {
     std::shared_ptr<Generation> generation = StartGeneration(req, res, reader, relay, &prefix);
     if (generation == nullptr) return;
     std::vector<GenerationEvent> first;
-    if (!AwaitEvents(*relay, *generation, first)) return;
     const int client = HttpServer::RequestSocket();
+    if (!AwaitEvents(*relay, client, first)) return generation->Cancel();
     if (first.front().kind == GenerationEvent::Kind::kRefused) return SendGenerateError(res, first.front().status);
     res.set_header("Cache-Control", "no-cache");
     // (httplib never compresses text/event-stream, so the body's chunks are
@@ -575,9 +582,10 @@ class RestFrontend final : public HttpListener {
     }
 
     bool Serve(const RequestHead& head, SocketStream& stream, HttpReply reply) override {
-      const bool streams = ModelTarget(head.target(), kStream).has_value();
-      const auto [model_view, version_view] = *ModelTarget(head.target(), streams ? kStream : kWhole);
-      std::string model(model_view), version(version_view);
+      auto target = ModelTarget(head.target(), kStream);
+      const bool streams = target.has_value();
+      if (!streams) target = ModelTarget(head.target(), kWhole);
+      std::string model(target->first), version(target->second);
       std::string body(static_cast<size_t>(*head.content_length()), '\0');
       if (!stream.ReadFully(body.data(), body.size())) {
         // As httplib's path answers it; the connection then closes.
@@ -605,7 +613,14 @@ class RestFrontend final : public HttpListener {
       } guard{*generation};
       std::string prefix = GenerateAnswerPrefix(model, std::to_string(generation->model_version()), id);
       if (!streams) {
-        guard.done = Collect(*relay, stream.socket(), prefix, reply);
+        auto answer = AwaitWholeAnswer(*relay, stream.socket(), prefix);
+        if (!answer) {
+          reply.Wrote(false);  // the connection closes; the guard cancels the request
+          return true;
+        }
+        guard.done = true;
+        if (!answer->ok()) return Refuse(reply, answer->status());
+        reply.Send(200, "application/json", std::move(**answer));
         return true;
       }
       if (!relay->Respond(stream.socket(), std::move(prefix)))
@@ -626,30 +641,6 @@ class RestFrontend final : public HttpListener {
 
    private:
     static constexpr std::string_view kStream = "/generate_stream", kWhole = "/generate";
-
-    // The whole answer: the tokens collected until the end; false when the
-    // client left first (its connection closes; the request is the caller's
-    // to cancel).
-    static bool Collect(GenerationRelay& relay, int client, std::string_view prefix, HttpReply& reply) {
-      std::vector<int32_t> ids;
-      std::vector<GenerationEvent> batch;
-      for (;;) {
-        batch.clear();
-        while (!relay.Take(batch, kClientCheck))
-          if (PeerClosed(client)) {
-            reply.Wrote(false);
-            return false;
-          }
-        for (const GenerationEvent& e : batch) {
-          if (e.token >= 0) ids.push_back(e.token);
-          if (e.kind == GenerationEvent::Kind::kRefused) return Refuse(reply, e.status);
-          if (e.kind != GenerationEvent::Kind::kEnd) continue;
-          if (std::string_view(e.finish_reason) == kFinishError) return Refuse(reply, e.status);
-          reply.Send(200, "application/json", EncodeGenerateAnswer(prefix, ids, e));
-          return true;
-        }
-      }
-    }
 
     // An error answer as the httplib routes' (503s say when to come back).
     static bool Refuse(HttpReply& reply, const Status& status) {

@@ -10,6 +10,7 @@
 
 #include "hetrt/base/dtype.h"
 #include "hetrt/base/last_error.h"
+#include "hetrt/tvm_abi/tvm_ffi_values.h"
 
 namespace hetrt {
 

@@ -59,19 +59,6 @@ RelaxValue FromFfiValue(FfiValue value) {
 
 }  // namespace
 
-Status FfiKernelOutcome(int failed, const hetrt_ffi_any_t& ret) {
-  const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
-  if (object) ReleaseFfiObject(ret.v_obj);
-  if (failed != 0) [[unlikely]] {
-    const FfiRaised raised = TakeFfiRaised();
-    return Internal(raised.kind + ": " + raised.message);
-  }
-  if (object) [[unlikely]]
-    return Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
-                    ", which a kernel call cannot pass on");
-  return OkStatus();
-}
-
 int RelaxInterpreter::IndexOf(DLDevice device) const {
   for (size_t i = 0; i < device_list.size(); ++i)
     if (SameDevice(device_list[i], device)) return static_cast<int>(i);

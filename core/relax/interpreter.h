@@ -208,10 +208,6 @@ struct RelaxInterpreter {
   const std::string& FunctionName(uint32_t index) const { return exe->functions[index].name; }
 };
 
-// What a tvm-ffi kernel call returning `failed` and `ret` amounts to: its
-// error, or an error for an object result (released), else OK.
-Status FfiKernelOutcome(int failed, const hetrt_ffi_any_t& ret);
-
 // Shown each Call instruction of the outermost function after it ran, while
 // set as the interpreter's recorder (call_replay.h's recording).
 class RelaxCallObserver {

@@ -305,12 +305,9 @@ Status PagedKvCache::Call(const PackedFunc* kernel, const char* slot, hetrt_valu
     for (int32_t i = 0; i < n && converted; ++i) converted = PackedArgToFfiAny(values[i], codes[i], anys[i]);
     if (converted) {
       hetrt_ffi_any_t ret{};
-      const int failed = ffi(nullptr, anys, n, &ret);
-      if (ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN && ret.v_obj != nullptr) ReleaseFfiObject(ret.v_obj);
-      if (failed == 0) return OkStatus();
-      const FfiRaised raised = TakeFfiRaised();
-      return Internal(raised.kind + ": " + raised.message)
-          .WithContext(std::string("the KV cache's ") + slot + " kernel");
+      Status s = FfiKernelOutcome(ffi(nullptr, anys, n, &ret), ret);
+      if (!s.ok()) return s.WithContext(std::string("the KV cache's ") + slot + " kernel");
+      return OkStatus();
     }
   }
   Status s = CallPackedFunc(*kernel, values, codes, n);

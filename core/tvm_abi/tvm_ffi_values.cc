@@ -399,6 +399,19 @@ FfiRaised TakeFfiRaised() {
 
 void ReleaseFfiObject(hetrt_ffi_object_t* object) { DecRef(object); }
 
+Status FfiKernelOutcome(int failed, const hetrt_ffi_any_t& ret) {
+  const bool object = ret.type_index >= HETRT_FFI_STATIC_OBJECT_BEGIN;
+  if (object) ReleaseFfiObject(ret.v_obj);
+  if (failed != 0) [[unlikely]] {
+    const FfiRaised raised = TakeFfiRaised();
+    return Internal(raised.kind + ": " + raised.message);
+  }
+  if (object) [[unlikely]]
+    return Internal("the function returned tvm-ffi type index " + std::to_string(ret.type_index) +
+                    ", which a kernel call cannot pass on");
+  return OkStatus();
+}
+
 void SetFfiTensorMemory(FfiTensorMemory memory) { g_tensor_memory.store(memory, std::memory_order_release); }
 
 Result<std::string> TakeFfiString(hetrt_ffi_any_t& value, const std::string& what) {

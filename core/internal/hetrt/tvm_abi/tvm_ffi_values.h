@@ -62,6 +62,10 @@ FfiRaised TakeFfiRaised();
 // Releases one reference to an object hetrt holds (NULL: nothing).
 void ReleaseFfiObject(hetrt_ffi_object_t* object);
 
+// What a tvm-ffi kernel call returning `failed` and `ret` amounts to: its
+// error, or an error for an object result (released), else OK.
+Status FfiKernelOutcome(int failed, const hetrt_ffi_any_t& ret);
+
 // The string a result Any holds (SmallStr, Str or Bytes); consumes it.
 Result<std::string> TakeFfiString(hetrt_ffi_any_t& value, const std::string& what);
 
