@@ -87,6 +87,14 @@ class RenderedFigures(unittest.TestCase):
         self.assertLine("mean 70.4 us, median 69.5 us; the device's clock: 51 us")
         self.assertNotIn("/tmp/", self.doc.split("output of the pipe run")[0])  # paths of one run stay out
 
+    def test_llm_serving_reads_the_server_and_its_loopback_floors(self):
+        self.assertLine("| server's own CPU per token (target < 15 us) | **29.0 us** |")
+        # token_stream_floor's rows, flat out and behind a step (/real_time is not part of their key).
+        self.assertLine("| floor: one event on loopback to a client thread asleep in recv, 4 connections, flat out "
+                        "| 3.44 us |")
+        self.assertLine("| floor: the same after a step (4 connections: batch 4) | 31.3 us |")
+        self.assertLine("| floor: the same after a step, 16 connections (batch 16) | 15.1 us |")
+
     def test_every_section_names_its_commands_and_the_machine(self):
         self.assertLine("| CPU | AMD EPYC, 2 cores available to the benchmarks (2 online) |")
         self.assertLine("**Mode: recorded for tests/figures (not a figure)**")
