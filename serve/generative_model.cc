@@ -288,8 +288,7 @@ void GenerativeModel::Schedule(Instance& instance) {
     {
       std::unique_lock<std::mutex> lock(shared.mutex);
       for (;;) {
-        const auto now = Clock::now();
-        // Cancelled, timed out or refused at shutdown while queued.
+        // Cancelled or refused at shutdown while queued.
         for (auto it = shared.queue.begin(); it != shared.queue.end();) {
           std::shared_ptr<Pending>& p = *it;
           if (p->cancel) {
@@ -297,11 +296,6 @@ void GenerativeModel::Schedule(Instance& instance) {
           } else if (!shared.admitting) {
             stats_.rejected_shutdown.fetch_add(1, std::memory_order_relaxed);
             refuse(std::move(p), Unavailable("model '" + name_ + "' is shutting down"));
-          } else if (now >= p->deadline) {
-            stats_.rejected_queue_timeout.fetch_add(1, std::memory_order_relaxed);
-            refuse(std::move(p),
-                   Unavailable("model '" + name_ + "': waited " + std::to_string(generation_.queue_timeout_ms) +
-                               " ms for KV-cache pages (queue_timeout_ms); retry later"));
           } else {
             ++it;
             continue;
@@ -334,6 +328,21 @@ void GenerativeModel::Schedule(Instance& instance) {
           head->instance = &instance;
           admitted.push_back(std::move(head));
           shared.queue.pop_front();
+        }
+        // Timed out: only what admission left waiting, so a request that fits when the
+        // scheduler first sees it runs however long the step before took (and
+        // queue_timeout_ms 0 means "admit now or refuse").
+        const auto now = Clock::now();
+        for (auto it = shared.queue.begin(); it != shared.queue.end();) {
+          if (now < (*it)->deadline) {
+            ++it;
+            continue;
+          }
+          stats_.rejected_queue_timeout.fetch_add(1, std::memory_order_relaxed);
+          refuse(std::move(*it),
+                 Unavailable("model '" + name_ + "': waited " + std::to_string(generation_.queue_timeout_ms) +
+                             " ms for KV-cache pages (queue_timeout_ms); retry later"));
+          it = shared.queue.erase(it);
         }
         stats_.waiting.store(static_cast<int64_t>(shared.queue.size()), std::memory_order_relaxed);
         if (!ended.empty() || !admitted.empty() || engine.HasWork()) break;

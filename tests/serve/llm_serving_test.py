@@ -889,6 +889,21 @@ class QueueTimeoutTest(AdmissionCase):
         self.assertEqual(pages(self.server), (0, self.total_pages))
         self.assertEqual(self.alone(*ADMITTED[1]), want[1])
 
+
+class NoWaitTest(AdmissionCase):
+    """queue_timeout_ms 0: a request is admitted when it arrives or refused at once."""
+    CONFIG = {"generation": {"kv_cache_tokens": 96, "queue_timeout_ms": 0}}
+
+    def test_a_request_that_fits_is_admitted(self):
+        # Timeouts are weighed after admission: one that fits never counts as late.
+        rejected = metric(self.server, "hetrt_llm_requests_rejected_total", reason="queue_timeout")
+        want = self.want()
+        for (prompt, max_tokens), ids in zip(ADMITTED[:3], want):
+            self.assertEqual(self.alone(prompt, max_tokens), ids)
+            result = stream(self.http, {"input_ids": prompt, "max_tokens": max_tokens})
+            self.assert_stream(result, ids)
+        self.assertEqual(metric(self.server, "hetrt_llm_requests_rejected_total", reason="queue_timeout"), rejected)
+
     def test_a_refusal_written_while_queued_leaves_the_connection_usable(self):
         # On the fast path the relay writes a queued request's 503 itself; the kept-alive
         # connection must then read its next request as usual.
@@ -906,25 +921,22 @@ class QueueTimeoutTest(AdmissionCase):
         with socket.create_connection(split_address(self.http), timeout=60) as sock, sock.makefile("rb") as reader:
             refused = False
             for _ in range(3):
-                # Four 80-token streams run one at a time (the cache holds 96 tokens): the
-                # probe, sent once they are, waits behind them past queue_timeout_ms 50.
-                sent = [threading.Event() for _ in range(4)]
-                blockers = [threading.Thread(target=stream, args=(self.http, json.loads(body)), kwargs={"sent": e})
-                            for e in sent]
-                for t in blockers:
-                    t.start()
-                for e in sent:
-                    e.wait(30)
+                # An 80-token stream holds the cache (96 tokens) for 72 steps; the probe,
+                # sent at its first token, cannot fit and may not wait.
+                first = threading.Event()
+                blocker = threading.Thread(target=stream, args=(self.http, json.loads(body)),
+                                           kwargs={"on_event": lambda r, e: first.set()})
+                blocker.start()
+                self.assertTrue(first.wait(60), "the blocking stream sent no token")
                 sock.sendall(request)
                 answer = read_response(reader)
-                for t in blockers:
-                    t.join(120)
+                blocker.join(120)
                 if answer[0] == 503:
                     self.assert_retry_later(answer[0], answer[1], json.loads(answer[2]))
                     refused = True
                     break
-                check_stream(answer)  # admitted before the others after all
-            self.assertTrue(refused, "a request queued behind four 72-step streams never waited past 50 ms")
+                check_stream(answer)  # the blocker's 71 steps ended before the probe arrived
+            self.assertTrue(refused, "a request sent while the cache was held was admitted three times")
             sock.sendall(request)
             check_stream(read_response(reader))
 
@@ -975,7 +987,7 @@ class ShutdownTest(unittest.TestCase):
             server.proc.send_signal(signal.SIGTERM)
             for t in threads:
                 t.join(90)
-            status = server.proc.wait(90)
+            status = server.stop(90)
         finally:
             if server.proc.poll() is None:
                 server.proc.kill()

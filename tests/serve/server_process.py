@@ -40,11 +40,13 @@ class Server:
                 raise RuntimeError("hetrt serve did not listen within %.0f s" % timeout)
         # Keep draining its output so the server never blocks on a full pipe.
         import threading
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
 
     def _drain(self):
-        for line in self.proc.stdout:
-            self.log.append(line)
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self.log.append(line)
 
     @property
     def http(self):
@@ -63,10 +65,12 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            status = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise RuntimeError("hetrt serve did not exit within %.0f s of SIGTERM" % timeout)
+        self._drainer.join(timeout)  # the whole log, and its pipe closed
+        return status
 
     def __enter__(self):
         return self
