@@ -4,11 +4,14 @@
 // and its argmax exact; then the engine: greedy tokens, batches whose
 // membership changes, chunked prefill, the steady state, bad input.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "hetrt/base/dtype.h"
@@ -449,13 +452,21 @@ TEST(LlmEngine, BadRequestsAreRefusedAndOthersGoOn) {
   EXPECT_EQ(tokens, 5);
 }
 
-TEST(LlmEngine, ABatchLargerThanTheLibraryWasCompiledForIsRefused) {
+// _metadata's sizes bound what the library's static memory plan holds.
+TEST(LlmEngine, SizesLargerThanTheLibraryWasCompiledForAreRefused) {
   HETRT_REQUIRE_LLM_FIXTURE(dir);
   LlmEngineOptions o = Options(dir);
   o.max_batch_size = 8;  // tiny_llama's _metadata: max_batch_size 4
   auto engine = LlmEngine::Open(o);
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.status().message().find("at most 4 sequences"), std::string::npos) << engine.status().ToString();
+  o = Options(dir);
+  o.prefill_chunk_size = 128;  // _metadata: prefill_chunk_size 64
+  engine = LlmEngine::Open(o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("at most 64 tokens"), std::string::npos) << engine.status().ToString();
+  o.prefill_chunk_size = 16;  // smaller is a plan that fits
+  HETRT_ASSERT_OK(LlmEngine::Open(o).status());
 }
 
 TEST(LlmEngine, SeededSamplingIsReproducibleAndStopsOnStopTokens) {
@@ -478,16 +489,152 @@ TEST(LlmEngine, SeededSamplingIsReproducibleAndStopsOnStopTokens) {
   EXPECT_EQ(c[0].tokens.back(), a[0].tokens[2]);
 }
 
+// A writable copy of the model folder `dir` (library and params/), removed
+// with the object.
+struct ModelCopy {
+  fs::path path;
+  ModelCopy(const std::string& dir, const std::string& name)
+      : path(fs::temp_directory_path() / ("hetrt_llm_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path / "params");
+    fs::copy_file(fs::path(dir) / "model.so", path / "model.so");
+    for (const auto& e : fs::directory_iterator(fs::path(dir) / "params"))
+      fs::copy_file(e.path(), path / "params" / e.path().filename());
+    for (const auto& e : fs::recursive_directory_iterator(path))
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  }
+  ~ModelCopy() { fs::remove_all(path); }
+  // Renames the library's function `name` (the executable stores each name
+  // after its u64 length) to one of the same length no caller asks for.
+  void RenameFunction(const std::string& name) {
+    std::fstream f(path / "model.so", std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string key(8, '\0');
+    key[0] = static_cast<char>(name.size());
+    key += name;
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos) << name;
+    ASSERT_EQ(bytes.find(key, at + 1), std::string::npos) << name;
+    f.seekp(static_cast<std::streamoff>(at + key.size() - 1));
+    f.put('X');
+  }
+};
+
+// A request whose logits hold no token to draw (NaN: here its prompt's
+// embedding) ends alone with an error; the batch it ran in goes on as if it
+// had never been there, and its pages come back.
+TEST(LlmEngine, ARowWithNoTokenToDrawEndsItsRequestAloneAndTheOthersGoOn) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  ModelCopy copy(dir, "nan");
+  constexpr int32_t kPoisoned = 7;
+  {
+    HETRT_ASSERT_OK_AND_ASSIGN(TensorCacheIndex index, TensorCacheIndex::Open((copy.path / "params").string()));
+    const TensorCacheRecord* embed = index.Find("model.embed_tokens.weight");
+    ASSERT_NE(embed, nullptr);
+    ASSERT_EQ(DataTypeToString(embed->dtype), "float32");
+    ASSERT_EQ(embed->shape.size(), 2u);
+    const std::vector<float> nans(static_cast<size_t>(embed->shape[1]), std::nanf(""));
+    std::fstream f(index.shard_paths()[embed->shard], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(embed->byte_offset + kPoisoned * embed->shape[1] * sizeof(float)));
+    f.write(reinterpret_cast<const char*>(nans.data()), static_cast<std::streamsize>(nans.size() * sizeof(float)));
+  }
+  HETRT_ASSERT_OK_AND_ASSIGN(auto clean, LlmEngine::Open(Options(dir)));
+  HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(copy.path.string())));
+  const std::vector<int32_t> a = {1, 2, 3}, b = {9, 10, 11, 12};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto want, clean->Generate({Greedy(a, 8), Greedy(b, 8)}));
+  // In the first step's prefill, and joining a batch already decoding.
+  for (int join_at : {0, 3}) {
+    SCOPED_TRACE("joining at step " + std::to_string(join_at));
+    HETRT_ASSERT_OK_AND_ASSIGN(int64_t ia, engine->AddRequest(Greedy(a, 8)));
+    int64_t poisoned = -1, ib = -1;
+    std::map<int64_t, std::vector<int32_t>> got;
+    std::map<int64_t, TokenEvent> ends;
+    for (int step = 0; engine->HasWork(); ++step) {
+      if (step == join_at) {
+        HETRT_ASSERT_OK_AND_ASSIGN(poisoned, engine->AddRequest(Greedy({4, kPoisoned, 5}, 8)));
+        HETRT_ASSERT_OK_AND_ASSIGN(ib, engine->AddRequest(Greedy(b, 8)));
+      }
+      HETRT_ASSERT_OK_AND_ASSIGN(auto events, engine->Step());
+      for (const TokenEvent& e : events) {
+        if (e.token >= 0) got[e.request].push_back(e.token);
+        if (e.finish != FinishReason::kNone) ends[e.request] = e;
+      }
+    }
+    EXPECT_EQ(got[ia], want[0].tokens);
+    EXPECT_EQ(got[ib], want[1].tokens);
+    EXPECT_TRUE(got[poisoned].empty());
+    ASSERT_EQ(ends.count(poisoned), 1u);
+    EXPECT_EQ(ends[poisoned].finish, FinishReason::kError);
+    EXPECT_NE(ends[poisoned].error.find("request " + std::to_string(poisoned)), std::string::npos)
+        << ends[poisoned].error;
+    EXPECT_NE(ends[poisoned].error.find("NaN"), std::string::npos) << ends[poisoned].error;
+    EXPECT_EQ(engine->unreserved_pages(), engine->info().num_total_pages);
+    EXPECT_EQ(engine->kv_cache().total_sequence_length(), 0);
+  }
+}
+
+// MLC's libraries have all four; one without the batch functions still runs,
+// a sequence at a time where a batch function is missing.
+TEST(LlmEngine, ALibraryWithoutBatchFunctionsRunsOneSequenceAtATime) {
+  HETRT_REQUIRE_LLM_FIXTURE(dir);
+  HETRT_ASSERT_OK_AND_ASSIGN(auto clean, LlmEngine::Open(Options(dir)));
+  const std::vector<GenerationRequest> batch = {Greedy({1, 2, 3}, 6), Greedy({9, 10, 11, 12}, 6), Greedy({20, 21}, 6)};
+  HETRT_ASSERT_OK_AND_ASSIGN(auto want, clean->Generate(batch));
+  {
+    ModelCopy copy(dir, "no_batch_decode");
+    copy.RenameFunction("batch_decode");
+    LlmEngineOptions o = Options(copy.path.string());
+    o.max_batch_size = 2;
+    auto refused = LlmEngine::Open(o);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("no batch_decode"), std::string::npos) << refused.status().ToString();
+    HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(copy.path.string())));
+    EXPECT_EQ(engine->info().max_batch_size, 1);
+    HETRT_ASSERT_OK_AND_ASSIGN(auto got, engine->Generate(batch));
+    for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << "sequence " << i;
+  }
+  {
+    ModelCopy copy(dir, "no_batch_prefill");
+    copy.RenameFunction("batch_prefill");
+    HETRT_ASSERT_OK_AND_ASSIGN(auto engine, LlmEngine::Open(Options(copy.path.string())));
+    EXPECT_EQ(engine->info().max_batch_size, 4);
+    HETRT_ASSERT_OK_AND_ASSIGN(auto got, engine->Generate(batch));
+    for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << "sequence " << i;
+  }
+}
+
 TEST(LlmEngine, BrokenModelFoldersSayWhatIsWrong) {
   HETRT_REQUIRE_LLM_FIXTURE(dir);
-  const fs::path tmp = fs::temp_directory_path() / ("hetrt_llm_" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  fs::create_directories(tmp / "params");
-  fs::copy_file(fs::path(dir) / "model.so", tmp / "model.so");
-  for (const auto& e : fs::directory_iterator(fs::path(dir) / "params"))
-    fs::copy_file(e.path(), tmp / "params" / e.path().filename());
-  fs::permissions(tmp / "params" / "tensor-cache.json", fs::perms::owner_write, fs::perm_options::add);
+  ModelCopy copy(dir, "broken");
+  const fs::path tmp = copy.path;
   HETRT_ASSERT_OK(LlmEngine::Open(Options(tmp.string())).status());
+  {  // a shard that is a FIFO: refused, not a wait for a writer
+    const fs::path shard = tmp / "params" / "params_shard_3.bin";
+    fs::rename(shard, tmp / "shard_3.bin");
+    ASSERT_EQ(::mkfifo(shard.c_str(), 0600), 0);
+    auto e = LlmEngine::Open(Options(tmp.string()));
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("not a regular file"), std::string::npos) << e.status().ToString();
+    fs::remove(shard);
+    fs::rename(tmp / "shard_3.bin", shard);
+  }
+  {  // the older index name, and a weight it does not hold named with it
+    fs::rename(tmp / "params" / "tensor-cache.json", tmp / "params" / "ndarray-cache.json");
+    HETRT_ASSERT_OK(LlmEngine::Open(Options(tmp.string())).status());
+    std::ifstream in(tmp / "params" / "ndarray-cache.json");
+    json index = json::parse(in);
+    in.close();
+    index["records"][3]["records"][0]["name"] = "renamed.weight";
+    std::ofstream(tmp / "params" / "ndarray-cache.json") << index.dump();
+    auto e = LlmEngine::Open(Options(tmp.string()));
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("lm_head.weight"), std::string::npos) << e.status().ToString();
+    EXPECT_NE(e.status().message().find("ndarray-cache.json does not hold"), std::string::npos)
+        << e.status().ToString();
+    fs::remove(tmp / "params" / "ndarray-cache.json");
+    fs::copy_file(fs::path(dir) / "params" / "tensor-cache.json", tmp / "params" / "tensor-cache.json");
+    fs::permissions(tmp / "params" / "tensor-cache.json", fs::perms::owner_write, fs::perm_options::add);
+  }
   {  // a truncated shard
     fs::permissions(tmp / "params" / "params_shard_1.bin", fs::perms::owner_write, fs::perm_options::add);
     fs::resize_file(tmp / "params" / "params_shard_1.bin", 1000);
@@ -507,7 +654,6 @@ TEST(LlmEngine, BrokenModelFoldersSayWhatIsWrong) {
     ASSERT_FALSE(e.ok());
     EXPECT_NE(e.status().message().find("tensor-cache.json"), std::string::npos) << e.status().ToString();
   }
-  fs::remove_all(tmp);
 }
 
 }  // namespace

@@ -417,6 +417,8 @@ TEST(SamplingParams, ValidateNamesTheBadField) {
       {with([](SamplingParams& p) { p.repetition_penalty = -1.0f; }), "repetition_penalty"},
       {with([](SamplingParams& p) { p.presence_penalty = kInf; }), "presence_penalty"},
       {with([](SamplingParams& p) { p.frequency_penalty = std::nanf(""); }), "frequency_penalty"},
+      {with([](SamplingParams& p) { p.presence_penalty = -2.5f; }), "presence_penalty"},
+      {with([](SamplingParams& p) { p.frequency_penalty = 3e38f; }), "frequency_penalty"},
   };
   for (const Case& c : cases) {
     const Status s = c.params.Validate(10);
@@ -586,6 +588,30 @@ TEST(Sampler, PenaltiesMoveTheArgmax) {
   // Counts do not leak into the next call.
   HETRT_ASSERT_OK_AND_ASSIGN(int32_t next, sampler.Sample(mine, {}));
   EXPECT_EQ(next, 0);
+}
+
+// As vLLM: the repetition penalty counts the prompt too, presence and
+// frequency only what was generated (the ids past prompt_length).
+TEST(Sampler, OnlyTheRepetitionPenaltyCountsThePrompt) {
+  const std::vector<float> logits = {2.0f, 1.2f, -1.0f, -1.2f};
+  auto greedy = [&](SamplingParams p, std::vector<int32_t> history, size_t prompt_length) {
+    Sampler sampler(p);
+    auto token = sampler.Sample(logits, history, prompt_length);
+    EXPECT_TRUE(token.ok()) << token.status().ToString();
+    return token.ok() ? *token : -1;
+  };
+  SamplingParams presence;
+  presence.presence_penalty = 1.0f;              // 2 - 1 = 1.0 < 1.2 once id 0 was generated
+  EXPECT_EQ(greedy(presence, {0, 0, 0}, 3), 0);  // all prompt
+  EXPECT_EQ(greedy(presence, {0, 0, 0}, 2), 1);  // the last one generated
+  SamplingParams frequency;
+  frequency.frequency_penalty = 0.3f;  // 2 - 0.3 * generated: 1.7 (once), 1.1 (three times)
+  EXPECT_EQ(greedy(frequency, {0, 0, 0, 0}, 1), 1);
+  EXPECT_EQ(greedy(frequency, {0, 0, 0, 0}, 3), 0);
+  EXPECT_EQ(greedy(frequency, {0, 0, 0, 0}, 4), 0);
+  SamplingParams repetition;
+  repetition.repetition_penalty = 2.0f;  // 2 / 2 = 1.0 < 1.2, from the prompt alone
+  EXPECT_EQ(greedy(repetition, {0}, 1), 1);
 }
 
 TEST(Sampler, RejectsBadInput) {

@@ -50,7 +50,12 @@ Result<DLDataType> ParseDataType(std::string_view text) {
     std::string_view name(p.name);
     if (text.substr(0, name.size()) != name) continue;
     uint32_t bits = 0;
-    if (!ParseUint(text.substr(name.size()), &bits) || bits == 0 || bits > 255) return bad("bit width must be 1..255");
+    const std::string_view width = text.substr(name.size());
+    // TVM's float8_e4m3fn, float8_e5m2, float4_e2m1fn...: DLPack 0.6 has no code for them.
+    if (p.code == kDLFloat && width.find('_') != std::string_view::npos)
+      return Unimplemented("dtype '" + original + "': " + std::string(width.substr(0, width.find('_'))) +
+                           "-bit float formats (float8_e4m3fn, float8_e5m2, float4_e2m1fn) are not supported");
+    if (!ParseUint(width, &bits) || bits == 0 || bits > 255) return bad("bit width must be 1..255");
     return DLDataType{p.code, static_cast<uint8_t>(bits), static_cast<uint16_t>(lanes)};
   }
   return bad("expected int<N>, uint<N>, float<N>, bfloat<N>, complex<N>, bool or handle");

@@ -6,14 +6,14 @@
 
 #include "hetrt/exec/whole_model_executor.h"
 #include "hetrt/module/module_loader.h"
+#include "hetrt/relax/tensor_cache.h"
 
 namespace hetrt {
 
 std::string LlmWeightsFolder(const std::string& folder) {
   namespace fs = std::filesystem;
-  std::error_code ec;
   for (const fs::path& dir : {fs::path(folder), fs::path(folder) / "params"})
-    if (fs::is_regular_file(dir / "tensor-cache.json", ec)) return dir.string();
+    if (!TensorCacheIndex::IndexFileIn(dir.string()).empty()) return dir.string();
   return "";
 }
 

@@ -37,7 +37,8 @@ Status FindModelFiles(const LlmEngineOptions& o, std::string* library, std::stri
     *weights = LlmWeightsFolder(o.model_dir);
     if (weights->empty())
       return NotFound("model folder '" + o.model_dir +
-                      "' has no weights: expected tensor-cache.json in it or in its params/ folder");
+                      "' has no weights: expected tensor-cache.json (or ndarray-cache.json) in it or in its params/ "
+                      "folder");
   }
   if (library->empty()) {
     if (o.model_dir.empty()) return InvalidArgument("name the model library (.so) beside the weights");
@@ -135,7 +136,8 @@ struct LlmEngine::Impl {
   Result<const float*> ForwardOnCache(bool decode, std::span<const int64_t> seq_ids,
                                       std::span<const int64_t> lengths, std::span<const int32_t> tokens);
   Status Admit();
-  Status Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token);
+  Status Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token,
+                std::string error = {});
   Result<int32_t> SampleFor(Request& r, const float* row);
 };
 
@@ -184,8 +186,14 @@ Status LlmEngine::Impl::Load() {
     return Unimplemented(where + " keeps its state as '" + it->get<std::string>() +
                          "' (RNN state); hetrt runs models with a paged KV cache");
   info.context_window_size = IntField(meta, "context_window_size", 2048);
+  // Its prefill functions are planned for at most _metadata's prefill_chunk_size tokens.
+  const int64_t compiled_chunk = IntField(meta, "prefill_chunk_size", 0);
+  if (options.prefill_chunk_size > 0 && compiled_chunk > 0 && options.prefill_chunk_size > compiled_chunk)
+    return InvalidArgument(where + " was compiled for prefill chunks of at most " + std::to_string(compiled_chunk) +
+                           " tokens (_metadata's prefill_chunk_size), " + std::to_string(options.prefill_chunk_size) +
+                           " asked");
   info.prefill_chunk_size =
-      options.prefill_chunk_size > 0 ? options.prefill_chunk_size : IntField(meta, "prefill_chunk_size", 2048);
+      options.prefill_chunk_size > 0 ? options.prefill_chunk_size : (compiled_chunk > 0 ? compiled_chunk : 2048);
   // The library's functions are compiled for at most its max_batch_size
   // sequences (static memory planning): more would overrun their storage.
   const int64_t compiled_batch = IntField(meta, "max_batch_size", 0);
@@ -194,6 +202,13 @@ Status LlmEngine::Impl::Load() {
                            " sequences per batch (_metadata's max_batch_size), " +
                            std::to_string(options.max_batch_size) + " asked");
   info.max_batch_size = options.max_batch_size > 0 ? options.max_batch_size : std::max<int64_t>(compiled_batch, 1);
+  // Without batch_decode, sequences decode one at a time: one runs at once.
+  if (!fn_batch_decode) {
+    if (options.max_batch_size > 1)
+      return InvalidArgument(where + " has no batch_decode: it runs one sequence at a time, " +
+                             std::to_string(options.max_batch_size) + " asked (max_batch_size)");
+    info.max_batch_size = 1;
+  }
   info.max_total_seq_len =
       options.max_total_seq_len > 0 ? options.max_total_seq_len : info.context_window_size * info.max_batch_size;
   // A decode step is the same call for the same batch size every token:
@@ -216,8 +231,7 @@ Status LlmEngine::Impl::Load() {
       const std::string name = p["name"];
       const TensorCacheRecord* record = index.Find(name);
       if (record == nullptr)
-        return NotFound("the model asks for weight '" + name + "', which " + info.weights +
-                        "/tensor-cache.json does not hold");
+        return NotFound("the model asks for weight '" + name + "', which " + index.index_path() + " does not hold");
       records.push_back(record);
       if (info.vocab_size == 0 && p.contains("shape") && p["shape"].is_array() && !p["shape"].empty() &&
           p["shape"][0] == "vocab_size" && !record->shape.empty())
@@ -307,6 +321,8 @@ Result<RelaxValue> LlmEngine::Impl::Forward(bool decode, std::span<const int32_t
     const int64_t shape[] = {batch, 1, info.hidden_size};
     HETRT_RETURN_IF_ERROR(AssignViewTo(step_input, embeds, shape, dtype));
     const bool single = batch == 1 && fn_decode;
+    if (!single && !fn_batch_decode)
+      return Unimplemented("the library has no batch_decode: decode one sequence at a time");
     const RelaxValue args[] = {step_input, kv, params};
     auto stepped = Invoke(single ? *fn_decode : *fn_batch_decode, args, /*step=*/true);
     // The embeddings go back to embed's memory for the next step.
@@ -414,11 +430,13 @@ Status LlmEngine::Impl::Admit() {
 }
 
 Result<int32_t> LlmEngine::Impl::SampleFor(Request& r, const float* row) {
-  return r.sampler.Sample(std::span<const float>(row, static_cast<size_t>(info.vocab_size)), r.history);
+  return r.sampler.Sample(std::span<const float>(row, static_cast<size_t>(info.vocab_size)), r.history,
+                          r.request.prompt.size());
 }
 
-Status LlmEngine::Impl::Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token) {
-  if (events != nullptr) events->push_back(TokenEvent{r.id, token, reason, {}});
+Status LlmEngine::Impl::Finish(Request& r, FinishReason reason, std::vector<TokenEvent>* events, int32_t token,
+                               std::string error) {
+  if (events != nullptr) events->push_back(TokenEvent{r.id, token, reason, std::move(error)});
   Status s = OkStatus();
   if (r.admitted) {
     s = cache->RemoveSequence(r.id);
@@ -498,6 +516,14 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
     events.push_back(TokenEvent{r.id, token, FinishReason::kNone, {}});
     return OkStatus();
   };
+  // A row no token can be drawn from (NaN logits, none finite) ends its
+  // request alone: the others' tokens are in the cache and go on.
+  auto sample = [&](Impl::Request& r, const float* row) -> Status {
+    auto token = m.SampleFor(r, row);
+    if (token.ok()) return emit(r, *token);
+    return m.Finish(r, FinishReason::kError, &events, -1,
+                    "request " + std::to_string(r.id) + ": " + token.status().message());
+  };
 
   // Prefill: the next chunk of every admitted prompt, up to the chunk size.
   m.seq_ids.clear();
@@ -508,6 +534,7 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
     Impl::Request& r = m.requests.at(id);
     const int64_t left = static_cast<int64_t>(r.request.prompt.size() - r.prefilled);
     if (left == 0 || budget == 0) continue;
+    if (!m.fn_batch_prefill && !m.seq_ids.empty()) break;  // prefill takes one sequence
     const int64_t take = std::min(left, budget);
     budget -= take;
     m.seq_ids.push_back(id);
@@ -524,9 +551,8 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
       Impl::Request& r = m.requests.at(m.seq_ids[i]);
       r.prefilled += static_cast<size_t>(m.lengths[i]);
       if (r.prefilled < r.request.prompt.size()) continue;
-      HETRT_ASSIGN_OR_RETURN(int32_t token, m.SampleFor(r, rows + i * static_cast<size_t>(m.info.vocab_size)));
       just_prefilled.push_back(r.id);
-      HETRT_RETURN_IF_ERROR(emit(r, token));
+      HETRT_RETURN_IF_ERROR(sample(r, rows + i * static_cast<size_t>(m.info.vocab_size)));
     }
     m.stats.prefill_seconds += Seconds(start);
   }
@@ -549,9 +575,7 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
     m.stats.decode_tokens += m.seq_ids.size();
     const std::vector<int64_t> decoded = m.seq_ids;
     for (size_t i = 0; i < decoded.size(); ++i) {
-      Impl::Request& r = m.requests.at(decoded[i]);
-      HETRT_ASSIGN_OR_RETURN(int32_t token, m.SampleFor(r, rows + i * static_cast<size_t>(m.info.vocab_size)));
-      HETRT_RETURN_IF_ERROR(emit(r, token));
+      HETRT_RETURN_IF_ERROR(sample(m.requests.at(decoded[i]), rows + i * static_cast<size_t>(m.info.vocab_size)));
     }
     m.stats.decode_seconds += Seconds(start);
   }

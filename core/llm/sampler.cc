@@ -36,15 +36,17 @@ Status SamplingParams::Validate(int64_t vocab_size) const {
   if (top_k < 0) return bad("top_k " + std::to_string(top_k) + " is negative (0 turns it off)");
   if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty))
     return bad("repetition_penalty " + Number(repetition_penalty) + " must be finite and > 0 (1 turns it off)");
-  if (!std::isfinite(presence_penalty)) return bad("presence_penalty " + Number(presence_penalty) + " must be finite");
-  if (!std::isfinite(frequency_penalty))
-    return bad("frequency_penalty " + Number(frequency_penalty) + " must be finite");
+  // [-2, 2], as OpenAI's API, vLLM and MLC-LLM: past it a penalty only breaks the distribution.
+  if (!(presence_penalty >= -2 && presence_penalty <= 2))
+    return bad("presence_penalty " + Number(presence_penalty) + " is outside [-2, 2] (0 turns it off)");
+  if (!(frequency_penalty >= -2 && frequency_penalty <= 2))
+    return bad("frequency_penalty " + Number(frequency_penalty) + " is outside [-2, 2] (0 turns it off)");
   return OkStatus();
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.has_seed ? params.seed : RandomSeed()) {}
 
-Result<int32_t> Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+Result<int32_t> Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_length) {
   const int64_t vocab = static_cast<int64_t>(logits.size());
   HETRT_RETURN_IF_ERROR(params_.Validate(vocab), "sampler");
   if (vocab > std::numeric_limits<int32_t>::max())
@@ -55,7 +57,7 @@ Result<int32_t> Sampler::Sample(std::span<const float> logits, std::span<const i
                         " is outside the vocabulary of " + std::to_string(vocab));
   }
   scratch_.assign(logits.begin(), logits.end());
-  ApplyPenalties(history);
+  ApplyPenalties(history, prompt_length);
   for (int64_t i = 0; i < vocab; ++i) {
     if (std::isnan(scratch_[i])) return InvalidArgument("sampler: logits[" + std::to_string(i) + "] is NaN");
   }
@@ -66,20 +68,25 @@ Result<int32_t> Sampler::Sample(std::span<const float> logits, std::span<const i
   return Draw();
 }
 
-void Sampler::ApplyPenalties(std::span<const int32_t> history) {
+void Sampler::ApplyPenalties(std::span<const int32_t> history, size_t prompt_length) {
   const bool repetition = params_.repetition_penalty != 1.0f;
   const bool additive = params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
   if (history.empty() || (!repetition && !additive)) return;
   if (counts_.size() != scratch_.size()) counts_.assign(scratch_.size(), 0);
   if (seen_.capacity() < scratch_.size()) seen_.reserve(scratch_.size());  // distinct ids never exceed it
   seen_.clear();
-  for (int32_t id : history) {
-    if (counts_[id]++ == 0) seen_.push_back(id);
+  for (size_t i = 0; i < history.size(); ++i) {
+    int32_t& count = counts_[history[i]];
+    if (count == 0) seen_.push_back(history[i]);
+    count |= 1;
+    if (i >= prompt_length) count += 2;
   }
   for (int32_t id : seen_) {
     float& l = scratch_[id];
     if (repetition) l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
-    if (additive) l -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(counts_[id]);
+    const int32_t generated = counts_[id] >> 1;
+    if (additive && generated > 0)
+      l -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(generated);
     counts_[id] = 0;  // ready for the next call
   }
 }

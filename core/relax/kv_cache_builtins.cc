@@ -74,6 +74,9 @@ Status Create(RelaxInterpreter& vm, const RelaxCallArgs& args, RelaxValue* resul
     return Unimplemented("the KV cache asks for sliding-window attention (support_sliding_window = " +
                          std::to_string((*sizes)[4]) + "), which hetrt's KV cache does not support");
   HETRT_ASSIGN_OR_RETURN(const std::vector<int64_t>* partition, ShapeArg(args, 1));
+  if (partition->size() < 2)
+    return InvalidArgument("the KV cache's layer_partition " + ShapeToString(*partition) +
+                           " names no layers: expected [0, num_layers]");
   if (partition->size() != 2)
     return Unimplemented("the KV cache is split into " + std::to_string(partition->size() - 1) +
                          " pipeline groups (layer_partition " + ShapeToString(*partition) + "); hetrt runs one group");

@@ -47,7 +47,8 @@ class ShardMapping {
 // `expected_size` is what tensor-cache.json says; `where` names that entry.
 Result<std::shared_ptr<const ShardMapping>> MapShard(const std::string& path, uint64_t expected_size,
                                                      const std::string& where) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer (regular files ignore it).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return NotFound("shard '" + path + "' (" + where + ") does not exist");
@@ -100,6 +101,7 @@ Status CheckDataPath(const std::string& data_path, const std::string& where) {
 
 struct TensorCacheIndex::State {
   std::string dir;
+  std::string index_path;
   std::vector<TensorCacheRecord> records;
   std::unordered_map<std::string_view, size_t> by_name;  // views of records[i].name
   std::vector<std::string> shard_paths;
@@ -292,6 +294,13 @@ uint64_t TensorCacheRecord::decoded_nbytes() const {
   return count * DataTypeBytes(dtype);
 }
 
+std::string TensorCacheIndex::IndexFileIn(const std::string& dir) {
+  struct stat st;
+  for (const char* name : {kIndexFile, kLegacyIndexFile})
+    if (const std::string path = dir + "/" + name; ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return path;
+  return "";
+}
+
 Result<TensorCacheIndex> TensorCacheIndex::Open(const std::string& dir) {
   std::string json_path = dir + "/" + kIndexFile;
   if (const std::string legacy = dir + "/" + kLegacyIndexFile;
@@ -303,6 +312,7 @@ Result<TensorCacheIndex> TensorCacheIndex::Open(const std::string& dir) {
   HETRT_ASSIGN_OR_RETURN(State state,
                          parser.Parse(std::string_view(reinterpret_cast<const char*>(text->data()), text->size())));
   auto shared = std::make_shared<State>(std::move(state));
+  shared->index_path = json_path;
   shared->by_name.reserve(shared->records.size());
   for (size_t i = 0; i < shared->records.size(); ++i) shared->by_name.emplace(shared->records[i].name, i);
   return TensorCacheIndex(std::move(shared));
@@ -323,6 +333,7 @@ std::span<const uint8_t> TensorCacheIndex::Bytes(const TensorCacheRecord& record
 }
 
 const std::string& TensorCacheIndex::dir() const { return state_->dir; }
+const std::string& TensorCacheIndex::index_path() const { return state_->index_path; }
 uint64_t TensorCacheIndex::total_bytes() const { return state_->total_bytes; }
 const std::vector<std::string>& TensorCacheIndex::shard_paths() const { return state_->shard_paths; }
 

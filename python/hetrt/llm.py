@@ -15,10 +15,13 @@ Sampling: ``temperature`` 0 is greedy (the default); ``top_p``, ``top_k``,
 ``repetition_penalty``, ``presence_penalty``, ``frequency_penalty`` as in
 OpenAI's and vLLM's APIs; ``seed`` makes sampled runs reproducible;
 ``stop_token_ids`` end a sequence (the stop token is the last one returned).
+A sequence whose logits leave no token to draw (NaN) raises ``InternalError``
+naming it; the others of its batch are unaffected.
 Sequences of one ``generate_batch`` run together, joining and leaving the
 decode batch as they start and finish (continuous batching).
 """
 from . import _hetrt
+from ._hetrt import InternalError
 
 __all__ = ["Engine"]
 
@@ -56,9 +59,12 @@ class Engine:
         done = False
         try:
             while not done:
-                for req, token, finish in self._engine.step():
+                for req, token, finish, error in self._engine.step():
                     if req != request:
                         continue
+                    if finish == "error":
+                        done = True
+                        raise InternalError(error)
                     if token >= 0:
                         yield token
                     done = done or bool(finish)
@@ -78,9 +84,12 @@ class Engine:
             out = {r: [] for r in requests}
             left = set(requests)
             while left:
-                for req, token, finish in self._engine.step():
+                for req, token, finish, error in self._engine.step():
                     if req not in out:
                         continue
+                    if finish == "error":
+                        left.discard(req)
+                        raise InternalError(f"prompt {requests.index(req)}: {error}")
                     if token >= 0:
                         out[req].append(token)
                     if finish:

@@ -80,7 +80,7 @@ void RegisterLlm(py::module_& m) {
              }
              py::list out;
              for (const TokenEvent& ev : events)
-               out.append(py::make_tuple(ev.request, ev.token, py::str(FinishReasonName(ev.finish))));
+               out.append(py::make_tuple(ev.request, ev.token, py::str(FinishReasonName(ev.finish)), ev.error));
              return out;
            })
       .def(

@@ -93,3 +93,29 @@ def test_leaving_a_stream_early_frees_its_pages(engine, plan):
     assert engine.kv_available_pages < pages
     stream.close()  # the consumer walks away: the request is cancelled
     assert engine.kv_available_pages == pages
+
+
+def test_a_sequence_with_nan_logits_raises_alone(tmp_path):
+    # Token 7's embedding row set to NaN in a copy: a prompt holding it has no
+    # token to draw; the error names it, and the engine goes on.
+    (tmp_path / "params").mkdir()
+    (tmp_path / "model.so").write_bytes((model_dir() / "model.so").read_bytes())
+    for f in (model_dir() / "params").iterdir():
+        (tmp_path / "params" / f.name).write_bytes(f.read_bytes())
+    index = json.loads((tmp_path / "params" / "tensor-cache.json").read_text())
+    shard, record = next((s, r) for s in index["records"] for r in s["records"]
+                         if r["name"] == "model.embed_tokens.weight")
+    assert record["dtype"] == "float32"
+    hidden = record["shape"][1]
+    with open(tmp_path / "params" / shard["dataPath"], "r+b") as f:
+        f.seek(record["byteOffset"] + 7 * hidden * 4)
+        f.write(np.full(hidden, np.nan, dtype=np.float32).tobytes())
+    engine = hetrt.llm.Engine(tmp_path, device="cpu")
+    pages = engine.kv_available_pages
+    clean = engine.generate([1, 2, 3], max_tokens=6)
+    with pytest.raises(hetrt.InternalError, match="prompt 1: .*NaN"):
+        engine.generate_batch([[1, 2, 3], [4, 7, 5]], max_tokens=6)
+    with pytest.raises(hetrt.InternalError, match="NaN"):
+        list(engine.stream([7], max_tokens=6))
+    assert engine.kv_available_pages == pages
+    assert engine.generate([1, 2, 3], max_tokens=6) == clean

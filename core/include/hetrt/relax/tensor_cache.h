@@ -84,6 +84,9 @@ class TensorCacheIndex {
   // Reads <dir>/tensor-cache.json (or, when only that exists, the older
   // ndarray-cache.json) and maps its shards; see the top of the file.
   static Result<TensorCacheIndex> Open(const std::string& dir);
+  // The index file Open(dir) reads (<dir>/tensor-cache.json, or the older
+  // ndarray-cache.json when only that exists); empty when neither is a file.
+  static std::string IndexFileIn(const std::string& dir);
 
   // Every record, in tensor-cache.json order (shard by shard).
   const std::vector<TensorCacheRecord>& records() const;
@@ -93,6 +96,7 @@ class TensorCacheIndex {
   // this index does not hold (a shard index or range beyond its shards).
   std::span<const uint8_t> Bytes(const TensorCacheRecord& record) const;
   const std::string& dir() const;
+  const std::string& index_path() const;  // the JSON file read
   // Sum of the records' decoded bytes (what LoadAll allocates).
   uint64_t total_bytes() const;
   // The shard files' paths (<dir>/<dataPath>), in tensor-cache.json order.
