@@ -291,7 +291,8 @@ void GenerativeModel::Schedule(Instance& instance) {
         // Cancelled or refused at shutdown while queued.
         for (auto it = shared.queue.begin(); it != shared.queue.end();) {
           std::shared_ptr<Pending>& p = *it;
-          if (p->cancel) {
+          if (p->cancel) {  // its client left: it ended, as one cancelled while running
+            stats_.finished[FinishIndex(kFinishCancelled)].fetch_add(1, std::memory_order_relaxed);
             refuse(std::move(p), FailedPrecondition("cancelled while waiting for KV-cache pages"));
           } else if (!shared.admitting) {
             stats_.rejected_shutdown.fetch_add(1, std::memory_order_relaxed);
@@ -386,7 +387,9 @@ void GenerativeModel::Schedule(Instance& instance) {
       Log(LogLevel::kError, "serve", "model '" + name_ + "': a step failed: " + events.status().message());
       {
         std::lock_guard<std::mutex> lock(shared.mutex);
-        for (auto& [id, p] : instance.running) end_running(p, kFinishError, events.status());
+        // The model's fault, not the requests': a 500 whatever code the step gave.
+        const Status fault = Internal("a step of model '" + name_ + "' failed: " + events.status().message());
+        for (auto& [id, p] : instance.running) end_running(p, kFinishError, fault);
       }
       deliver(stepped);
     } else {

@@ -147,9 +147,47 @@ grpc::Status WriteResponse(const InferResponse& response, grpc::ByteBuffer& out)
 // sink may fire after the call ended (it then drops the event).
 class GenerateStreamReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+  struct State;
+
  public:
-  explicit GenerateStreamReactor(InferenceServer& server) : server_(server), state_(std::make_shared<State>()) {
+  // The frontend's open streams. A client may hold a stream open with nothing
+  // running (Triton's start_stream, no stop_stream): at shutdown each stream
+  // ends once its generations have, rather than hold the server's stop for
+  // gRPC's whole grace period.
+  class Registry {
+   public:
+    void Add(const std::shared_ptr<State>& state) {
+      std::lock_guard lock(mutex_);
+      std::erase_if(states_, [](const std::weak_ptr<State>& w) { return w.expired(); });
+      states_.push_back(state);
+    }
+    void EndAllWhenIdle() {
+      std::vector<std::shared_ptr<State>> open;
+      {
+        std::lock_guard lock(mutex_);
+        for (const auto& w : states_)
+          if (auto state = w.lock()) open.push_back(std::move(state));
+      }
+      for (const auto& state : open) {
+        GenerateStreamReactor* reactor = nullptr;
+        const Action action = state->Locked([&](State& s) {
+          s.closing = true;
+          reactor = s.reactor;
+          return s.NextAction();
+        });
+        if (reactor != nullptr) reactor->Act(action);  // alive: an action claimed keeps it so
+      }
+    }
+
+   private:
+    std::mutex mutex_;
+    std::vector<std::weak_ptr<State>> states_;
+  };
+
+  GenerateStreamReactor(InferenceServer& server, Registry& registry)
+      : server_(server), state_(std::make_shared<State>()) {
     state_->reactor = this;
+    registry.Add(state_);
     StartRead(&request_);
   }
 
@@ -217,6 +255,7 @@ class GenerateStreamReactor final
     std::map<uint64_t, std::shared_ptr<Generation>> active;     // by key
     uint64_t next_key = 0;
     bool writing = false, reads_done = false, broken = false, finished = false;
+    bool closing = false;      // the server stops: end once nothing runs, as if reads were done
     bool read_paused = false;  // too many responses wait: the next read waits for them
 
     template <typename F>
@@ -231,7 +270,7 @@ class GenerateStreamReactor final
         writing = true;
         return {&responses.front(), false};
       }
-      if (broken || (reads_done && active.empty())) {
+      if (broken || ((reads_done || closing) && active.empty())) {
         finished = true;
         return {nullptr, true};
       }
@@ -383,8 +422,10 @@ class InferenceService final : public inference::GRPCInferenceService::WithRawCa
   // Language models' token streams (Triton's decoupled mode).
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
       grpc::CallbackServerContext*) override {
-    return new GenerateStreamReactor(server_);
+    return new GenerateStreamReactor(server_, streams_);
   }
+
+  GenerateStreamReactor::Registry& streams() { return streams_; }
 
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
@@ -436,6 +477,7 @@ class InferenceService final : public inference::GRPCInferenceService::WithRawCa
 
   InferenceServer& server_;
   LongCallThread long_calls_;
+  GenerateStreamReactor::Registry streams_;
 };
 
 // gRPC's default health service reports what it is told; this keeps it telling
@@ -520,7 +562,9 @@ class GrpcFrontend final : public Frontend {
     if (!grpc_server_) return;
     health_.reset();  // NOT_SERVING (already so when the server drained first)
     // New calls are refused at once; calls in flight get kShutdownGrace to
-    // finish before they are cancelled.
+    // finish before they are cancelled; open token streams end with their
+    // generations.
+    service_.streams().EndAllWhenIdle();
     grpc_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
     grpc_server_->Wait();
     grpc_server_.reset();

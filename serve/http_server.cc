@@ -23,10 +23,16 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kExpiryCheck = std::chrono::milliseconds(1000);
 
 thread_local int request_socket = -1;  // HttpServer::RequestSocket
+thread_local bool close_after_response = false;  // HttpServer::CloseAfterResponse
 
 }  // namespace
 
 int HttpServer::RequestSocket() { return request_socket; }
+
+void HttpServer::CloseAfterResponse(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  close_after_response = true;
+}
 
 // httplib's task queue for the accept loop: accepted connections go to the
 // pool, and the end of the accept loop is the end of parking.
@@ -144,11 +150,12 @@ void HttpServer::Serve(Connection connection) {
     }
     bool closed = false;
     request_socket = connection.fd;
+    close_after_response = false;
     const bool served = process_request(stream, last, closed, nullptr);
     request_socket = -1;
     ++connection.requests;
     connection.idle_since = Clock::now();
-    if (!served || closed || last) return Close(connection);
+    if (!served || closed || last || close_after_response) return Close(connection);
   }
 }
 

@@ -91,6 +91,11 @@ class HttpServer final : public httplib::Server {
   // (socket_stream.h) with it whether anyone still waits for its answer, and
   // a stream may write to it while httplib waits for the handler.
   static int RequestSocket();
+  // Called by a route of httplib's that answers before reading its request's
+  // body to the end (too large, cut short): the connection closes after the
+  // response, and the response says so, for the body's rest must never be
+  // read as requests of its own.
+  static void CloseAfterResponse(httplib::Response& res);
 
  private:
   struct Connection {

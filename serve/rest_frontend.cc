@@ -101,10 +101,12 @@ bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
   });
   if (too_large) {
     SendJson(res, 413, EncodeError("request body larger than " + std::to_string(limit) + " bytes"));
+    HttpServer::CloseAfterResponse(res);
     return false;
   }
   if (!ok) {
     SendError(res, InvalidArgument("the request body ended early (client disconnected or timed out)"));
+    HttpServer::CloseAfterResponse(res);
     return false;
   }
   return true;
@@ -282,6 +284,9 @@ template <typename MakeBody>
 void OnHttplibErrors(httplib::Server& http, size_t max_request_bytes, MakeBody make_body) {
   http.set_error_handler(httplib::Server::HandlerWithResponse([=](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // After a body too large or a malformed request, what the connection
+    // holds next is no request's start.
+    if (res.status == 413 || res.status == 400) HttpServer::CloseAfterResponse(res);
     std::string message;
     switch (res.status) {
       case 404: message = "no route for " + req.method + " " + req.path; break;

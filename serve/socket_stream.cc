@@ -132,13 +132,13 @@ void SocketStream::get_local_ip_and_port(std::string& ip, int& port) const {
 
 bool PeerClosed(int fd) {
   if (fd < 0) return false;
-  char byte;
-  ssize_t n;
-  do n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n > 0) return false;  // a next request: still there
-  if (n == 0) return true;  // closed
-  return errno != EAGAIN && errno != EWOULDBLOCK;
+  // POLLRDHUP: the peer's end of sending, seen even behind a pipelined
+  // request it left unread (a peek would see only those bytes).
+  pollfd p{fd, POLLRDHUP, 0};
+  int ready;
+  do ready = ::poll(&p, 1, 0);
+  while (ready < 0 && errno == EINTR);
+  return ready < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 bool SendAll(int fd, std::string_view data, std::chrono::milliseconds timeout) {

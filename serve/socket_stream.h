@@ -52,8 +52,9 @@ class SocketStream final : public httplib::Stream {
 // `wake_fd` (an eventfd), 2 when that was signalled (and is then drained).
 int WaitReadable(int fd, std::chrono::milliseconds timeout, int wake_fd = -1);
 
-// Whether the peer of `fd` closed or reset it. Never blocks, reads nothing (a
-// pipelined next request stays where it is).
+// Whether the peer of `fd` closed, reset or half-closed it (as the generation
+// relay: a client that stopped sending is gone). Never blocks, reads nothing
+// (a pipelined next request stays where it is).
 bool PeerClosed(int fd);
 
 // Sends all of `data`, waiting at most `timeout` for each bit of progress;

@@ -482,7 +482,11 @@ TEST(LlmEngine, SeededSamplingIsReproducibleAndStopsOnStopTokens) {
   EXPECT_EQ(a[0].tokens, b[0].tokens);
   EXPECT_EQ(a[0].tokens, b[1].tokens);
   ASSERT_GE(a[0].tokens.size(), 3u);
-  r.stop_token_ids = {a[0].tokens[2]};
+  // Unsorted, repeated: as one set.
+  std::vector<int32_t> others;
+  for (int32_t t = 255; others.size() < 2; --t)
+    if (std::find(a[0].tokens.begin(), a[0].tokens.begin() + 3, t) == a[0].tokens.begin() + 3) others.push_back(t);
+  r.stop_token_ids = {others[0], a[0].tokens[2], others[1], others[0], a[0].tokens[2]};
   HETRT_ASSERT_OK_AND_ASSIGN(auto c, engine->Generate({r}));
   EXPECT_EQ(c[0].finish, FinishReason::kStop);
   EXPECT_LE(c[0].tokens.size(), 3u);

@@ -480,6 +480,10 @@ int64_t LlmEngine::unreserved_pages() const { return impl_->info.num_total_pages
 Result<int64_t> LlmEngine::AddRequest(GenerationRequest request) {
   Impl& m = *impl_;
   HETRT_RETURN_IF_ERROR(m.CheckRequest(request));
+  // Sorted and distinct: each token is looked up in them (a list may be long).
+  auto& stops = request.stop_token_ids;
+  std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
   const int64_t id = m.next_id++;
   m.requests.emplace(id, Impl::Request(id, std::move(request)));
   m.waiting.push_back(id);
@@ -510,8 +514,7 @@ Result<std::vector<TokenEvent>> LlmEngine::Step() {
     r.pending = token;
     ++r.generated;
     const auto& stops = r.request.stop_token_ids;
-    if (std::find(stops.begin(), stops.end(), token) != stops.end())
-      return m.Finish(r, FinishReason::kStop, &events, token);
+    if (std::binary_search(stops.begin(), stops.end(), token)) return m.Finish(r, FinishReason::kStop, &events, token);
     if (r.generated >= r.request.max_tokens) return m.Finish(r, FinishReason::kLength, &events, token);
     events.push_back(TokenEvent{r.id, token, FinishReason::kNone, {}});
     return OkStatus();

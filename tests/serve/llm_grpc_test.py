@@ -19,11 +19,13 @@ import json
 import os
 import queue
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -315,6 +317,35 @@ class LlmGrpcTest(unittest.TestCase):
             self.fail("in 5 tries, no cancelled call was counted finished_reason=\"cancelled\"")
         replies, _ = self.exchange([self.request([11, 22, 33, 44], "again", max_tokens=10)])
         self.assertEqual(replies["again"].tokens, self.rest([11, 22, 33, 44], max_tokens=10)[0])
+
+    def test_sigterm_ends_a_stream_the_client_keeps_open(self):
+        # tritonclient's start_stream without stop_stream: the call stays open
+        # with nothing running. SIGTERM must end it (OK) and exit, not wait out
+        # gRPC's 30 s grace for the client to half-close.
+        server = server_process.Server(llm.HETRT, self.repository)
+        try:
+            with grpc.insecure_channel(server.grpc) as channel:
+                stream = OpenStream(channel, self.pb)
+                try:
+                    stream.send(self.request([11, 22, 33, 44], "open", max_tokens=4))
+                    replies, errors = {"open": Reply()}, []
+                    for response in stream.call:
+                        self.take(response, replies, errors)
+                        if replies["open"].final:
+                            break
+                    self.assertEqual((replies["open"].finish, errors), ("length", []))
+                    signalled = time.monotonic()
+                    server.proc.send_signal(signal.SIGTERM)
+                    self.assertEqual(list(stream.call), [])
+                    self.assertEqual(stream.call.code(), grpc.StatusCode.OK, stream.call.details())
+                finally:
+                    stream.close()
+                self.assertEqual(server.stop(60), 0, "".join(server.log))
+                self.assertLess(time.monotonic() - signalled, 20, "the server waited for the open stream")
+        finally:
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.proc.wait()
 
     # --- unary --------------------------------------------------------------------------
     def test_model_infer_is_invalid_argument(self):

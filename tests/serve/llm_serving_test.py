@@ -664,12 +664,23 @@ class RestGenerateTest(LlmCase):
 
     def test_closing_the_connection_cancels_a_whole_answer(self):
         # /generate answers once, at the end: while its tokens come, the handler
-        # must still notice the client leaving. The victim needs 120 decode steps
-        # beside three long streams; it is closed once it runs.
+        # must still notice the client leaving, also behind a next request it
+        # pipelined. The victim needs 120 decode steps beside three long
+        # streams; it is closed once it runs.
         companions = [{"input_ids": prompt_of(4 + 5 * i, 210 + i), "max_tokens": 100} for i in range(3)]
         body = json.dumps({"input_ids": [11, 22, 33, 44], "max_tokens": 120}).encode()
         request = (f"POST /v2/models/{MODEL}/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        # (Larger than the server reads ahead, 4 KiB, smaller than the kernel holds:
+        # some stays unread there, and the client's FIN still arrives behind it.)
+        big = json.dumps({"input_ids": [1] * 5000, "max_tokens": 1}).encode()
+        pipelined = (f"POST /v2/models/{MODEL}/generate HTTP/1.1\r\nHost: x\r\n"
+                     f"Content-Length: {len(big)}\r\n\r\n").encode() + big
+        for pipelined in (b"", pipelined):
+            with self.subTest(pipelined=len(pipelined)):
+                self.close_while_running(companions, request + pipelined)
+
+    def close_while_running(self, companions, request):
         for attempt in range(5):
             cancelled = metric(self.server, "hetrt_llm_request_success_total", finished_reason="cancelled")
             ended_before = ended(self.server)
@@ -862,6 +873,35 @@ class QueueFullTest(AdmissionCase):
         self.assertEqual(metric(self.server, "hetrt_llm_num_requests_waiting"), 0)
         # And the server goes on.
         self.assertEqual(self.alone(*ADMITTED[0]), want[0])
+
+
+    def test_a_request_whose_client_leaves_while_queued_is_counted_cancelled(self):
+        # One stream holds the cache; a second waits behind it and its client
+        # leaves: it ends "cancelled" like one that left while running, and every
+        # request is counted once.
+        before, cancelled = ended(self.server), metric(self.server, "hetrt_llm_request_success_total",
+                                                       finished_reason="cancelled")
+        prompt, max_tokens = ADMITTED[0]
+        body = {"input_ids": prompt, "max_tokens": max_tokens}
+        first = threading.Event()
+        blocker = threading.Thread(target=stream, args=(self.http, body), kwargs={"on_event": lambda r, e: first.set()})
+        blocker.start()
+        try:
+            self.assertTrue(first.wait(60), "the blocking stream sent no token")
+            payload = json.dumps(body).encode()
+            with socket.create_connection(split_address(self.http), timeout=30) as sock:
+                sock.sendall((f"POST /v2/models/{MODEL}/generate_stream HTTP/1.1\r\nHost: x\r\n"
+                              f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload)
+                deadline = time.monotonic() + 10
+                while metric(self.server, "hetrt_llm_num_requests_waiting") < 1 and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                self.assertEqual(metric(self.server, "hetrt_llm_num_requests_waiting"), 1)
+        finally:
+            blocker.join(120)
+        used, free, done = settle(self.server, before, 2, self.total_pages)
+        self.assertEqual((used, free, done), (0, self.total_pages, 2))
+        self.assertEqual(metric(self.server, "hetrt_llm_request_success_total", finished_reason="cancelled"),
+                         cancelled + 1)
 
 
 class QueueTimeoutTest(AdmissionCase):

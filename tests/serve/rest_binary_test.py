@@ -12,6 +12,7 @@ Usage: rest_binary_test.py HETRT  (HETRT_FIXTURES: the fixtures' folder)
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -293,6 +294,36 @@ class BadBinaryRequests(unittest.TestCase):
         except (ConnectionResetError, BrokenPipeError):
             pass  # the server may close before the client finishes sending: also a refusal
         conn.close()
+
+    def test_a_refused_body_is_never_read_as_requests(self):
+        # A body refused before its end (too large) holds bytes the server did
+        # not read: here a request of their own. The connection must close
+        # after the 413, never answer what the body hid.
+        hidden = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+        filler = b"\r\n" * (MAX_REQUEST_BYTES // 2 + 64)
+        chunked = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(filler), filler, len(hidden), hidden)
+        sized = filler + hidden
+        for path in ("/v2/models/mlp/infer", "/v2/models/tiny/generate", "/v2/health/live"):
+            for fields, body in (({"Transfer-Encoding": "chunked"}, chunked), ({"Content-Length": len(sized)}, sized)):
+                host, port = SERVER.http.rsplit(":", 1)
+                with self.subTest(path=path, fields=fields), socket.create_connection((host, int(port)),
+                                                                                       timeout=30) as sock:
+                    received = b""
+                    try:
+                        sock.sendall(raw_request(path, body, fields))
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # closed before the body's end: the refusal may be lost with it
+                    try:
+                        while chunk := sock.recv(65536):
+                            received += chunk
+                    except ConnectionResetError:
+                        pass
+                    statuses = re.findall(rb"^HTTP/1\.1 (\d{3})", received, re.MULTILINE)
+                    self.assertLessEqual(len(statuses), 1, received[:2000])
+                    if statuses == [b"413"]:
+                        self.assertIn(b"connection: close", received.lower(), received[:2000])
+                    elif statuses:  # a route-less path: httplib read the body to its end
+                        self.assertEqual(statuses, [b"404"], received[:2000])
 
     def test_gzip_body_refused(self):
         body, json_length = request_body([("data", mlp_input(), True)])
