@@ -114,6 +114,10 @@ struct GenerativeModel::Instance {
   std::thread thread;
   // This instance's part of the gauges (its scheduler writes, the model sums).
   int64_t pages_reserved = 0, pages_used = 0, num_running = 0;
+  // What its last admission pass left: free pages and batch room (under
+  // Shared::mutex). Only its own admissions lower them, so another scheduler
+  // may count on them until this one looks again.
+  int64_t free_pages_seen = 0, room_seen = 0;
 };
 
 Result<std::unique_ptr<GenerativeModel>> GenerativeModel::Open(const std::string& name, int64_t version,
@@ -272,6 +276,13 @@ void GenerativeModel::Schedule(Instance& instance) {
     }
     ended.clear();
   };
+  // Under shared.mutex: whether another instance's last pass left room and
+  // pages for `need` (its own admissions alone lower what it left).
+  auto fits_another_instance = [&](int64_t need) {
+    for (const auto& other : instances_)
+      if (other.get() != &instance && other->room_seen > 0 && other->free_pages_seen >= need) return true;
+    return false;
+  };
   auto end_running = [&](const std::shared_ptr<Pending>& p, const char* reason, Status why) {
     p->state = Pending::State::kDone;
     GenerationEvent e;
@@ -330,12 +341,15 @@ void GenerativeModel::Schedule(Instance& instance) {
           admitted.push_back(std::move(head));
           shared.queue.pop_front();
         }
-        // Timed out: only what admission left waiting, so a request that fits when the
-        // scheduler first sees it runs however long the step before took (and
-        // queue_timeout_ms 0 means "admit now or refuse").
+        instance.free_pages_seen = free_pages;
+        instance.room_seen = room;
+        // Timed out: only what no instance can take. A request that fits when a
+        // scheduler next looks runs however long the step before took (and
+        // queue_timeout_ms 0 means "admit now or refuse"); one another
+        // instance has room for waits for that instance's pass.
         const auto now = Clock::now();
         for (auto it = shared.queue.begin(); it != shared.queue.end();) {
-          if (now < (*it)->deadline) {
+          if (now < (*it)->deadline || fits_another_instance(engine.PagesFor((*it)->request))) {
             ++it;
             continue;
           }
@@ -348,11 +362,15 @@ void GenerativeModel::Schedule(Instance& instance) {
         stats_.waiting.store(static_cast<int64_t>(shared.queue.size()), std::memory_order_relaxed);
         if (!ended.empty() || !admitted.empty() || engine.HasWork()) break;
         if (shared.stopping) return;
-        // Idle: sleep until work comes or the queue's head times out.
-        if (shared.queue.empty())
+        // Idle: sleep until work comes or a request times out (one past its
+        // time that another instance will take is that one's).
+        auto next_deadline = Clock::time_point::max();
+        for (const auto& p : shared.queue)
+          if (p->deadline > now) next_deadline = std::min(next_deadline, p->deadline);
+        if (next_deadline == Clock::time_point::max())
           shared.wake.wait(lock);
         else
-          shared.wake.wait_until(lock, shared.queue.front()->deadline);
+          shared.wake.wait_until(lock, next_deadline);
       }
     }
     const auto now = Clock::now();

@@ -175,7 +175,8 @@ class GenerateStreamReactor final
           reactor = s.reactor;
           return s.NextAction();
         });
-        if (reactor != nullptr) reactor->Act(action);  // alive: an action claimed keeps it so
+        // Alive while the action it claimed is not done; with none, untouched.
+        if (reactor != nullptr && (action.write != nullptr || action.finish)) reactor->Act(action);
       }
     }
 
@@ -247,6 +248,7 @@ class GenerateStreamReactor final
   struct Action {
     inference::ModelStreamInferResponse* write = nullptr;
     bool finish = false;
+    bool shutdown = false;  // the finish is the server's: a request sent meanwhile went unanswered
   };
   struct State {
     std::mutex mutex;
@@ -272,7 +274,7 @@ class GenerateStreamReactor final
       }
       if (broken || ((reads_done || closing) && active.empty())) {
         finished = true;
-        return {nullptr, true};
+        return {nullptr, true, !broken && !reads_done};
       }
       return {};
     }
@@ -280,7 +282,9 @@ class GenerateStreamReactor final
 
   void Act(Action action) {
     if (action.write != nullptr) StartWrite(action.write);
-    if (action.finish) Finish(grpc::Status::OK);
+    if (action.finish)
+      Finish(action.shutdown ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
+                             : grpc::Status::OK);
   }
 
   void CancelAll() {

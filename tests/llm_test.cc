@@ -575,6 +575,11 @@ TEST(LlmEngine, ARowWithNoTokenToDrawEndsItsRequestAloneAndTheOthersGoOn) {
     EXPECT_EQ(engine->unreserved_pages(), engine->info().num_total_pages);
     EXPECT_EQ(engine->kv_cache().total_sequence_length(), 0);
   }
+  // Whole generations carry the error too.
+  HETRT_ASSERT_OK_AND_ASSIGN(auto whole, engine->Generate({Greedy(a, 8), Greedy({kPoisoned}, 8)}));
+  EXPECT_EQ(whole[0].tokens, want[0].tokens);
+  EXPECT_EQ(whole[1].finish, FinishReason::kError);
+  EXPECT_NE(whole[1].error.find("NaN"), std::string::npos) << whole[1].error;
 }
 
 // MLC's libraries have all four; one without the batch functions still runs,

@@ -84,6 +84,7 @@ int Run(const GenerateArgs& a) {
               info.param_names.size(), info.weight_bytes / 1048576.0, info.load_seconds);
   auto results = (*engine)->Generate(std::move(requests));
   if (!results.ok()) return Fail(results.status().ToString());
+  int failed = 0;
   for (size_t i = 0; i < results->size(); ++i) {
     const GenerationResult& r = (*results)[i];
     std::string tokens;
@@ -93,6 +94,10 @@ int Run(const GenerateArgs& a) {
     std::printf("  finish: %s, %zu tokens, time to first token %.3f ms, %.1f tokens/s after it\n",
                 FinishReasonName(r.finish), r.tokens.size(), r.time_to_first_token_s * 1e3,
                 r.tokens.size() > 1 && decode > 0 ? (r.tokens.size() - 1) / decode : 0.0);
+    if (r.finish == FinishReason::kError) {
+      std::fprintf(stderr, "hetrt generate: sequence %zu: %s\n", i, r.error.c_str());
+      ++failed;
+    }
   }
   const LlmStepStats& s = (*engine)->stats();
   std::printf("steps: %llu prefill (%llu tokens, %.3f ms), %llu decode (%llu tokens, %.1f tokens/s)\n",
@@ -100,7 +105,7 @@ int Run(const GenerateArgs& a) {
               s.prefill_seconds * 1e3, static_cast<unsigned long long>(s.decode_steps),
               static_cast<unsigned long long>(s.decode_tokens),
               s.decode_seconds > 0 ? s.decode_tokens / s.decode_seconds : 0.0);
-  return 0;
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace

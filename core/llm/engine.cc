@@ -636,6 +636,7 @@ Result<std::vector<GenerationResult>> LlmEngine::Generate(std::vector<Generation
       }
       if (e.finish != FinishReason::kNone) {
         r.finish = e.finish;
+        r.error = e.error;
         r.seconds = Seconds(start);
         left.erase(e.request);
       }

@@ -302,10 +302,8 @@ std::string TensorCacheIndex::IndexFileIn(const std::string& dir) {
 }
 
 Result<TensorCacheIndex> TensorCacheIndex::Open(const std::string& dir) {
-  std::string json_path = dir + "/" + kIndexFile;
-  if (const std::string legacy = dir + "/" + kLegacyIndexFile;
-      ::access(json_path.c_str(), F_OK) != 0 && ::access(legacy.c_str(), F_OK) == 0)
-    json_path = legacy;
+  std::string json_path = IndexFileIn(dir);
+  if (json_path.empty()) json_path = dir + "/" + kIndexFile;  // its error names the file expected
   auto text = ReadFileBytes(json_path, kMaxIndexBytes);
   if (!text.ok()) return text.status().WithContext("tensor cache '" + dir + "'");
   IndexParser parser(dir, json_path);

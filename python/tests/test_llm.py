@@ -3,6 +3,7 @@ TVM's greedy tokens and logits, batches, streaming, seeds, and errors."""
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -119,3 +120,11 @@ def test_a_sequence_with_nan_logits_raises_alone(tmp_path):
         list(engine.stream([7], max_tokens=6))
     assert engine.kv_available_pages == pages
     assert engine.generate([1, 2, 3], max_tokens=6) == clean
+    # The CLI says which sequence failed, and why, and exits 1.
+    cli = os.environ.get("HETRT_CLI")
+    if cli:
+        run = subprocess.run([cli, "generate", str(tmp_path), "--prompt-ids", "1,2,3", "--prompt-ids", "7",
+                              "--max-tokens", "4"], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "sequence 1: request" in run.stderr and "NaN" in run.stderr, run.stderr
+        assert "sequence 0: " + ",".join(map(str, clean[:4])) in run.stdout, run.stdout

@@ -320,8 +320,9 @@ class LlmGrpcTest(unittest.TestCase):
 
     def test_sigterm_ends_a_stream_the_client_keeps_open(self):
         # tritonclient's start_stream without stop_stream: the call stays open
-        # with nothing running. SIGTERM must end it (OK) and exit, not wait out
-        # gRPC's 30 s grace for the client to half-close.
+        # with nothing running. SIGTERM must end it (UNAVAILABLE: a request sent
+        # meanwhile would go unanswered) and exit, not wait out gRPC's 30 s
+        # grace for the client to half-close.
         server = server_process.Server(llm.HETRT, self.repository)
         try:
             with grpc.insecure_channel(server.grpc) as channel:
@@ -336,8 +337,10 @@ class LlmGrpcTest(unittest.TestCase):
                     self.assertEqual((replies["open"].finish, errors), ("length", []))
                     signalled = time.monotonic()
                     server.proc.send_signal(signal.SIGTERM)
-                    self.assertEqual(list(stream.call), [])
-                    self.assertEqual(stream.call.code(), grpc.StatusCode.OK, stream.call.details())
+                    with self.assertRaises(grpc.RpcError) as ended:
+                        list(stream.call)
+                    self.assertEqual(ended.exception.code(), grpc.StatusCode.UNAVAILABLE, ended.exception.details())
+                    self.assertIn("shutting down", ended.exception.details())
                 finally:
                     stream.close()
                 self.assertEqual(server.stop(60), 0, "".join(server.log))

@@ -981,6 +981,39 @@ class NoWaitTest(AdmissionCase):
             check_stream(read_response(reader))
 
 
+class NoWaitTwoInstancesTest(AdmissionCase):
+    """queue_timeout_ms 0 with two instances: a request one instance cannot
+    take is the other's, not a 503 from the first to look."""
+    CONFIG = {"instance_group": [{"count": 2}], "generation": {"kv_cache_tokens": 96, "queue_timeout_ms": 0}}
+
+    def test_a_request_the_other_instance_has_room_for_is_admitted(self):
+        # Both instances busy: one's cache full but a page (a 96-token stream),
+        # the other's with room (a 48-token one, which cannot fit the first).
+        # The probe (18 tokens, 2 pages) fits only the second; whichever
+        # scheduler looks first, it must run there.
+        full = {"input_ids": prompt_of(8, 500), "max_tokens": 88}
+        small = {"input_ids": prompt_of(8, 501), "max_tokens": 40}
+        probe = {"input_ids": prompt_of(8, 502), "max_tokens": 10}
+        want = self.alone(probe["input_ids"], 10)
+        for round_ in range(8):
+            started = [threading.Event(), threading.Event()]
+            holders = [threading.Thread(target=stream, args=(self.http, body),
+                                        kwargs={"on_event": lambda r, e, s=s: s.set()})
+                       for body, s in ((full, started[0]), (small, started[1]))]
+            holders[0].start()
+            try:
+                self.assertTrue(started[0].wait(60), "the full stream sent no token")
+                holders[1].start()
+                self.assertTrue(started[1].wait(60), "the small stream sent no token")
+                status, _, answer = generate(self.http, probe)
+                self.assertEqual(status, 200, f"round {round_}: {answer}")
+                self.assertEqual(answer["output_ids"], want)
+            finally:
+                for t in holders:
+                    if t.ident is not None:  # started
+                        t.join(120)
+
+
 # --- SIGTERM --------------------------------------------------------------------------------
 
 class ShutdownTest(unittest.TestCase):

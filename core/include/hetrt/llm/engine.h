@@ -88,6 +88,7 @@ struct TokenEvent {
 struct GenerationResult {
   std::vector<int32_t> tokens;
   FinishReason finish = FinishReason::kNone;
+  std::string error = {};  // with kError
   double time_to_first_token_s = 0;
   double seconds = 0;
 };
