@@ -279,6 +279,11 @@ TEST(TinyLlama, UnsupportedKvCacheFeaturesAreRefusedByName) {
   std::vector<RelaxValue> short_list = args();
   short_list.pop_back();
   EXPECT_FALSE(h.vm->CallBuiltin(create, short_list).ok());
+  std::vector<RelaxValue> no_layers = args();
+  no_layers[1] = RelaxValue::Shape({});
+  auto made = h.vm->CallBuiltin(create, no_layers);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("names no layers"), std::string::npos) << made.status().ToString();
 }
 
 // ---- the engine
@@ -627,9 +632,11 @@ TEST(LlmEngine, BrokenModelFoldersSayWhatIsWrong) {
     fs::remove(shard);
     fs::rename(tmp / "shard_3.bin", shard);
   }
-  {  // the older index name, and a weight it does not hold named with it
+  {  // the older index name (a directory under the new one does not hide it), and a weight it does not hold
     fs::rename(tmp / "params" / "tensor-cache.json", tmp / "params" / "ndarray-cache.json");
+    fs::create_directory(tmp / "params" / "tensor-cache.json");
     HETRT_ASSERT_OK(LlmEngine::Open(Options(tmp.string())).status());
+    fs::remove(tmp / "params" / "tensor-cache.json");
     std::ifstream in(tmp / "params" / "ndarray-cache.json");
     json index = json::parse(in);
     in.close();

@@ -87,8 +87,7 @@ class Engine:
                 for req, token, finish, error in self._engine.step():
                     if req not in out:
                         continue
-                    if finish == "error":
-                        left.discard(req)
+                    if finish == "error":  # the except below cancels the others
                         raise InternalError(f"prompt {requests.index(req)}: {error}")
                     if token >= 0:
                         out[req].append(token)
